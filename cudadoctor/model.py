@@ -1,0 +1,356 @@
+"""The facts model: what the probes observed, each value with the place it was read.
+
+Facts hold no judgements. Every version is a :class:`packaging.version.Version`; every group of
+facts carries the :class:`Source` it came from; a probe that could not read something records a
+:class:`ProbeError` instead of guessing. The JSON form (``cudadoctor snapshot``) is produced and
+read back by :mod:`cudadoctor.codec`; its layout is documented in ``docs/facts-schema.md`` and
+versioned by :data:`SCHEMA_VERSION`.
+
+Names say which version they mean:
+
+* ``driver.version``: the NVIDIA driver (``580.159.04``);
+* ``driver.cuda_api``: the newest CUDA version that driver supports (``13.0``);
+* ``ToolkitInstall.version``: an installed CUDA toolkit (``13.0.2``);
+* ``InstalledPackage.cuda_variant``: the CUDA build of a wheel (``cu130``), and
+  ``InstalledPackage.cuda_build``: the CUDA version that variant stands for (``13.0``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from packaging.version import Version
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ContainerInfo",
+    "CudaWheels",
+    "DriverInfo",
+    "DriverReading",
+    "EnvVar",
+    "Facts",
+    "GpuInfo",
+    "HostInfo",
+    "InstalledPackage",
+    "KernelModule",
+    "LibcudaFile",
+    "LibraryCopy",
+    "NvccInfo",
+    "ProbeError",
+    "PythonEnv",
+    "Source",
+    "SourceKind",
+    "ToolkitInstall",
+    "TorchBuild",
+    "VisibleDevices",
+    "WheelComponent",
+]
+
+#: Version of the facts JSON layout. Bump it when a field is renamed, removed or changes meaning;
+#: adding an optional field does not need a bump (readers ignore unknown fields).
+SCHEMA_VERSION = 1
+
+
+class SourceKind(str, enum.Enum):
+    """Where a fact was read."""
+
+    FILE = "file"  #: a file's contents (``/proc/driver/nvidia/version``, a header, ``version.json``)
+    FILENAME = "filename"  #: a file's name (``libcuda.so.580.95.05``, a ``*.dist-info`` directory)
+    COMMAND = "command"  #: a command's output (``nvidia-smi …``, ``nvcc --version``)
+    API = "api"  #: a library call (NVML, ``cuDriverGetVersion``)
+    METADATA = "metadata"  #: Python package metadata (dist-info ``METADATA``)
+    ENV = "env"  #: an environment variable
+    ASSUMED = "assumed"  #: given on the command line (``--assume-driver``, ``--assume-gpu``)
+    RUNTIME = "runtime"  #: reported by a child process at run time (``check --deep``)
+
+
+@dataclass(frozen=True)
+class Source:
+    """The place one fact was read."""
+
+    kind: SourceKind
+    #: The path, API call or command line, e.g. ``/sys/module/nvidia/version``.
+    where: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}: {self.where}"
+
+
+@dataclass(frozen=True)
+class ProbeError:
+    """Why a fact is unknown. The fact is then absent, never guessed."""
+
+    probe: str  #: the probe that failed (``driver``, ``gpus``, ``toolkit`` …)
+    message: str  #: one line, for people
+    source: str | None = None  #: the file, call or command that failed
+
+
+# --- driver ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DriverReading:
+    """One source's answer about the driver. Every source is kept: disagreement is itself a fact."""
+
+    source: Source
+    version: Version | None = None  #: the driver's version, e.g. 580.159.04
+    cuda_api: Version | None = None  #: the newest CUDA the driver supports, e.g. 13.0
+    detail: str | None = None  #: e.g. the libcuda path that answered
+
+
+@dataclass(frozen=True)
+class KernelModule:
+    """The loaded NVIDIA kernel module, from ``/proc/driver/nvidia/version``."""
+
+    version: Version
+    flavour: str  #: ``open`` or ``proprietary``
+    arch: str | None  #: ``x86_64``, ``aarch64`` … as the module reports it
+    source: Source
+
+
+@dataclass(frozen=True)
+class LibcudaFile:
+    """A user-space driver library file found on disk, versioned by its file name."""
+
+    path: str
+    version: Version | None  #: from ``libcuda.so.<version>``; None for unversioned names
+    #: ``driver`` (a normal install), ``compat`` (a cuda-compat forward-compatibility copy),
+    #: ``stub`` (the toolkit's link-time stub) or ``wsl`` (the WSL2 driver store)
+    kind: str
+    #: the directories through which the dynamic loader would find it (LD_LIBRARY_PATH, ld.so.conf)
+    on_search_path: bool = False
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class DriverInfo:
+    """The NVIDIA driver, as every source saw it."""
+
+    #: The driver version the sources agree on (kernel module first, then NVML, then nvidia-smi).
+    version: Version | None
+    #: The newest CUDA version the user-space driver supports (NVML, then cuDriverGetVersion).
+    cuda_api: Version | None
+    kernel_module: KernelModule | None = None
+    readings: tuple[DriverReading, ...] = ()
+    libcuda_files: tuple[LibcudaFile, ...] = ()
+    #: The libcuda the dynamic loader picked when asked for ``libcuda.so.1``, with its path.
+    loaded_libcuda: str | None = None
+    wsl: bool = False
+
+
+# --- GPUs -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One GPU. No UUID or serial number is ever kept."""
+
+    index: int
+    name: str
+    compute_capability: str | None  #: ``"9.0"``; None when no source said and the model is unknown
+    source: Source
+    memory_mib: int | None = None
+    mig_mode: str | None = None  #: ``Enabled`` / ``Disabled`` / None when not reported
+    pci_bus_id: str | None = None
+    brand: str | None = None  #: NVML brand (``Tesla``, ``GeForce`` …) when known
+    #: where the compute capability came from when it differs from ``source`` (the compat/ GPU table)
+    compute_capability_source: Source | None = None
+
+
+@dataclass(frozen=True)
+class VisibleDevices:
+    """What limits which GPUs a process sees."""
+
+    cuda_visible_devices: str | None = None  #: the variable's raw value, None when unset
+    nvidia_visible_devices: str | None = None
+    device_nodes: tuple[str, ...] = ()  #: ``/dev/nvidia0``, ``/dev/nvidiactl``, ``/dev/nvidia-uvm`` …
+
+
+
+# --- CUDA toolkits --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolkitInstall:
+    """One CUDA toolkit directory."""
+
+    root: str  #: the directory as found (``/usr/local/cuda-13.0``)
+    version: Version | None  #: the toolkit's version (``13.0.2`` from version.json, else 13.0 …)
+    source: Source | None  #: where ``version`` was read
+    found_via: tuple[str, ...] = ()  #: ``CUDA_HOME``, ``/usr/local/cuda link``, ``glob`` …
+    nvcc_version: Version | None = None  #: the nvcc inside this root (``13.0.88``), when read
+    real_path: str | None = None  #: ``root`` with symlinks resolved
+
+
+@dataclass(frozen=True)
+class NvccInfo:
+    """The first ``nvcc`` on PATH and what it says."""
+
+    path: str
+    release: Version | None  #: ``13.0`` from "release 13.0"
+    version: Version | None  #: ``13.0.88`` from "V13.0.88"
+    source: Source
+
+
+# --- libraries ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WheelComponent:
+    """One CUDA component installed as a pip wheel (``nvidia-cuda-runtime``, ``nvidia-cublas-cu12``)."""
+
+    distribution: str  #: canonical distribution name
+    version: Version
+    lib_dir: str | None  #: ``…/nvidia/cu13/lib`` or ``…/nvidia/cuda_runtime/lib``
+    source: Source
+
+
+@dataclass(frozen=True)
+class CudaWheels:
+    """The CUDA runtime and math libraries that pip wheels put in site-packages."""
+
+    #: ``cu13`` (one ``nvidia/cu13/lib``), ``cu12`` (``nvidia/<component>/lib`` + ``-cu12`` names),
+    #: ``cu11`` or ``mixed``
+    layout: str
+    components: tuple[WheelComponent, ...]
+    #: the ``cuda-toolkit`` meta-package version, the natural "pip CUDA toolkit" version
+    toolkit_meta: Version | None = None
+    #: the CUDA runtime version the wheels provide (the ``nvidia-cuda-runtime*`` version)
+    runtime_version: Version | None = None
+
+
+@dataclass(frozen=True)
+class LibraryCopy:
+    """One installed copy of cuDNN, NCCL or TensorRT."""
+
+    library: str  #: ``cudnn`` / ``nccl`` / ``tensorrt``
+    version: Version | None
+    origin: str  #: ``pip`` / ``system`` / ``conda`` / ``toolkit`` / ``tarball``
+    path: str  #: the header, library file or dist-info it was read from
+    source: Source
+    distribution: str | None = None  #: the pip distribution that owns it (``nvidia-cudnn-cu13``)
+    #: the CUDA major this copy was built for, when its name says (``-cu13``, ``+cuda13.0``)
+    cuda_major: int | None = None
+    lib_paths: tuple[str, ...] = ()  #: library files of this copy (``libcudnn.so.9.14.0`` …)
+
+
+# --- Python packages ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PythonEnv:
+    """The interpreter whose packages are examined (not necessarily cudadoctor's own)."""
+
+    executable: str
+    version: Version | None
+    prefix: str | None
+    kind: str  #: ``venv`` / ``conda`` / ``system`` / ``unknown``
+    site_paths: tuple[str, ...]
+    source: Source
+    #: why this interpreter was chosen (``--python``, ``VIRTUAL_ENV``, ``CONDA_PREFIX``, ``this interpreter`` …)
+    chosen_by: str = ""
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    """``torch/version.py``, read as text (torch is never imported)."""
+
+    version: Version | None
+    cuda: str | None  #: ``"13.0"`` for a CUDA build
+    hip: str | None  #: ROCm/HIP version for a ROCm build
+    debug: bool | None
+    git_version: str | None
+    source: Source
+
+
+@dataclass(frozen=True)
+class InstalledPackage:
+    """A Python distribution of interest in the target environment."""
+
+    name: str  #: canonical name (``torch``, ``nvidia-cudnn-cu13``)
+    version: Version
+    location: str  #: the site-packages directory
+    source: Source
+    #: the wheel's CUDA build as a variant tag: ``cu130``, ``cu124``, ``rocm6.2``, ``cpu`` …
+    cuda_variant: str | None = None
+    #: the CUDA version the variant stands for (``13.0``); None for ROCm/CPU builds
+    cuda_build: str | None = None
+    #: how ``cuda_variant`` was established (``local version tag``, ``torch/version.py``,
+    #: ``Requires-Dist cuda-toolkit==13.0.2``, ``package name``)
+    cuda_variant_source: str | None = None
+    #: Requires-Dist lines that pin CUDA components (``nvidia-*``, ``cuda-toolkit``), as written
+    cuda_requires: tuple[str, ...] = ()
+    #: every Requires-Dist line that applies without extras, as written
+    requires: tuple[str, ...] = ()
+    torch_build: TorchBuild | None = None
+    installer: str | None = None  #: ``pip`` / ``uv`` / ``conda`` … from the INSTALLER file
+
+
+# --- host and context -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContainerInfo:
+    """Signs that this runs inside a container."""
+
+    in_container: bool
+    runtime: str | None  #: ``docker`` / ``podman`` / ``kubernetes`` / None when unknown
+    markers: tuple[str, ...]  #: what was seen (``/.dockerenv``, ``KUBERNETES_SERVICE_HOST`` …)
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """One environment variable that matters to CUDA. Secret-looking values are masked on output."""
+
+    name: str
+    value: str
+    #: what the variable claims, for image variables that can lie (``CUDA_VERSION``,
+    #: ``NV_CUDNN_VERSION``, ``NCCL_VERSION``) — None for plain settings
+    claims: str | None = None
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """The operating system, CPU and context cudadoctor runs in (or, with ``--root``, the image)."""
+
+    os: str  #: ``Linux``, ``Darwin``, ``Windows``
+    arch: str  #: ``x86_64``, ``aarch64`` …
+    distro: str | None = None  #: PRETTY_NAME from os-release
+    kernel: str | None = None
+    glibc: Version | None = None
+    container: ContainerInfo | None = None
+    wsl: bool = False
+    apple_silicon: bool = False
+    env: tuple[EnvVar, ...] = ()
+    #: the dynamic loader's search directories, in order: LD_LIBRARY_PATH, then ld.so.conf
+    loader_paths: tuple[str, ...] = ()
+
+
+# --- everything -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything the probes observed about one machine (or one image root)."""
+
+    host: HostInfo
+    driver: DriverInfo | None = None
+    gpus: tuple[GpuInfo, ...] = ()
+    visible: VisibleDevices = field(default_factory=VisibleDevices)
+    toolkits: tuple[ToolkitInstall, ...] = ()
+    nvcc: NvccInfo | None = None
+    cuda_wheels: CudaWheels | None = None
+    cudnn: tuple[LibraryCopy, ...] = ()
+    nccl: tuple[LibraryCopy, ...] = ()
+    tensorrt: tuple[LibraryCopy, ...] = ()
+    python: PythonEnv | None = None
+    #: Python distributions of interest, keyed by canonical name
+    packages: dict[str, InstalledPackage] = field(default_factory=dict)
+    errors: tuple[ProbeError, ...] = ()
+    #: how the facts were gathered: ``live``, ``root:<dir>``, or ``snapshot:<file>``
+    mode: str = "live"
+    tool_version: str = ""
+    collected_at: str = ""  #: ISO 8601 UTC
+    #: seconds each probe took, for ``-v`` and the benchmark
+    timings: dict[str, float] = field(default_factory=dict)

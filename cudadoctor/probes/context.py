@@ -1,0 +1,69 @@
+"""What every probe is handed: the file system, environment, runner and native calls to use.
+
+A :class:`ProbeContext` is the only way a probe touches the outside world, which is what lets the
+same probe read the live machine, an image root (``--root``) or a pyfakefs tree in a test.
+Expensive shared answers (NVML, the nvidia-smi query, the loader's search path, the target
+interpreter) are computed once per context, thread-safely, whichever probe asks first.
+"""
+
+from __future__ import annotations
+
+import platform
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from cudadoctor.model import ProbeError
+from cudadoctor.probes.native import Native, NullNative
+from cudadoctor.rootfs import RootFS
+from cudadoctor.runner import NullRunner, Runner
+
+__all__ = ["ProbeContext"]
+
+T = TypeVar("T")
+
+
+@dataclass
+class ProbeContext:
+    """Everything a probe may use. Build one per run; it caches shared answers."""
+
+    fs: RootFS = field(default_factory=RootFS)
+    #: the examined environment: ``os.environ`` live, the ``--env-file`` contents for an image
+    env: Mapping[str, str] = field(default_factory=dict)
+    runner: Runner = field(default_factory=NullRunner)
+    native: Native = field(default_factory=lambda: NullNative("native calls disabled"))
+    #: ``--python PATH``: the interpreter whose packages to examine (None: detect)
+    python: str | None = None
+    #: CPU architecture and OS of the examined machine (live: this one's)
+    machine: str = field(default_factory=platform.machine)
+    system: str = field(default_factory=platform.system)
+    errors: list[ProbeError] = field(default_factory=list)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    _locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
+    _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def live(self) -> bool:
+        """True when examining this machine, False for an image root."""
+        return self.fs.is_live
+
+    def fail(self, probe: str, message: str, source: str | None = None) -> None:
+        """Record why a fact is unknown."""
+        with self._guard:
+            self.errors.append(ProbeError(probe=probe, message=message, source=source))
+
+    def once(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()`` the first time ``key`` is asked for; the cached answer after that."""
+        with self._guard:
+            if key in self._cache:
+                return self._cache[key]  # type: ignore[no-any-return]
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            with self._guard:
+                if key in self._cache:
+                    return self._cache[key]  # type: ignore[no-any-return]
+            value = compute()
+            with self._guard:
+                self._cache[key] = value
+            return value

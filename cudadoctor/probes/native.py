@@ -1,0 +1,239 @@
+"""The two library calls the fast path makes: NVML and ``cuDriverGetVersion``.
+
+Neither creates a CUDA context: NVML is the management library ``nvidia-smi`` uses, and
+``cuDriverGetVersion`` answers without ``cuInit`` (doctor-anchors §15.2: about 1.6 ms). Both
+run in a daemon thread with a timeout, so a wedged driver cannot hang cudadoctor: the call is
+abandoned and recorded as timed out. Probes see only the :class:`Native` protocol; tests inject
+a fake, and ``--root`` / ``--from`` use :class:`NullNative`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+__all__ = [
+    "LibcudaResult",
+    "Native",
+    "NullNative",
+    "NvmlDevice",
+    "NvmlResult",
+    "RealNative",
+    "call_with_timeout",
+    "decode_cuda_version",
+]
+
+#: Seconds allowed for NVML init + queries, and for loading libcuda.
+NATIVE_TIMEOUT = 10.0
+
+T = TypeVar("T")
+
+
+def decode_cuda_version(value: int) -> str | None:
+    """``13000`` -> ``"13.0"``, ``12080`` -> ``"12.8"`` (cuDriverGetVersion / NVML encoding).
+
+    The encoding is major * 1000 + minor * 10 (doctor-anchors §15.1; CUDA driver API docs).
+    Returns None for 0 or negative values (a stub library answers 0).
+    """
+    if value <= 0:
+        return None
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+@dataclass(frozen=True)
+class NvmlDevice:
+    """One device as NVML reports it. The UUID is never read."""
+
+    index: int
+    name: str
+    compute_capability: str | None = None
+    memory_mib: int | None = None
+    mig_mode: str | None = None
+    pci_bus_id: str | None = None
+    brand: str | None = None
+
+
+@dataclass(frozen=True)
+class NvmlResult:
+    """NVML's answers, or why there are none."""
+
+    driver_version: str | None = None
+    cuda_driver_version: int | None = None  #: nvmlSystemGetCudaDriverVersion_v2, e.g. 13000
+    devices: tuple[NvmlDevice, ...] = ()
+    error: str | None = None  #: e.g. "NVML Shared Library Not Found", "Driver/library version mismatch"
+    device_errors: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class LibcudaResult:
+    """``cuDriverGetVersion`` of the libcuda the dynamic loader picks for ``libcuda.so.1``."""
+
+    path: str | None = None  #: the file the loader mapped
+    returncode: int | None = None  #: CUresult; 34 = CUDA_ERROR_STUB_LIBRARY
+    version: int | None = None  #: e.g. 13000
+    error: str | None = None  #: the library could not be loaded or the call timed out
+
+
+class Native(Protocol):
+    def nvml(self) -> NvmlResult: ...
+
+    def libcuda_version(self) -> LibcudaResult: ...
+
+
+class NullNative:
+    """Calls nothing; every answer says why."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def nvml(self) -> NvmlResult:
+        return NvmlResult(error=self.reason)
+
+    def libcuda_version(self) -> LibcudaResult:
+        return LibcudaResult(error=self.reason)
+
+
+def call_with_timeout(func: Callable[[], T], timeout: float, on_timeout: T) -> T:
+    """Run ``func`` in a daemon thread; give up after ``timeout`` seconds and return ``on_timeout``.
+
+    ctypes releases the GIL during foreign calls, so a call stuck in the driver does not stop
+    this thread from returning; the abandoned thread dies with the process.
+    """
+    box: list[T] = []
+
+    def target() -> None:
+        box.append(func())
+
+    thread = threading.Thread(target=target, name="cudadoctor-native", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return box[0] if box else on_timeout
+
+
+class RealNative:
+    """NVML through NVIDIA's binding (``nvidia-ml-py``), libcuda through ctypes."""
+
+    def __init__(self, timeout: float = NATIVE_TIMEOUT) -> None:
+        self.timeout = timeout
+        self._nvml: NvmlResult | None = None
+        self._libcuda: LibcudaResult | None = None
+        self._lock = threading.Lock()
+
+    def nvml(self) -> NvmlResult:
+        with self._lock:
+            if self._nvml is None:
+                self._nvml = call_with_timeout(
+                    _query_nvml, self.timeout, NvmlResult(error=f"NVML timed out after {self.timeout:g} s")
+                )
+            return self._nvml
+
+    def libcuda_version(self) -> LibcudaResult:
+        with self._lock:
+            if self._libcuda is None:
+                self._libcuda = call_with_timeout(
+                    _query_libcuda,
+                    self.timeout,
+                    LibcudaResult(error=f"loading libcuda timed out after {self.timeout:g} s"),
+                )
+            return self._libcuda
+
+
+def _text(value: object) -> str:
+    # nvidia-ml-py >= 12 returns str; older pynvml returned bytes (doctor-anchors §15.1).
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _query_nvml() -> NvmlResult:
+    try:
+        import pynvml  # NVIDIA's binding; imported here so a machine without a GPU never pays for it
+    except ImportError:
+        return NvmlResult(error="nvidia-ml-py is not installed")
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        return NvmlResult(error=_text(exc))
+    except Exception as exc:  # a broken binding must not take the doctor down
+        return NvmlResult(error=f"{type(exc).__name__}: {exc}")
+    try:
+        driver = cuda = None
+        with contextlib.suppress(pynvml.NVMLError):
+            driver = _text(pynvml.nvmlSystemGetDriverVersion())
+        with contextlib.suppress(pynvml.NVMLError):
+            cuda = int(pynvml.nvmlSystemGetCudaDriverVersion_v2())
+        devices: list[NvmlDevice] = []
+        errors: list[str] = []
+        try:
+            count = int(pynvml.nvmlDeviceGetCount())
+        except pynvml.NVMLError as exc:
+            count = 0
+            errors.append(f"nvmlDeviceGetCount: {_text(exc)}")
+        for index in range(count):
+            try:
+                devices.append(_nvml_device(pynvml, index))
+            except pynvml.NVMLError as exc:
+                errors.append(f"device {index}: {_text(exc)}")
+        return NvmlResult(driver, cuda, tuple(devices), None, tuple(errors))
+    except Exception as exc:
+        return NvmlResult(error=f"{type(exc).__name__}: {exc}")
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
+
+
+_BRANDS = {
+    # nvmlBrandType_t values from nvml.h, as nvidia-container-toolkit names them.
+    0: "Unknown", 1: "Quadro", 2: "Tesla", 3: "NVS", 4: "GRID", 5: "GeForce", 6: "TITAN",
+    7: "NVIDIA vApps", 8: "NVIDIA VPC", 9: "NVIDIA VCS", 10: "NVIDIA VWS", 11: "NVIDIA Cloud Gaming",
+    12: "Quadro RTX", 13: "NVIDIA RTX", 14: "NVIDIA",
+}  # fmt: skip
+
+
+def _nvml_device(pynvml: object, index: int) -> NvmlDevice:
+    nv = pynvml
+    handle = nv.nvmlDeviceGetHandleByIndex(index)  # type: ignore[attr-defined]
+    name = _text(nv.nvmlDeviceGetName(handle))  # type: ignore[attr-defined]
+    cc = memory = mig = bus = brand = None
+    with contextlib.suppress(Exception):
+        major, minor = nv.nvmlDeviceGetCudaComputeCapability(handle)  # type: ignore[attr-defined]
+        cc = f"{major}.{minor}"
+    with contextlib.suppress(Exception):
+        memory = int(nv.nvmlDeviceGetMemoryInfo(handle).total) // (1024 * 1024)  # type: ignore[attr-defined]
+    with contextlib.suppress(Exception):
+        current, _pending = nv.nvmlDeviceGetMigMode(handle)  # type: ignore[attr-defined]
+        mig = "Enabled" if current else "Disabled"
+    with contextlib.suppress(Exception):
+        bus = _text(nv.nvmlDeviceGetPciInfo(handle).busId)  # type: ignore[attr-defined]
+    with contextlib.suppress(Exception):
+        brand = _BRANDS.get(int(nv.nvmlDeviceGetBrand(handle)), "Unknown")  # type: ignore[attr-defined]
+    return NvmlDevice(index, name, cc, memory, mig, bus, brand)
+
+
+def _query_libcuda() -> LibcudaResult:
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        return LibcudaResult(error=str(exc))
+    path = _mapped_path("libcuda.so")
+    version = ctypes.c_int(0)
+    try:
+        rc = int(lib.cuDriverGetVersion(ctypes.byref(version)))
+    except (AttributeError, OSError) as exc:
+        return LibcudaResult(path=path, error=f"cuDriverGetVersion unavailable: {exc}")
+    return LibcudaResult(path=path, returncode=rc, version=int(version.value))
+
+
+def _mapped_path(stem: str) -> str | None:
+    """The file of a loaded library whose name starts with ``stem``, from /proc/self/maps."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                path = line.rstrip("\n").split(maxsplit=5)[-1] if line.count(" ") >= 5 else ""
+                if path.startswith("/") and path.rsplit("/", 1)[-1].startswith(stem):
+                    return path
+    except OSError:
+        return None
+    return None

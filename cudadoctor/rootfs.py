@@ -1,0 +1,121 @@
+"""Reading files of the machine being examined: ``/`` live, or an image's root with ``--root``.
+
+Every file-reading probe goes through a :class:`RootFS`, so the same probe reads the live system
+or an extracted image (``docker export``) without change. Paths are always written as the machine
+sees them (``/usr/local/cuda/version.json``); symbolic links inside an image root are followed
+*within* that root, so an absolute link such as ``/usr/local/cuda -> /etc/alternatives/cuda``
+never escapes to the host's files.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import os
+import posixpath
+import stat
+
+__all__ = ["MAX_READ_BYTES", "RootFS"]
+
+#: The most bytes read from any one file. Version files, headers' first lines and METADATA are
+#: small; a huge or endless file (a broken /proc entry, a planted file) must not stall a probe.
+MAX_READ_BYTES = 1 << 20
+
+#: Symbolic links followed in one path before giving up (a loop, or a hostile image).
+_MAX_LINKS = 40
+
+
+class RootFS:
+    """File access relative to a root directory (``/`` for the live machine)."""
+
+    def __init__(self, root: str = "/") -> None:
+        self.root = os.path.abspath(root)
+        self.is_live = self.root == "/"
+
+    # --- paths ------------------------------------------------------------------------------------
+
+    def host_path(self, path: str) -> str:
+        """Where ``path`` (as the examined machine names it) is on this machine's disk."""
+        path = posixpath.normpath("/" + path.lstrip("/"))
+        if self.is_live:
+            return path
+        return self.root + path if path != "/" else self.root
+
+    def resolve(self, path: str) -> str:
+        """``path`` with every symbolic link followed inside the root (like realpath in a chroot).
+
+        Raises :class:`OSError` (``ELOOP``) when links nest too deep. Missing components are kept
+        as written, as :func:`os.path.realpath` does.
+        """
+        if self.is_live:
+            return os.path.realpath(path)
+        parts = [p for p in posixpath.normpath("/" + path.lstrip("/")).split("/") if p]
+        resolved = "/"
+        links = 0
+        while parts:
+            part = parts.pop(0)
+            if part == "..":
+                resolved = posixpath.dirname(resolved) or "/"
+                continue
+            candidate = posixpath.join(resolved, part)
+            try:
+                target = os.readlink(self.host_path(candidate))
+            except OSError:
+                resolved = candidate
+                continue
+            links += 1
+            if links > _MAX_LINKS:
+                raise OSError(errno.ELOOP, "too many levels of symbolic links", path)
+            if target.startswith("/"):
+                resolved = "/"
+            parts = [p for p in target.split("/") if p and p != "."] + parts
+        return resolved
+
+    # --- queries ----------------------------------------------------------------------------------
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(self.host_path(self.resolve(path)))
+
+    def is_file(self, path: str) -> bool:
+        return os.path.isfile(self.host_path(self.resolve(path)))
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(self.host_path(self.resolve(path)))
+
+    def is_symlink(self, path: str) -> bool:
+        return os.path.islink(self.host_path(path))
+
+    def is_char_device(self, path: str) -> bool:
+        try:
+            return stat.S_ISCHR(os.stat(self.host_path(self.resolve(path))).st_mode)
+        except OSError:
+            return False
+
+    def readlink(self, path: str) -> str:
+        return os.readlink(self.host_path(path))
+
+    def listdir(self, path: str) -> list[str]:
+        """Sorted entries of a directory; raises OSError when it cannot be listed."""
+        return sorted(os.listdir(self.host_path(self.resolve(path))))
+
+    def glob(self, directory: str, pattern: str) -> list[str]:
+        """Entries of ``directory`` whose names match ``pattern``, as full paths; [] on any error."""
+        try:
+            names = self.listdir(directory)
+        except OSError:
+            return []
+        return [posixpath.join(directory, n) for n in names if fnmatch.fnmatchcase(n, pattern)]
+
+    def read_text(self, path: str, limit: int = MAX_READ_BYTES) -> str:
+        """The file's text (undecodable bytes replaced), at most ``limit`` bytes of it.
+
+        Raises :class:`OSError` when the file cannot be read. Reads through the resolved path so
+        an image's absolute links stay inside the image.
+        """
+        with open(self.host_path(self.resolve(path)), "rb") as handle:
+            data = handle.read(limit)
+        return data.decode("utf-8", errors="replace")
+
+    def read_bytes(self, path: str, limit: int = MAX_READ_BYTES) -> bytes:
+        with open(self.host_path(self.resolve(path)), "rb") as handle:
+            return handle.read(limit)

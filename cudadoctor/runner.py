@@ -1,0 +1,111 @@
+"""Running commands: an argv list, no shell, always a timeout, never an exception for the caller.
+
+Probes get a :class:`Runner`; tests inject a fake that maps argv tuples to canned outputs (real
+subprocesses cannot run under pyfakefs). A command that is missing, times out or fails comes
+back as a :class:`CommandResult` whose ``error`` says why.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = ["DEFAULT_TIMEOUT", "CommandResult", "NullRunner", "Runner", "SubprocessRunner"]
+
+#: Seconds a command may take unless the probe says otherwise.
+DEFAULT_TIMEOUT = 10.0
+
+#: Output kept from one command; more is cut (a runaway tool must not fill memory).
+_MAX_OUTPUT = 4 << 20
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a command did."""
+
+    argv: tuple[str, ...]
+    returncode: int | None  #: None when it never ran or was killed
+    stdout: str = ""
+    stderr: str = ""
+    #: why it did not produce a result: ``not found``, ``timed out after 10 s`` …; None on success
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.returncode == 0
+
+    def describe(self) -> str:
+        """One line saying why the command gave no usable output."""
+        if self.error:
+            return self.error
+        detail = (self.stderr or self.stdout).strip().splitlines()
+        tail = f": {detail[-1][:200]}" if detail else ""
+        return f"exited with status {self.returncode}{tail}"
+
+
+class Runner(Protocol):
+    """Runs one command. Implementations never raise for a failing command."""
+
+    def run(
+        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None
+    ) -> CommandResult: ...
+
+
+class SubprocessRunner:
+    """Runs commands for real, in their own process group so a timeout kills the whole tree."""
+
+    def run(
+        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None
+    ) -> CommandResult:
+        args = tuple(argv)
+        try:
+            proc = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=dict(env) if env is not None else None,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            return CommandResult(args, None, error="not found")
+        except OSError as exc:
+            return CommandResult(args, None, error=f"could not start: {exc.strerror or exc}")
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return CommandResult(args, None, error=f"timed out after {timeout:g} s")
+        return CommandResult(
+            args,
+            proc.returncode,
+            out[:_MAX_OUTPUT].decode("utf-8", errors="replace"),
+            err[:_MAX_OUTPUT].decode("utf-8", errors="replace"),
+        )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+    try:
+        proc.communicate(timeout=2)
+    except (subprocess.TimeoutExpired, OSError):
+        pass
+
+
+class NullRunner:
+    """Runs nothing: used with ``--root`` (nothing from an image is ever executed) and ``--from``."""
+
+    def __init__(self, reason: str = "commands are not run when examining an image root") -> None:
+        self.reason = reason
+
+    def run(
+        self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None
+    ) -> CommandResult:
+        return CommandResult(tuple(argv), None, error=self.reason)

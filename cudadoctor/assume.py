@@ -1,0 +1,66 @@
+"""Describing the host an image will run on: ``--assume-driver`` and ``--assume-gpu``.
+
+A Docker build stage has no GPU and no driver; these flags put the target host's driver and GPUs
+into the facts, marked with :attr:`~cudadoctor.model.SourceKind.ASSUMED`, so the rest of
+cudadoctor treats them like probed facts. A flag overrides the probed fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from packaging.version import InvalidVersion, Version
+
+from cudadoctor import gpu_models
+from cudadoctor.errors import UsageError
+from cudadoctor.model import DriverInfo, DriverReading, Facts, GpuInfo, Source, SourceKind
+
+__all__ = ["apply_assumptions", "parse_driver_version"]
+
+
+def parse_driver_version(text: str) -> Version:
+    """``550.54.15`` -> Version; a driver version is two or three dot-separated numbers."""
+    parts = text.strip().split(".")
+    if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        raise UsageError(f"--assume-driver {text!r}: expected a driver version such as 550.54.15 or 535.104")
+    try:
+        return Version(text.strip())
+    except InvalidVersion:  # pragma: no cover - guarded by the digit check
+        raise UsageError(f"--assume-driver {text!r}: not a version") from None
+
+
+def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence[str] = ()) -> Facts:
+    """Facts with the assumed driver and GPUs in place of the probed ones."""
+    if driver is not None:
+        version = parse_driver_version(driver)
+        reading = DriverReading(Source(SourceKind.ASSUMED, "--assume-driver"), version=version)
+        old = facts.driver
+        facts = replace(
+            facts,
+            driver=DriverInfo(
+                version=version,
+                # The CUDA version a driver supports comes from compat data, not from the flag.
+                cuda_api=None,
+                readings=(reading, *(old.readings if old else ())),
+                libcuda_files=old.libcuda_files if old else (),
+            ),
+        )
+    if gpus:
+        table = gpu_models.load_models()
+        assumed: list[GpuInfo] = []
+        for index, spec in enumerate(gpus):
+            try:
+                model = gpu_models.parse_gpu_spec(spec, table)
+            except ValueError as exc:
+                raise UsageError(f"--assume-gpu {spec!r}: {exc}") from None
+            assumed.append(
+                GpuInfo(
+                    index=index,
+                    name=model.name,
+                    compute_capability=model.compute_capability,
+                    source=Source(SourceKind.ASSUMED, f"--assume-gpu {spec}"),
+                )
+            )
+        facts = replace(facts, gpus=tuple(assumed))
+    return facts

@@ -1,0 +1,292 @@
+"""The ``cudadoctor`` command line: the only place that prints, exits, or catches errors.
+
+Exit codes (also in the README):
+
+====  ==========================================================================
+ 0    the report was produced
+ 1    problems were found (used by the compatibility checks)
+ 2    usage error: a bad option, an unreadable env file, a bad snapshot
+ 3    cudadoctor could not produce a report (invalid compat data, internal error)
+====  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import traceback
+from typing import Annotated
+
+import typer
+
+from cudadoctor import __version__
+from cudadoctor.errors import CudadoctorError, UsageError
+from cudadoctor.model import Facts
+from cudadoctor.report import Format
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="cudadoctor",
+    help=(
+        "A CUDA environment doctor. Reads the NVIDIA driver, GPUs, CUDA toolkits, cuDNN, NCCL, TensorRT and the "
+        "Python wheels of torch / vLLM / JAX without importing any of them, and reports what it found and "
+        "where it read it.\n\n"
+        "Examples:\n\n"
+        "  cudadoctor check              # this machine, one line per component\n\n"
+        "  cudadoctor check -v           # every fact with its source\n\n"
+        "  cudadoctor check --format json > report.json\n\n"
+        "  cudadoctor snapshot -o facts.json   # attach to a bug report; replay with check --from\n\n"
+        "  cudadoctor check --root ./image-rootfs --env-file image.env   # audit an exported image"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+# --- shared options ---------------------------------------------------------------------------------
+
+FromOpt = Annotated[
+    str | None,
+    typer.Option("--from", metavar="FILE", help="Evaluate a saved snapshot (or JSON report) instead of probing."),
+]
+RootOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--root",
+        metavar="DIR",
+        help="Read every file-based fact from an extracted image root instead of /. Nothing in it is run, "
+        "and none of this host's facts are used.",
+    ),
+]
+EnvFileOpt = Annotated[
+    str | None,
+    typer.Option("--env-file", metavar="FILE", help="The image's environment, as KEY=VALUE lines (docker style)."),
+]
+PythonOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--python",
+        metavar="PATH",
+        help="The interpreter whose packages to examine. Default: the active virtualenv or conda env, else "
+        "the interpreter running cudadoctor (unless that is a pipx/uv tool install).",
+    ),
+]
+AssumeDriverOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--assume-driver",
+        metavar="VERSION",
+        help="The driver of the host this will run on (e.g. 550.54.15); overrides the probed driver.",
+    ),
+]
+AssumeGpuOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--assume-gpu",
+        metavar="NAME|CC",
+        help="A GPU of the target host: a model (H100, 'RTX 4090') or compute capability (8.9, sm_89). "
+        "Repeat for several GPUs; overrides the probed GPUs.",
+    ),
+]
+NoRedactOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-redact",
+        help="Show home directories and secret-looking environment values as they are (reports are redacted "
+        "by default: GPU UUIDs, tokens, passwords in URLs, the home directory).",
+    ),
+]
+
+
+def _err(message: str) -> None:
+    prefix = "\x1b[31mcudadoctor: error:\x1b[0m " if sys.stderr.isatty() and "NO_COLOR" not in os.environ else (
+        "cudadoctor: error: ")
+    print(prefix + message, file=sys.stderr)
+
+
+def _gather(
+    *,
+    from_file: str | None,
+    root: str | None,
+    env_file: str | None,
+    python: str | None,
+    assume_driver: str | None,
+    assume_gpu: list[str] | None,
+    redact: bool,
+) -> Facts:
+    """Facts from a snapshot, an image root or this machine, with assumptions and redaction applied."""
+    from cudadoctor.assume import apply_assumptions
+    from cudadoctor.codec import facts_from_json, redact_facts
+    from cudadoctor.redact import Redactor
+
+    if from_file is not None and root is not None:
+        raise UsageError("--from and --root cannot be combined: a snapshot already holds its facts")
+    if env_file is not None and root is None:
+        raise UsageError("--env-file describes an image: use it with --root")
+    if from_file is not None:
+        facts = _read_snapshot(from_file)
+    else:
+        from cudadoctor.collect import collect_facts, live_context, root_context
+
+        if root is not None:
+            if not os.path.isdir(root):
+                raise UsageError(f"--root {root}: not a directory")
+            env: dict[str, str] = {}
+            if env_file is not None:
+                from cudadoctor.envfile import read_env_file
+
+                env, warnings = read_env_file(env_file)
+                for warning in warnings:
+                    print(f"cudadoctor: warning: {warning}", file=sys.stderr)
+            ctx = root_context(root, env, python=python)
+        else:
+            ctx = live_context(python=python)
+        facts = collect_facts(ctx)
+    facts = apply_assumptions(facts, driver=assume_driver, gpus=assume_gpu or ())
+    if redact:
+        facts = redact_facts(facts, Redactor.for_this_user())
+    return facts
+
+
+def _read_snapshot(path: str) -> Facts:
+    from cudadoctor.codec import facts_from_json
+    from cudadoctor.errors import SnapshotError
+
+    try:
+        with open(path, "rb") as handle:
+            # A snapshot is tens of kilobytes; refuse anything absurd instead of reading it whole.
+            data = handle.read(64 << 20)
+            if handle.read(1):
+                raise SnapshotError(f"{path}: larger than 64 MiB, not a cudadoctor snapshot")
+    except OSError as exc:
+        raise SnapshotError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SnapshotError(f"{path}: not UTF-8 text, not a cudadoctor snapshot") from None
+    return facts_from_json(text, origin=path)
+
+
+def _guarded(func):  # type: ignore[no-untyped-def]
+    """Run a command body; turn cudadoctor's errors into one line and an exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return func(*args, **kwargs)
+        except CudadoctorError as exc:
+            _err(str(exc))
+            raise typer.Exit(exc.exit_code) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug: say so, with the traceback only when asked
+            _err(f"internal error: {type(exc).__name__}: {exc} (please report this; set CUDADOCTOR_DEBUG=1 "
+                 "for the traceback)")
+            if os.environ.get("CUDADOCTOR_DEBUG"):
+                traceback.print_exc()
+            raise typer.Exit(3) from None
+
+    return wrapper
+
+
+# --- commands ---------------------------------------------------------------------------------------
+
+
+@app.command()
+@_guarded
+def check(
+    output_format: Annotated[
+        Format, typer.Option("--format", "-f", help="text for people, json for tools (all facts with sources).")
+    ] = Format.TEXT,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every fact and where it was read.")] = False,
+    from_file: FromOpt = None,
+    root: RootOpt = None,
+    env_file: EnvFileOpt = None,
+    python: PythonOpt = None,
+    assume_driver: AssumeDriverOpt = None,
+    assume_gpu: AssumeGpuOpt = None,
+    no_redact: NoRedactOpt = False,
+) -> None:
+    """Examine this machine (or an image root, or a snapshot) and report each CUDA component.
+
+    Nothing is imported from torch, vLLM, JAX, TensorFlow or TensorRT: versions come from files,
+    package metadata, NVML and the driver library. Typical run time is well under a second.
+    """
+    facts = _gather(
+        from_file=from_file, root=root, env_file=env_file, python=python,
+        assume_driver=assume_driver, assume_gpu=assume_gpu, redact=not no_redact,
+    )  # fmt: skip
+    if output_format is Format.JSON:
+        from cudadoctor.report.json import render_json
+
+        sys.stdout.write(render_json(facts) + "\n")
+    else:
+        from cudadoctor.report.text import render_text
+
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        width = min(max(_terminal_width(), 60), 160)
+        sys.stdout.write(render_text(facts, verbose=verbose, color=color, width=width))
+
+
+def _terminal_width() -> int:
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):
+        return 100
+
+
+@app.command()
+@_guarded
+def snapshot(
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", metavar="FILE", help="Write here instead of standard output.")
+    ] = None,
+    root: RootOpt = None,
+    env_file: EnvFileOpt = None,
+    python: PythonOpt = None,
+    assume_driver: AssumeDriverOpt = None,
+    assume_gpu: AssumeGpuOpt = None,
+    no_redact: NoRedactOpt = False,
+) -> None:
+    """Write every fact, with its source, as JSON: attach it to a bug report; replay it with check --from."""
+    from cudadoctor.codec import facts_to_json
+
+    facts = _gather(
+        from_file=None, root=root, env_file=env_file, python=python,
+        assume_driver=assume_driver, assume_gpu=assume_gpu, redact=not no_redact,
+    )  # fmt: skip
+    text = facts_to_json(facts) + "\n"
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        return
+    tmp = f"{output}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, output)
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    print(f"cudadoctor: wrote {output}", file=sys.stderr)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        print(f"cudadoctor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """A CUDA environment doctor."""
+
+
+def main() -> None:
+    """Entry point of the ``cudadoctor`` command."""
+    app()

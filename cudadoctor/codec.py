@@ -1,0 +1,171 @@
+"""The facts JSON: turning :class:`~cudadoctor.model.Facts` into plain JSON and back.
+
+One generic, type-driven codec serves every dataclass in :mod:`cudadoctor.model`, so adding a field
+to the model needs no serialisation code. Reading is strict about types and forgiving about
+additions: unknown keys are ignored (a newer cudadoctor's snapshot still loads), a missing optional
+field takes its default, and anything else wrong raises :class:`~cudadoctor.errors.SnapshotError`
+with the path of the bad value (``facts.gpus[0].index: expected an integer``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from cudadoctor import model
+from cudadoctor.errors import SnapshotError
+from cudadoctor.model import SCHEMA_VERSION, Facts
+from cudadoctor.redact import Redactor
+
+__all__ = [
+    "SNAPSHOT_KIND",
+    "decode",
+    "encode",
+    "facts_from_json",
+    "facts_to_dict",
+    "facts_to_json",
+    "redact_facts",
+]
+
+#: The ``kind`` field of a snapshot document, so a stray JSON file is recognised as not ours.
+SNAPSHOT_KIND = "cudadoctor-facts"
+
+#: Documents whose ``facts`` member ``--from`` accepts: a snapshot, or a saved ``check --format json``.
+_READABLE_KINDS = (SNAPSHOT_KIND, "cudadoctor-report")
+
+#: Nesting deeper than this is not a cudadoctor document (and would exhaust the stack).
+_MAX_DEPTH = 32
+
+
+def encode(value: Any) -> Any:
+    """A JSON-ready form of a model value."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Version):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): encode(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [encode(v) for v in value]
+    return value
+
+
+def facts_to_dict(facts: Facts) -> dict[str, Any]:
+    """The snapshot document: a versioned envelope around the facts."""
+    return {"kind": SNAPSHOT_KIND, "schema_version": SCHEMA_VERSION, "facts": encode(facts)}
+
+
+def facts_to_json(facts: Facts) -> str:
+    return json.dumps(facts_to_dict(facts), indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls, vars(model))
+
+
+def decode(tp: Any, data: Any, path: str, depth: int = 0) -> Any:
+    """Build a value of type ``tp`` from JSON data, or raise SnapshotError naming ``path``."""
+    if depth > _MAX_DEPTH:
+        raise SnapshotError(f"{path}: nested too deeply")
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if data is None and type(None) in options:
+            return None
+        (inner,) = [t for t in options if t is not type(None)]
+        return decode(inner, data, path, depth + 1)
+    if tp is Any:
+        return data
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise SnapshotError(f"{path}: expected an object")
+        hints = _hints(tp)
+        kwargs: dict[str, Any] = {}
+        for f in dataclasses.fields(tp):
+            if f.name.startswith("_"):
+                continue
+            if f.name in data:
+                kwargs[f.name] = decode(hints[f.name], data[f.name], f"{path}.{f.name}", depth + 1)
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise SnapshotError(f"{path}.{f.name}: missing")
+        return tp(**kwargs)
+    if origin is tuple:
+        if not isinstance(data, list):
+            raise SnapshotError(f"{path}: expected a list")
+        (item, _ellipsis) = typing.get_args(tp)
+        return tuple(decode(item, v, f"{path}[{i}]", depth + 1) for i, v in enumerate(data))
+    if origin is dict:
+        if not isinstance(data, dict):
+            raise SnapshotError(f"{path}: expected an object")
+        _key, item = typing.get_args(tp)
+        return {str(k): decode(item, v, f"{path}.{k}", depth + 1) for k, v in data.items()}
+    if tp is Version:
+        if not isinstance(data, str):
+            raise SnapshotError(f"{path}: expected a version string")
+        try:
+            return Version(data)
+        except InvalidVersion:
+            raise SnapshotError(f"{path}: {data!r} is not a version") from None
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(data)
+        except ValueError:
+            raise SnapshotError(f"{path}: {data!r} is not one of {[m.value for m in tp]}") from None
+    if tp is bool:
+        if not isinstance(data, bool):
+            raise SnapshotError(f"{path}: expected true or false")
+        return data
+    if tp is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise SnapshotError(f"{path}: expected an integer")
+        return data
+    if tp is float:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            raise SnapshotError(f"{path}: expected a number")
+        return float(data)
+    if tp is str:
+        if not isinstance(data, str):
+            raise SnapshotError(f"{path}: expected a string")
+        return data
+    raise SnapshotError(f"{path}: cannot decode type {tp!r}")  # a model type this codec lacks
+
+
+def facts_from_json(text: str, *, origin: str = "snapshot") -> Facts:
+    """Facts from a snapshot document; SnapshotError with one clear line if it is not one."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SnapshotError(f"{origin}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise SnapshotError(f"{origin}: nested too deeply") from None
+    if not isinstance(document, dict) or document.get("kind") not in _READABLE_KINDS:
+        raise SnapshotError(f"{origin}: not a cudadoctor snapshot (expected \"kind\": \"{SNAPSHOT_KIND}\")")
+    version = document.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SnapshotError(f"{origin}: schema_version missing or not an integer")
+    if version > SCHEMA_VERSION:
+        raise SnapshotError(
+            f"{origin}: written with facts schema {version}; this cudadoctor reads up to {SCHEMA_VERSION}"
+            " (upgrade cudadoctor)"
+        )
+    try:
+        facts = decode(Facts, document.get("facts"), "facts")
+    except RecursionError:
+        raise SnapshotError(f"{origin}: nested too deeply") from None
+    except SnapshotError as exc:
+        raise SnapshotError(f"{origin}: {exc}") from None
+    return dataclasses.replace(facts, mode=f"snapshot:{origin}")
+
+
+def redact_facts(facts: Facts, redactor: Redactor) -> Facts:
+    """The same facts with every string passed through ``redactor`` (for every output format)."""
+    return decode(Facts, redactor.document(encode(facts)), "facts")

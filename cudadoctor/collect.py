@@ -1,0 +1,129 @@
+"""Collecting facts: run every probe, each isolated, and assemble one :class:`~cudadoctor.model.Facts`.
+
+A probe is a function ``probe_x(ctx) -> part``. A probe that raises does not stop the others: its
+part is left empty and the exception becomes one :class:`~cudadoctor.model.ProbeError`. Probes run
+in a small thread pool: the slow parts (nvidia-smi, nvcc, NVML) wait on other processes or C code
+and release the GIL, so the whole collection takes about as long as its slowest probe.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+from cudadoctor import __version__
+from cudadoctor.model import Facts, HostInfo, VisibleDevices
+from cudadoctor.probes import driver, gpus, host, libraries, packages, toolkit
+from cudadoctor.probes.context import ProbeContext
+from cudadoctor.probes.native import NullNative, RealNative
+from cudadoctor.rootfs import RootFS
+from cudadoctor.runner import NullRunner, SubprocessRunner
+
+__all__ = ["PROBES", "collect_facts", "image_machine", "live_context", "root_context"]
+
+#: Facts field -> the probe that fills it, in the order their results are shown.
+PROBES: dict[str, Callable[[ProbeContext], Any]] = {
+    "host": host.probe_host,
+    "driver": driver.probe_driver,
+    "gpus": gpus.probe_gpus,
+    "visible": gpus.probe_visible,
+    "toolkits": toolkit.probe_toolkits,
+    "nvcc": toolkit.probe_nvcc,
+    "cuda_wheels": libraries.probe_cuda_wheels,
+    "cudnn": libraries.probe_cudnn,
+    "nccl": libraries.probe_nccl,
+    "tensorrt": libraries.probe_tensorrt,
+    "python": packages.probe_python,
+    "packages": packages.probe_packages,
+}
+
+#: What a field holds when its probe crashed.
+_EMPTY: dict[str, Any] = {
+    "driver": None,
+    "gpus": (),
+    "visible": VisibleDevices(),
+    "toolkits": (),
+    "nvcc": None,
+    "cuda_wheels": None,
+    "cudnn": (),
+    "nccl": (),
+    "tensorrt": (),
+    "python": None,
+    "packages": {},
+}
+
+#: Probes that wait on subprocesses or native calls go first so their waits overlap the rest.
+_SLOW_FIRST = ("driver", "gpus", "nvcc", "toolkits")
+
+
+def _run_one(ctx: ProbeContext, name: str, probe: Callable[[ProbeContext], Any]) -> tuple[Any, float, bool]:
+    start = time.perf_counter()
+    try:
+        value = probe(ctx)
+        ok = True
+    except Exception as exc:  # one broken probe must never take the report down
+        ctx.fail(name, f"probe crashed: {type(exc).__name__}: {exc}")
+        value, ok = None, False
+    return value, time.perf_counter() - start, ok
+
+
+def collect_facts(ctx: ProbeContext, *, workers: int = 6) -> Facts:
+    """Run every probe against ``ctx`` and return the facts, with per-probe timings."""
+    names = sorted(PROBES, key=lambda n: (n not in _SLOW_FIRST, list(PROBES).index(n)))
+    results: dict[str, Any] = {}
+    timings: dict[str, float] = {}
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cudadoctor-probe") as pool:
+        futures = {name: pool.submit(_run_one, ctx, name, PROBES[name]) for name in names}
+        for name in PROBES:
+            value, seconds, ok = futures[name].result()
+            timings[name] = round(seconds, 4)
+            if ok:
+                results[name] = value
+            elif name == "host":
+                results[name] = HostInfo(os=ctx.system, arch=ctx.machine)
+            else:
+                results[name] = _EMPTY[name]
+    facts = Facts(
+        **results,
+        errors=(),
+        mode="live" if ctx.live else f"root:{ctx.fs.root}",
+        tool_version=__version__,
+        collected_at=datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
+        timings=timings,
+    )
+    return replace(facts, errors=tuple(ctx.errors))
+
+
+def image_machine(fs: RootFS, default: str) -> str:
+    """The CPU architecture an image root was built for, from its multiarch library directories."""
+    for machine, triplet in (("x86_64", "x86_64-linux-gnu"), ("aarch64", "aarch64-linux-gnu")):
+        if fs.is_dir(f"/usr/lib/{triplet}") or fs.is_dir(f"/lib/{triplet}"):
+            return machine
+    return default
+
+
+def live_context(*, python: str | None = None) -> ProbeContext:
+    """A context that examines this machine: real files, commands, NVML and libcuda."""
+    return ProbeContext(
+        fs=RootFS("/"), env=dict(os.environ), runner=SubprocessRunner(), native=RealNative(), python=python
+    )
+
+
+def root_context(root: str, env: dict[str, str], *, python: str | None = None) -> ProbeContext:
+    """A context that examines an image root: its files only; nothing from it runs, no host facts."""
+    fs = RootFS(root)
+    return ProbeContext(
+        fs=fs,
+        env=env,
+        runner=NullRunner("nothing from an image root is run"),
+        native=NullNative("no driver calls when examining an image root"),
+        python=python,
+        machine=image_machine(fs, platform.machine()),
+        system="Linux",
+    )

@@ -1,0 +1,265 @@
+"""Arranging facts into the report's categories: one line each, details underneath.
+
+This module decides *what* a report says about each component (driver, GPUs, toolkit …); the
+renderers only decide how it looks. It holds no judgement of compatibility: a category is marked
+``ok`` when its facts were read, ``absent`` when the component is not installed, and ``warn``
+when a probe could not read something (the reason is shown).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from packaging.version import Version
+
+from cudadoctor.model import Facts, InstalledPackage, LibraryCopy, ProbeError, Source
+
+__all__ = ["Category", "Line", "Mark", "categories"]
+
+
+class Mark(str, enum.Enum):
+    OK = "ok"
+    WARN = "warn"
+    FAIL = "fail"
+    ABSENT = "absent"
+
+
+@dataclass(frozen=True)
+class Line:
+    """One detail under a category."""
+
+    text: str
+    level: str = "info"  #: ``info`` (shown with -v), ``warn`` or ``fail`` (always shown)
+    source: str | None = None
+
+
+@dataclass
+class Category:
+    key: str
+    title: str
+    headline: str
+    mark: Mark = Mark.OK
+    lines: list[Line] = field(default_factory=list)
+
+
+#: Which category a probe's errors belong to.
+_PROBE_CATEGORY = {
+    "host": "host",
+    "driver": "driver",
+    "gpus": "gpus",
+    "visible": "gpus",
+    "toolkits": "toolkit",
+    "toolkit": "toolkit",
+    "nvcc": "toolkit",
+    "cuda_wheels": "wheels",
+    "cudnn": "cudnn",
+    "nccl": "nccl",
+    "tensorrt": "tensorrt",
+    "libraries": "wheels",
+    "python": "python",
+    "packages": "python",
+}
+
+#: Frameworks named in the Python category's headline, in this order, when installed.
+_HEADLINE_PACKAGES = ("torch", "vllm", "jax", "tensorflow", "tensorrt", "cupy", "onnxruntime-gpu")
+
+
+def _src(source: Source | None) -> str | None:
+    return str(source) if source else None
+
+
+def _v(version: Version | None) -> str:
+    return str(version) if version is not None else "unknown"
+
+
+def _host(facts: Facts) -> Category:
+    h = facts.host
+    parts = [h.distro or h.os, h.arch]
+    if h.container and h.container.in_container:
+        parts.append(f"in a container ({h.container.runtime or 'unknown runtime'})")
+    if h.wsl:
+        parts.append("WSL2")
+    cat = Category("host", "Host", ", ".join(p for p in parts if p))
+    if h.kernel:
+        cat.lines.append(Line(f"kernel {h.kernel}"))
+    if h.glibc:
+        cat.lines.append(Line(f"glibc {h.glibc}"))
+    if h.container and h.container.markers:
+        cat.lines.append(Line("container markers: " + ", ".join(h.container.markers)))
+    for var in h.env:
+        cat.lines.append(Line(f"{var.name}={var.value}", source=f"env: {var.name}"))
+    return cat
+
+
+def _driver(facts: Facts) -> Category:
+    d = facts.driver
+    if d is None:
+        return Category("driver", "NVIDIA driver", "not found", Mark.ABSENT)
+    head = f"{_v(d.version)}"
+    if d.kernel_module:
+        head += f" ({d.kernel_module.flavour} kernel module)"
+    head += f", supports CUDA {d.cuda_api}" if d.cuda_api else ", CUDA API version unknown"
+    cat = Category("driver", "NVIDIA driver", head)
+    for r in d.readings:
+        said = []
+        if r.version:
+            said.append(f"driver {r.version}")
+        if r.cuda_api:
+            said.append(f"CUDA {r.cuda_api}")
+        text = " and ".join(said) or "no version"
+        if r.detail:
+            text += f" ({r.detail})"
+        cat.lines.append(Line(text, source=_src(r.source)))
+    for f in d.libcuda_files:
+        where = "on the loader's path" if f.on_search_path else "not on the loader's path"
+        cat.lines.append(Line(f"libcuda {f.version or '(unversioned)'} [{f.kind}] {f.path} — {where}"))
+    if d.loaded_libcuda:
+        cat.lines.append(Line(f"the loader picks {d.loaded_libcuda} for libcuda.so.1"))
+    return cat
+
+
+def _gpus(facts: Facts) -> Category:
+    gpus = facts.gpus
+    if not gpus:
+        cat = Category("gpus", "GPUs", "none found", Mark.ABSENT)
+    else:
+        names: dict[str, int] = {}
+        for g in gpus:
+            label = g.name + (f" (compute capability {g.compute_capability})" if g.compute_capability else "")
+            names[label] = names.get(label, 0) + 1
+        cat = Category("gpus", "GPUs", ", ".join(f"{n}× {label}" for label, n in names.items()))
+        for g in gpus:
+            extra = []
+            if g.memory_mib:
+                extra.append(f"{g.memory_mib} MiB")
+            if g.mig_mode:
+                extra.append(f"MIG {g.mig_mode}")
+            if g.pci_bus_id:
+                extra.append(g.pci_bus_id)
+            cc_src = f"; compute capability from {g.compute_capability_source}" if g.compute_capability_source else ""
+            cat.lines.append(Line(f"GPU {g.index}: {g.name}" + (f" ({', '.join(extra)})" if extra else "") + cc_src,
+                                  source=_src(g.source)))
+    v = facts.visible
+    if v.cuda_visible_devices is not None:
+        cat.lines.append(Line(f"CUDA_VISIBLE_DEVICES={v.cuda_visible_devices!r}", source="env: CUDA_VISIBLE_DEVICES"))
+    if v.nvidia_visible_devices is not None:
+        cat.lines.append(Line(f"NVIDIA_VISIBLE_DEVICES={v.nvidia_visible_devices!r}",
+                              source="env: NVIDIA_VISIBLE_DEVICES"))
+    if v.device_nodes:
+        cat.lines.append(Line("device nodes: " + " ".join(v.device_nodes)))
+    return cat
+
+
+def _toolkit(facts: Facts) -> Category:
+    if not facts.toolkits and facts.nvcc is None:
+        return Category("toolkit", "CUDA toolkit", "not installed (not needed to run pip wheels)", Mark.ABSENT)
+    parts = [f"{_v(t.version)} at {t.root}" for t in facts.toolkits]
+    if facts.nvcc:
+        parts.append(f"nvcc {_v(facts.nvcc.version)} on PATH")
+    cat = Category("toolkit", "CUDA toolkit", "; ".join(parts))
+    for t in facts.toolkits:
+        text = f"{t.root}: {_v(t.version)}"
+        if t.real_path and t.real_path != t.root:
+            text += f" (-> {t.real_path})"
+        if t.found_via:
+            text += f", found via {', '.join(t.found_via)}"
+        if t.nvcc_version:
+            text += f", nvcc {t.nvcc_version}"
+        cat.lines.append(Line(text, source=_src(t.source)))
+    if facts.nvcc:
+        cat.lines.append(Line(f"nvcc {facts.nvcc.path}: release {facts.nvcc.release}, {_v(facts.nvcc.version)}",
+                              source=_src(facts.nvcc.source)))
+    return cat
+
+
+def _wheels(facts: Facts) -> Category:
+    w = facts.cuda_wheels
+    if w is None:
+        return Category("wheels", "CUDA from pip wheels", "none installed", Mark.ABSENT)
+    head = f"{w.layout} layout"
+    if w.runtime_version:
+        head += f", CUDA runtime {w.runtime_version}"
+    if w.toolkit_meta:
+        head += f", cuda-toolkit {w.toolkit_meta}"
+    cat = Category("wheels", "CUDA from pip wheels", head)
+    for c in w.components:
+        cat.lines.append(Line(f"{c.distribution} {c.version}" + (f" in {c.lib_dir}" if c.lib_dir else ""),
+                              source=_src(c.source)))
+    return cat
+
+
+def _copies(key: str, title: str, copies: Iterable[LibraryCopy], absent: str) -> Category:
+    copies = list(copies)
+    if not copies:
+        return Category(key, title, absent, Mark.ABSENT)
+    head = ", ".join(f"{_v(c.version)} ({c.origin}{' ' + c.distribution if c.distribution else ''})"
+                     for c in copies)
+    cat = Category(key, title, head)
+    for c in copies:
+        text = f"{_v(c.version)} {c.origin}: {c.path}"
+        if c.cuda_major:
+            text += f" (for CUDA {c.cuda_major})"
+        cat.lines.append(Line(text, source=_src(c.source)))
+        cat.lines.extend(Line(f"  {p}") for p in c.lib_paths[:6])
+    return cat
+
+
+def _package_label(p: InstalledPackage) -> str:
+    label = f"{p.name} {p.version}"
+    if p.torch_build and p.torch_build.version and p.torch_build.version != p.version:
+        label = f"{p.name} {p.torch_build.version}"
+    if p.cuda_build:
+        label += f" (CUDA {p.cuda_build})"
+    elif p.cuda_variant:
+        label += f" ({p.cuda_variant})"
+    return label
+
+
+def _python(facts: Facts) -> Category:
+    py = facts.python
+    if py is None:
+        return Category("python", "Python packages", "no Python environment found", Mark.ABSENT)
+    shown = [_package_label(facts.packages[n]) for n in _HEADLINE_PACKAGES if n in facts.packages]
+    env = f"Python {_v(py.version)} ({py.kind} {py.prefix or py.executable})"
+    head = env + (": " + ", ".join(shown) if shown else ": no GPU framework installed")
+    cat = Category("python", "Python packages", head)
+    cat.lines.append(Line(f"interpreter {py.executable}, chosen by {py.chosen_by or 'default'}", source=_src(py.source)))
+    for name in sorted(facts.packages):
+        p = facts.packages[name]
+        text = _package_label(p)
+        if p.cuda_variant_source:
+            text += f" — CUDA build from {p.cuda_variant_source}"
+        cat.lines.append(Line(text, source=_src(p.source)))
+    return cat
+
+
+def categories(facts: Facts) -> list[Category]:
+    """The report's categories, in display order, with probe errors attached where they belong."""
+    cats = [
+        _host(facts),
+        _driver(facts),
+        _gpus(facts),
+        _toolkit(facts),
+        _wheels(facts),
+        _copies("cudnn", "cuDNN", facts.cudnn, "not installed"),
+        _copies("nccl", "NCCL", facts.nccl, "not installed"),
+        _copies("tensorrt", "TensorRT", facts.tensorrt, "not installed"),
+        _python(facts),
+    ]
+    by_key = {c.key: c for c in cats}
+    for error in facts.errors:
+        _attach(by_key[_PROBE_CATEGORY.get(error.probe, "host")], error)
+    return cats
+
+
+def _attach(cat: Category, error: ProbeError) -> None:
+    # A component that is simply not installed explains its own missing sources: those reasons
+    # are details (-v), not warnings. Where the component was found, an unreadable source is.
+    if cat.mark is Mark.ABSENT:
+        cat.lines.insert(0, Line(f"not read: {error.message}", source=error.source))
+        return
+    cat.lines.insert(0, Line(f"could not read: {error.message}", level="warn", source=error.source))
+    if cat.mark is Mark.OK:
+        cat.mark = Mark.WARN

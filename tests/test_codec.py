@@ -1,0 +1,111 @@
+"""The facts JSON: round trip, strict reading, documented schema."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+
+import pytest
+from packaging.version import Version
+
+from cudadoctor import model
+from cudadoctor.codec import SNAPSHOT_KIND, facts_from_json, facts_to_json, redact_facts
+from cudadoctor.errors import SnapshotError
+from cudadoctor.model import (
+    DriverInfo,
+    DriverReading,
+    EnvVar,
+    Facts,
+    GpuInfo,
+    HostInfo,
+    InstalledPackage,
+    Source,
+    SourceKind,
+)
+from cudadoctor.redact import Redactor
+
+SRC = Source(SourceKind.FILE, "/sys/module/nvidia/version")
+
+
+def sample() -> Facts:
+    return Facts(
+        host=HostInfo(os="Linux", arch="x86_64", env=(EnvVar("HF_TOKEN", "hf_secret"),)),
+        driver=DriverInfo(
+            version=Version("580.159.04"),
+            cuda_api=Version("13.0"),
+            readings=(DriverReading(SRC, version=Version("580.159.04")),),
+        ),
+        gpus=(GpuInfo(0, "NVIDIA H200", "9.0", Source(SourceKind.API, "nvml"), memory_mib=143771),),
+        packages={
+            "torch": InstalledPackage("torch", Version("2.11.0"), "/site", Source(SourceKind.METADATA, "/site/x"),
+                                      cuda_variant="cu130", cuda_build="13.0")
+        },
+    )
+
+
+def test_round_trip_is_exact():
+    facts = sample()
+    again = facts_from_json(facts_to_json(facts), origin="f.json")
+    assert dataclasses.replace(again, mode=facts.mode) == facts
+    assert again.mode == "snapshot:f.json"
+
+
+def test_unknown_fields_are_ignored():
+    doc = json.loads(facts_to_json(sample()))
+    doc["facts"]["gpus"][0]["future_field"] = 1
+    doc["facts"]["new_section"] = {}
+    assert facts_from_json(json.dumps(doc)).gpus[0].name == "NVIDIA H200"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "not JSON"),
+        ("{", "not JSON"),
+        ("[]", "not a cudadoctor snapshot"),
+        ('{"kind": "other"}', "not a cudadoctor snapshot"),
+        (json.dumps({"kind": SNAPSHOT_KIND}), "schema_version missing"),
+        (json.dumps({"kind": SNAPSHOT_KIND, "schema_version": 99, "facts": {}}), "upgrade cudadoctor"),
+        (json.dumps({"kind": SNAPSHOT_KIND, "schema_version": 1, "facts": {}}), "facts.host: missing"),
+        (json.dumps({"kind": SNAPSHOT_KIND, "schema_version": 1, "facts": {"host": {"os": 1, "arch": "x"}}}),
+         "facts.host.os: expected a string"),
+        ("[" * 100000 + "]" * 100000, "nested too deeply"),
+    ],
+    ids=["empty", "truncated", "list", "other-kind", "no-schema", "future-schema", "no-host", "wrong-type", "deep"],
+)
+def test_bad_documents_give_one_clear_line(text, message):
+    with pytest.raises(SnapshotError, match=re.escape(message)) as info:
+        facts_from_json(text, origin="bad.json")
+    assert "\n" not in str(info.value)
+    assert str(info.value).startswith("bad.json: ")
+
+
+def test_bad_version_and_enum():
+    doc = json.loads(facts_to_json(sample()))
+    doc["facts"]["driver"]["version"] = "five-eighty"
+    with pytest.raises(SnapshotError, match=r"facts.driver.version: 'five-eighty' is not a version"):
+        facts_from_json(json.dumps(doc))
+    doc = json.loads(facts_to_json(sample()))
+    doc["facts"]["gpus"][0]["source"]["kind"] = "guess"
+    with pytest.raises(SnapshotError, match=r"facts.gpus\[0\].source.kind"):
+        facts_from_json(json.dumps(doc))
+
+
+def test_redact_facts_masks_secret_env_values():
+    out = redact_facts(sample(), Redactor(()))
+    assert out.host.env[0].value == "****"
+    assert out.driver == sample().driver
+
+
+def test_every_model_field_is_documented():
+    with open(os.path.join(os.path.dirname(__file__), "..", "docs", "facts-schema.md"), encoding="utf-8") as f:
+        doc = f.read()
+    missing = []
+    for name in model.__all__:
+        cls = getattr(model, name)
+        if dataclasses.is_dataclass(cls):
+            missing += [f"{name}.{f.name}" for f in dataclasses.fields(cls)
+                        if not f.name.startswith("_") and f"`{f.name}`" not in doc]
+    assert missing == []

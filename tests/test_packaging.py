@@ -1,0 +1,46 @@
+"""The wheel ships compat/ inside the package, and an installed wheel finds it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), REPO],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    if proc.returncode != 0 and "No module named 'hatchling'" in proc.stderr:
+        pytest.skip("hatchling is not installed (pip install -e '.[test]')")
+    assert proc.returncode == 0, proc.stderr
+    (path,) = out.glob("cudadoctor-*.whl")
+    return path
+
+
+def test_wheel_carries_every_compat_file_unchanged(wheel):
+    compat = os.path.join(REPO, "compat")
+    with zipfile.ZipFile(wheel) as zf:
+        for name in sorted(os.listdir(compat)):
+            with open(os.path.join(compat, name), "rb") as handle:
+                assert zf.read(f"cudadoctor/compat/{name}") == handle.read(), name
+
+
+def test_installed_wheel_finds_its_compat_data(wheel, tmp_path):
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    code = "from cudadoctor.matrix import compat_dir, load_table; print(compat_dir()); print(len(load_table('gpus')['gpu']))"
+    proc = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); {code}"],
+                          capture_output=True, text=True, timeout=60, check=True, cwd=str(tmp_path))
+    where, count = proc.stdout.split()
+    assert where == str(target / "cudadoctor" / "compat")
+    assert int(count) > 50

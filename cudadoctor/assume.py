@@ -10,22 +10,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import InvalidVersion
 
 from cudadoctor import gpu_models
 from cudadoctor.errors import UsageError
-from cudadoctor.model import DriverInfo, DriverReading, Facts, GpuInfo, Source, SourceKind
+from cudadoctor.model import DriverInfo, DriverVersion, DriverReading, Facts, GpuInfo, Source, SourceKind
 
 __all__ = ["apply_assumptions", "parse_driver_version"]
 
 
-def parse_driver_version(text: str) -> Version:
+def parse_driver_version(text: str) -> DriverVersion:
     """``550.54.15`` -> Version; a driver version is two or three dot-separated numbers."""
     parts = text.strip().split(".")
     if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
         raise UsageError(f"--assume-driver {text!r}: expected a driver version such as 550.54.15 or 535.104")
     try:
-        return Version(text.strip())
+        return DriverVersion(text.strip())
     except InvalidVersion:  # pragma: no cover - guarded by the digit check
         raise UsageError(f"--assume-driver {text!r}: not a version") from None
 

@@ -108,11 +108,11 @@ def decode(tp: Any, data: Any, path: str, depth: int = 0) -> Any:
             raise SnapshotError(f"{path}: expected an object")
         _key, item = typing.get_args(tp)
         return {str(k): decode(item, v, f"{path}.{k}", depth + 1) for k, v in data.items()}
-    if tp is Version:
+    if isinstance(tp, type) and issubclass(tp, Version):
         if not isinstance(data, str):
             raise SnapshotError(f"{path}: expected a version string")
         try:
-            return Version(data)
+            return tp(data)
         except InvalidVersion:
             raise SnapshotError(f"{path}: {data!r} is not a version") from None
     if isinstance(tp, type) and issubclass(tp, enum.Enum):

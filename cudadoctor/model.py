@@ -28,6 +28,7 @@ __all__ = [
     "CudaWheels",
     "DriverInfo",
     "DriverReading",
+    "DriverVersion",
     "EnvVar",
     "Facts",
     "GpuInfo",
@@ -50,6 +51,25 @@ __all__ = [
 #: Version of the facts JSON layout. Bump it when a field is renamed, removed or changes meaning;
 #: adding an optional field does not need a bump (readers ignore unknown fields).
 SCHEMA_VERSION = 1
+
+
+class DriverVersion(Version):
+    """An NVIDIA driver version that prints as the driver writes it.
+
+    PEP 440 normalises ``580.159.04`` to ``580.159.4`` when printed; driver versions are compared
+    like versions but must be shown exactly as NVIDIA writes them (they name files such as
+    ``libcuda.so.580.159.04``).
+    """
+
+    def __init__(self, version: str) -> None:
+        super().__init__(version)
+        self._text = version.strip()
+
+    def __str__(self) -> str:
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"<DriverVersion({self._text!r})>"
 
 
 class SourceKind(str, enum.Enum):
@@ -94,7 +114,7 @@ class DriverReading:
     """One source's answer about the driver. Every source is kept: disagreement is itself a fact."""
 
     source: Source
-    version: Version | None = None  #: the driver's version, e.g. 580.159.04
+    version: DriverVersion | None = None  #: the driver's version, e.g. 580.159.04
     cuda_api: Version | None = None  #: the newest CUDA the driver supports, e.g. 13.0
     detail: str | None = None  #: e.g. the libcuda path that answered
 
@@ -103,7 +123,7 @@ class DriverReading:
 class KernelModule:
     """The loaded NVIDIA kernel module, from ``/proc/driver/nvidia/version``."""
 
-    version: Version
+    version: DriverVersion
     flavour: str  #: ``open`` or ``proprietary``
     arch: str | None  #: ``x86_64``, ``aarch64`` … as the module reports it
     source: Source
@@ -114,7 +134,7 @@ class LibcudaFile:
     """A user-space driver library file found on disk, versioned by its file name."""
 
     path: str
-    version: Version | None  #: from ``libcuda.so.<version>``; None for unversioned names
+    version: DriverVersion | None  #: from ``libcuda.so.<version>``; None for unversioned names
     #: ``driver`` (a normal install), ``compat`` (a cuda-compat forward-compatibility copy),
     #: ``stub`` (the toolkit's link-time stub) or ``wsl`` (the WSL2 driver store)
     kind: str
@@ -128,7 +148,7 @@ class DriverInfo:
     """The NVIDIA driver, as every source saw it."""
 
     #: The driver version the sources agree on (kernel module first, then NVML, then nvidia-smi).
-    version: Version | None
+    version: DriverVersion | None
     #: The newest CUDA version the user-space driver supports (NVML, then cuDriverGetVersion).
     cuda_api: Version | None
     kernel_module: KernelModule | None = None

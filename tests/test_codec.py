@@ -16,6 +16,7 @@ from cudadoctor.errors import SnapshotError
 from cudadoctor.model import (
     DriverInfo,
     DriverReading,
+    DriverVersion,
     EnvVar,
     Facts,
     GpuInfo,
@@ -33,9 +34,9 @@ def sample() -> Facts:
     return Facts(
         host=HostInfo(os="Linux", arch="x86_64", env=(EnvVar("HF_TOKEN", "hf_secret"),)),
         driver=DriverInfo(
-            version=Version("580.159.04"),
+            version=DriverVersion("580.159.04"),
             cuda_api=Version("13.0"),
-            readings=(DriverReading(SRC, version=Version("580.159.04")),),
+            readings=(DriverReading(SRC, version=DriverVersion("580.159.04")),),
         ),
         gpus=(GpuInfo(0, "NVIDIA H200", "9.0", Source(SourceKind.API, "nvml"), memory_mib=143771),),
         packages={
@@ -50,6 +51,16 @@ def test_round_trip_is_exact():
     again = facts_from_json(facts_to_json(facts), origin="f.json")
     assert dataclasses.replace(again, mode=facts.mode) == facts
     assert again.mode == "snapshot:f.json"
+
+
+def test_driver_versions_keep_their_leading_zeros():
+    # PEP 440 would print 580.159.4; NVIDIA writes (and names files) 580.159.04.
+    text = facts_to_json(sample())
+    assert '"version": "580.159.04"' in text
+    again = facts_from_json(text)
+    assert str(again.driver.version) == "580.159.04"
+    assert isinstance(again.driver.readings[0].version, DriverVersion)
+    assert again.driver.version == Version("580.159.4")
 
 
 def test_unknown_fields_are_ignored():

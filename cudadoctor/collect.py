@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import platform
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +24,7 @@ from cudadoctor.probes.native import NullNative, RealNative
 from cudadoctor.rootfs import RootFS
 from cudadoctor.runner import NullRunner, SubprocessRunner
 
-__all__ = ["PROBES", "collect_facts", "image_machine", "live_context", "root_context"]
+__all__ = ["PROBES", "collect_facts", "live_context", "root_context"]
 
 #: Facts field -> the probe that fills it, in the order their results are shown.
 PROBES: dict[str, Callable[[ProbeContext], Any]] = {
@@ -100,14 +99,6 @@ def collect_facts(ctx: ProbeContext, *, workers: int = 6) -> Facts:
     return replace(facts, errors=tuple(ctx.errors))
 
 
-def image_machine(fs: RootFS, default: str) -> str:
-    """The CPU architecture an image root was built for, from its multiarch library directories."""
-    for machine, triplet in (("x86_64", "x86_64-linux-gnu"), ("aarch64", "aarch64-linux-gnu")):
-        if fs.is_dir(f"/usr/lib/{triplet}") or fs.is_dir(f"/lib/{triplet}"):
-            return machine
-    return default
-
-
 def live_context(*, python: str | None = None) -> ProbeContext:
     """A context that examines this machine: real files, commands, NVML and libcuda."""
     return ProbeContext(
@@ -117,13 +108,14 @@ def live_context(*, python: str | None = None) -> ProbeContext:
 
 def root_context(root: str, env: dict[str, str], *, python: str | None = None) -> ProbeContext:
     """A context that examines an image root: its files only; nothing from it runs, no host facts."""
-    fs = RootFS(root)
-    return ProbeContext(
-        fs=fs,
+    ctx = ProbeContext(
+        fs=RootFS(root),
         env=env,
         runner=NullRunner("nothing from an image root is run"),
         native=NullNative("no driver calls when examining an image root"),
         python=python,
-        machine=image_machine(fs, platform.machine()),
         system="Linux",
     )
+    # The image may be built for another CPU than this host's; its loader paths depend on it.
+    ctx.machine = host.image_arch(ctx) or ctx.machine
+    return ctx

@@ -1,0 +1,333 @@
+"""The host: operating system, CPU, distribution, C library, container and WSL signs, and the
+environment variables that matter to CUDA.
+
+With ``--root`` the "host" is the image: its architecture is read from its multiarch directories
+or dynamic loader, its distribution from its os-release, its glibc from its files; nothing of the
+machine running cudadoctor (kernel, cgroups, WSL) is reported for it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import posixpath
+import re
+from collections.abc import Mapping
+
+from packaging.version import InvalidVersion, Version
+
+from cudadoctor.model import ContainerInfo, EnvVar, HostInfo
+from cudadoctor.probes import loader
+from cudadoctor.probes.context import ProbeContext
+
+__all__ = [
+    "CLAIMING_VARS",
+    "ENV_PREFIXES",
+    "ENV_VARS",
+    "NEAR_MISS_VARS",
+    "collect_env",
+    "image_arch",
+    "parse_cgroup",
+    "parse_dpkg_version",
+    "parse_os_release",
+    "probe_host",
+]
+
+#: Environment variables kept as facts, in the order they are reported. Only these (plus
+#: :data:`ENV_PREFIXES` and :data:`NEAR_MISS_VARS`) are collected: tokens and other secrets in the
+#: environment are never read into the facts in the first place.
+ENV_VARS = (
+    # NVIDIA container runtime (libnvidia-container) settings and image requirements
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "NVIDIA_DISABLE_REQUIRE",
+    # CUDA runtime device selection and toolkit location
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_MODULE_LOADING",
+    "CUDA_LAUNCH_BLOCKING",
+    # set by the nvidia/cuda images; they describe what the image was built with, which may no
+    # longer be what is installed
+    "CUDA_VERSION",
+    "NV_CUDA_LIB_VERSION",
+    "NV_CUDNN_VERSION",
+    "NCCL_VERSION",
+    "NV_LIBNCCL_PACKAGE_VERSION",
+    # the dynamic loader and the linker
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "LIBRARY_PATH",
+    "PATH",
+    # frameworks
+    "TORCH_CUDA_ARCH_LIST",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_NVML_BASED_CUDA_CHECK",
+    "XLA_FLAGS",
+    "JAX_PLATFORMS",
+    # which Python environment is active
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "PYTHONPATH",
+)
+
+#: Every variable with one of these prefixes is kept too (``NVIDIA_REQUIRE_CUDA``, ``NCCL_DEBUG``,
+#: ``NCCL_P2P_DISABLE``, ``CUDNN_LOGINFO_DBG`` …).
+ENV_PREFIXES = ("NVIDIA_REQUIRE_", "NCCL_", "CUDNN_")
+
+#: Misspellings that look like settings but do nothing; kept so a check can point at them.
+#: ``NVIDIA_DISABLE_REQUIRES``: libnvidia-container reads ``NVIDIA_DISABLE_REQUIRE`` (no S).
+NEAR_MISS_VARS = ("NVIDIA_DISABLE_REQUIRES", "CUDA_VISIBLE_DEVICE", "NVIDIA_VISIBLE_DEVICE")
+
+#: Image variables that claim a component version, and the component they name.
+CLAIMING_VARS = {"CUDA_VERSION": "cuda", "NV_CUDNN_VERSION": "cudnn", "NCCL_VERSION": "nccl"}
+
+#: Debian multiarch triplets and dynamic loaders -> the architecture they belong to.
+_ARCH_DIRS = {
+    "/usr/lib/x86_64-linux-gnu": "x86_64",
+    "/usr/lib/aarch64-linux-gnu": "aarch64",
+    "/usr/lib/powerpc64le-linux-gnu": "ppc64le",
+    "/usr/lib/s390x-linux-gnu": "s390x",
+}
+_ARCH_LOADERS = {
+    "/lib64/ld-linux-x86-64.so.2": "x86_64",
+    "/lib/ld-linux-aarch64.so.1": "aarch64",
+    "/lib64/ld64.so.2": "ppc64le",
+    "/lib/ld64.so.1": "s390x",
+    "/lib/ld-musl-x86_64.so.1": "x86_64",
+    "/lib/ld-musl-aarch64.so.1": "aarch64",
+}
+
+#: ``/proc/1/cgroup`` path fragments -> the container runtime they reveal (cgroup v1, and v2 on
+#: hosts that nest containers under named slices). A bare v2 ``0::/<path>`` says nothing.
+_CGROUP_RUNTIMES = (
+    ("kubepods", "kubernetes"),
+    ("libpod", "podman"),
+    ("docker", "docker"),
+    ("containerd", "containerd"),
+    ("lxc", "lxc"),
+)
+
+_RUNTIME_ORDER = ("kubernetes", "podman", "docker")
+
+
+# --- parsers --------------------------------------------------------------------------------------
+
+
+def parse_os_release(text: str) -> dict[str, str]:
+    """The ``KEY=value`` pairs of os-release(5), with quotes and escapes removed.
+
+    Parse, e.g.::
+
+        PRETTY_NAME="Ubuntu 24.04.3 LTS"
+        NAME="Ubuntu"
+        VERSION_ID="24.04"
+        ID=ubuntu
+    """
+    values: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        values[key.strip()] = value
+    return values
+
+
+def parse_cgroup(text: str) -> list[tuple[str, str]]:
+    """(cgroup path, runtime) for each ``/proc/<pid>/cgroup`` line whose path names a runtime.
+
+    Parse, e.g.::
+
+        12:memory:/docker/3f2a…             -> [("/docker/3f2a…", "docker")]
+        0::/kubepods/burstable/pod1…        -> [("/kubepods/burstable/pod1…", "kubernetes")]
+        0::/process_api/core                -> []   (cgroup v2 shows only a path: no signal)
+    """
+    found: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        parts = line.strip().split(":", 2)
+        if len(parts) != 3:
+            continue
+        path = parts[2]
+        for fragment, runtime in _CGROUP_RUNTIMES:
+            if fragment in path:
+                found.append((path, runtime))
+                break
+    return found
+
+
+def parse_dpkg_version(text: str, package: str) -> str | None:
+    """A package's ``Version`` from dpkg's status database; None when it is not installed.
+
+    Parse, e.g.::
+
+        Package: libc6
+        Status: install ok installed
+        Version: 2.39-0ubuntu8.4
+    """
+    for stanza in text.split("\n\n"):
+        if re.search(rf"^Package:\s*{re.escape(package)}\s*$", stanza, re.MULTILINE):
+            match = re.search(r"^Version:\s*(\S+)", stanza, re.MULTILINE)
+            if match:
+                return match.group(1)
+    return None
+
+
+def _claimed_version(value: str) -> str | None:
+    """``13.0.2`` from ``13.0.2``; ``9.14.0.64`` from ``9.14.0.64-1`` (a Debian revision dropped)."""
+    match = re.match(r"\s*(\d+(?:\.\d+)*)", value)
+    return match.group(1) if match else None
+
+
+# --- probes ---------------------------------------------------------------------------------------
+
+
+def collect_env(env: Mapping[str, str]) -> tuple[EnvVar, ...]:
+    """The variables that matter (see :data:`ENV_VARS`), in report order, with what they claim."""
+    names = [name for name in ENV_VARS if name in env]
+    names += sorted(name for name in env if name.startswith(ENV_PREFIXES) and name not in names)
+    names += [name for name in NEAR_MISS_VARS if name in env]
+    out = []
+    for name in names:
+        value = env[name]
+        claims = None
+        if name in CLAIMING_VARS and (version := _claimed_version(value)):
+            claims = f"{CLAIMING_VARS[name]} {version}"
+        out.append(EnvVar(name=name, value=value, claims=claims))
+    return tuple(out)
+
+
+def image_arch(ctx: ProbeContext) -> str | None:
+    """The architecture an image root was built for, from its dynamic loader or multiarch dirs."""
+    for table in (_ARCH_LOADERS, _ARCH_DIRS):
+        found = {arch for path, arch in table.items() if ctx.fs.exists(path)}
+        if len(found) == 1:
+            return found.pop()
+    return None
+
+
+def _distro(ctx: ProbeContext) -> str | None:
+    for path in ("/etc/os-release", "/usr/lib/os-release"):
+        try:
+            values = parse_os_release(ctx.fs.read_text(path, limit=64 << 10))
+        except OSError:
+            continue
+        if values.get("PRETTY_NAME"):
+            return values["PRETTY_NAME"]
+        name = values.get("NAME")
+        if name:
+            return f"{name} {values['VERSION']}" if values.get("VERSION") else name
+    return None
+
+
+def _glibc_version(text: str | None) -> Version | None:
+    match = re.search(r"(\d+\.\d+)", text or "")
+    if not match:
+        return None
+    try:
+        return Version(match.group(1))
+    except InvalidVersion:
+        return None
+
+
+def _live_glibc() -> Version | None:
+    """``glibc 2.39`` from ``confstr(CS_GNU_LIBC_VERSION)``; None on musl, macOS, Windows."""
+    try:
+        text = os.confstr("CS_GNU_LIBC_VERSION")
+    except (AttributeError, ValueError, OSError):
+        return None
+    if not text or not text.startswith("glibc"):
+        return None
+    return _glibc_version(text)
+
+
+def _image_glibc(ctx: ProbeContext, arch: str) -> Version | None:
+    """An image's glibc: ``libc-2.31.so`` (glibc < 2.34 names its file), else dpkg's libc6 entry."""
+    triplet = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}.get(arch, f"{arch}-linux-gnu")
+    for directory in (f"/lib/{triplet}", f"/usr/lib/{triplet}", "/lib64", "/usr/lib64", "/lib", "/usr/lib"):
+        for path in ctx.fs.glob(directory, "libc-*.so"):
+            if version := _glibc_version(posixpath.basename(path)):
+                return version
+    for path in ("/var/lib/dpkg/status.d/libc6", "/var/lib/dpkg/status"):
+        try:
+            text = ctx.fs.read_text(path, limit=32 << 20)
+        except OSError:
+            continue
+        if raw := parse_dpkg_version(text, "libc6"):
+            return _glibc_version(raw.split(":", 1)[-1])
+    return None
+
+
+def _container(ctx: ProbeContext) -> ContainerInfo:
+    markers: list[str] = []
+    runtimes: list[str] = []
+    if not ctx.live:
+        markers.append("image root")
+    if ctx.fs.exists("/.dockerenv"):
+        markers.append("/.dockerenv")
+        runtimes.append("docker")
+    if ctx.fs.exists("/run/.containerenv"):
+        markers.append("/run/.containerenv")
+        runtimes.append("podman")
+    if ctx.env.get("container"):  # systemd's convention; UBI images set container=oci
+        markers.append(f"container={ctx.env['container']}")
+        runtimes.append(ctx.env["container"])
+    if ctx.live:
+        if ctx.env.get("KUBERNETES_SERVICE_HOST"):
+            markers.append("KUBERNETES_SERVICE_HOST")
+            runtimes.append("kubernetes")
+        try:
+            value = ctx.fs.read_text("/run/systemd/container", limit=256).strip()
+        except OSError:
+            value = ""
+        if value:
+            markers.append(f"/run/systemd/container: {value}")
+            runtimes.append(value)
+        try:
+            cgroup = ctx.fs.read_text("/proc/1/cgroup", limit=64 << 10)
+        except OSError:
+            cgroup = ""
+        for path, runtime in parse_cgroup(cgroup)[:1]:
+            markers.append(f"/proc/1/cgroup: {path}")
+            runtimes.append(runtime)
+    runtime = next((r for r in _RUNTIME_ORDER if r in runtimes), runtimes[0] if runtimes else None)
+    return ContainerInfo(in_container=bool(markers), runtime=runtime, markers=tuple(markers))
+
+
+def _wsl(ctx: ProbeContext) -> bool:
+    """WSL2: its kernel says "microsoft" / "WSL"; its GPU paravirtualisation adds /dev/dxg and the
+    driver store /usr/lib/wsl/lib. Only for the live machine: an image root is not running anywhere."""
+    if not ctx.live:
+        return False
+    try:
+        version = ctx.fs.read_text("/proc/version", limit=4096)
+    except OSError:
+        version = ""
+    if "microsoft" in version.lower() or "WSL" in version:
+        return True
+    return ctx.fs.exists("/dev/dxg") or ctx.fs.is_dir("/usr/lib/wsl/lib")
+
+
+def probe_host(ctx: ProbeContext) -> HostInfo:
+    """The OS, CPU, distribution, C library, container, WSL and environment of the examined machine.
+
+    :param ctx: the probe context.
+    :return: the host facts; parts that cannot be read are None / empty.
+    """
+    arch = ctx.machine if ctx.live else (image_arch(ctx) or ctx.machine)
+    return HostInfo(
+        os=ctx.system,
+        arch=arch,
+        distro=_distro(ctx),
+        kernel=platform.release() if ctx.live else None,
+        glibc=_live_glibc() if ctx.live else _image_glibc(ctx, arch),
+        container=_container(ctx),
+        wsl=_wsl(ctx),
+        apple_silicon=ctx.system == "Darwin" and ctx.machine in ("arm64", "aarch64"),
+        env=collect_env(ctx.env),
+        loader_paths=loader.search_dirs(ctx),
+    )

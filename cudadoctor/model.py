@@ -231,7 +231,7 @@ class CudaWheels:
     """The CUDA runtime and math libraries that pip wheels put in site-packages."""
 
     #: ``cu13`` (one ``nvidia/cu13/lib``), ``cu12`` (``nvidia/<component>/lib`` + ``-cu12`` names),
-    #: ``cu11`` or ``mixed``
+    #: ``cu11``, ``mixed`` (runtime wheels of two layouts) or ``unknown`` (only the meta-package)
     layout: str
     components: tuple[WheelComponent, ...]
     #: the ``cuda-toolkit`` meta-package version, the natural "pip CUDA toolkit" version

@@ -73,21 +73,31 @@ class RootFS:
 
     # --- queries ----------------------------------------------------------------------------------
 
+    def _resolved(self, path: str) -> str | None:
+        try:
+            return self.host_path(self.resolve(path))
+        except OSError:  # a link loop: the path leads nowhere
+            return None
+
     def exists(self, path: str) -> bool:
-        return os.path.exists(self.host_path(self.resolve(path)))
+        resolved = self._resolved(path)
+        return resolved is not None and os.path.exists(resolved)
 
     def is_file(self, path: str) -> bool:
-        return os.path.isfile(self.host_path(self.resolve(path)))
+        resolved = self._resolved(path)
+        return resolved is not None and os.path.isfile(resolved)
 
     def is_dir(self, path: str) -> bool:
-        return os.path.isdir(self.host_path(self.resolve(path)))
+        resolved = self._resolved(path)
+        return resolved is not None and os.path.isdir(resolved)
 
     def is_symlink(self, path: str) -> bool:
         return os.path.islink(self.host_path(path))
 
     def is_char_device(self, path: str) -> bool:
+        resolved = self._resolved(path)
         try:
-            return stat.S_ISCHR(os.stat(self.host_path(self.resolve(path))).st_mode)
+            return resolved is not None and stat.S_ISCHR(os.stat(resolved).st_mode)
         except OSError:
             return False
 

@@ -148,8 +148,9 @@ def build_tree(prefix: str = "/") -> None:
     for path in _library_paths():
         full = prefix + path
         if not os.path.lexists(full):
-            _write(prefix, path)
-    # The pip cuDNN header sits beside the dist-info in the tree already; the apt headers too.
+            # cudnn_version_v9.h is the versioned twin of cudnn_version.h (doctor-anchors §15.6).
+            twin = path.replace("cudnn_version_v9.h", "cudnn_version.h")
+            _write(prefix, path, real_files.get(twin, b"") if twin != path else "")
 
 
 def h200_runner() -> FakeRunner:

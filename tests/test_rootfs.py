@@ -48,7 +48,9 @@ def test_symlink_loop_raises_eloop(tmp_path):
     with pytest.raises(OSError) as info:
         RootFS(str(root)).resolve("/a/x")
     assert info.value.errno == errno.ELOOP
-    assert RootFS(str(root)).glob("/a", "*") == []
+    fs = RootFS(str(root))
+    assert fs.glob("/a", "*") == []
+    assert not fs.exists("/a") and not fs.is_file("/a/x") and not fs.is_dir("/b")
 
 
 def test_reads_are_bounded(tmp_path):

@@ -18,6 +18,7 @@ __all__ = [
     "find_in_dirs",
     "ld_library_path",
     "parse_ld_so_conf",
+    "parse_ld_so_conf_entries",
     "search_dirs",
     "soname_version",
 ]
@@ -39,28 +40,41 @@ def ld_library_path(value: str | None) -> tuple[str, ...]:
     return tuple(part for part in re.split(r"[:;]", value) if part.strip())
 
 
+def parse_ld_so_conf_entries(text: str) -> list[tuple[str, str]]:
+    """An ld.so.conf as ordered ``("dir", path)`` and ``("include", pattern)`` entries.
+
+    Order matters: ldconfig reads an ``include`` where it stands, so directories from included
+    files come before the lines that follow it. Parse, e.g.::
+
+        include /etc/ld.so.conf.d/*.conf
+        /usr/local/cuda/targets/x86_64-linux/lib
+    """
+    entries: list[tuple[str, str]] = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        words = line.split()
+        if words[0] == "include":
+            entries.extend(("include", pattern) for pattern in words[1:])
+        elif words[0] == "hwcap":
+            continue
+        else:
+            # Old glibc allowed "dir=type" and comma/space-separated lists.
+            entries.extend(("dir", p.split("=", 1)[0]) for p in re.split(r"[\s,]+", line) if p)
+    return entries
+
+
 def parse_ld_so_conf(text: str) -> tuple[list[str], list[str]]:
-    """Split an ld.so.conf into (directories, include patterns).
+    """Split an ld.so.conf into (directories, include patterns), each in file order.
 
     Parse, e.g.::
 
         include /etc/ld.so.conf.d/*.conf
         /usr/local/cuda/targets/x86_64-linux/lib
     """
-    dirs: list[str] = []
-    includes: list[str] = []
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if line.startswith("include"):
-            includes.extend(line.split()[1:])
-        elif line.startswith("hwcap"):
-            continue
-        else:
-            # Old glibc allowed "dir=type" and comma/space-separated lists.
-            dirs.extend(p.split("=", 1)[0] for p in re.split(r"[\s,]+", line) if p)
-    return dirs, includes
+    entries = parse_ld_so_conf_entries(text)
+    return [v for k, v in entries if k == "dir"], [v for k, v in entries if k == "include"]
 
 
 def _conf_dirs(ctx: ProbeContext, path: str, depth: int, seen: set[str]) -> list[str]:
@@ -71,10 +85,12 @@ def _conf_dirs(ctx: ProbeContext, path: str, depth: int, seen: set[str]) -> list
         text = ctx.fs.read_text(path)
     except OSError:
         return []
-    dirs, includes = parse_ld_so_conf(text)
-    for pattern in includes:
-        if not pattern.startswith("/"):
-            pattern = posixpath.join(posixpath.dirname(path), pattern)
+    dirs: list[str] = []
+    for kind, value in parse_ld_so_conf_entries(text):
+        if kind == "dir":
+            dirs.append(value)
+            continue
+        pattern = value if value.startswith("/") else posixpath.join(posixpath.dirname(path), value)
         directory, name_pattern = posixpath.split(pattern)
         for included in ctx.fs.glob(directory, name_pattern):
             dirs.extend(_conf_dirs(ctx, included, depth + 1, seen))
@@ -100,18 +116,30 @@ def search_dirs(ctx: ProbeContext) -> tuple[str, ...]:
 
 
 def find_in_dirs(ctx: ProbeContext, dirs: tuple[str, ...] | list[str], pattern: str) -> list[str]:
-    """Files matching ``pattern`` in ``dirs``, in search order, each real file listed once."""
+    """Entries matching ``pattern`` in ``dirs``, in search order, each directory searched once.
+
+    A directory that resolves to one already searched is skipped, so on a merged-/usr system
+    (``/lib -> usr/lib``) ``/lib/x86_64-linux-gnu/libnccl.so.2`` and
+    ``/usr/lib/x86_64-linux-gnu/libnccl.so.2`` are not both listed. Entries are kept by *name*:
+    a SONAME link (``libcudnn.so.9``) and the file it points to (``libcudnn.so.9.14.0``) both
+    appear, because each name carries a different part of the version. Entries whose links loop
+    are dropped; dangling links are kept (callers check :meth:`RootFS.is_file`).
+    """
     found: list[str] = []
-    seen_real: set[str] = set()
+    seen_dirs: set[str] = set()
     for directory in dirs:
+        try:
+            real_dir = ctx.fs.resolve(directory)
+        except OSError:
+            continue
+        if real_dir in seen_dirs:
+            continue
+        seen_dirs.add(real_dir)
         for path in ctx.fs.glob(directory, pattern):
             try:
-                real = ctx.fs.resolve(path)
-            except OSError:
+                ctx.fs.resolve(path)
+            except OSError:  # ELOOP: a symbolic link loop
                 continue
-            if real in seen_real and path in found:
-                continue
-            seen_real.add(real)
             found.append(path)
     return found
 

@@ -1,0 +1,148 @@
+"""The command line, end to end: formats, exit codes, one-line errors, image roots, snapshots."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cudadoctor.cli import app
+from tests.h200_fixture import build_tree, h200_env
+
+cli = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def h200_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("h200") / "rootfs"
+    root.mkdir()
+    build_tree(str(root))
+    env_file = root.parent / "image.env"
+    env_file.write_text("".join(f"{k}={v}\n" for k, v in h200_env().items() if k != "VIRTUAL_ENV"))
+    return str(root), str(env_file)
+
+
+def run(*args: str):
+    return cli.invoke(app, list(args))
+
+
+def test_root_audit_reads_the_image_and_runs_nothing(h200_root):
+    root, env_file = h200_root
+    result = run("check", "--root", root, "--env-file", env_file, "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    facts = doc["facts"]
+    assert doc["kind"] == "cudadoctor-report" and doc["schema_version"] == 1
+    assert facts["mode"].startswith("root:")
+    # No host facts: no driver calls and no commands; the GPU comes from the image's own /proc copy.
+    assert all(r["source"]["kind"] == "file" for r in facts["driver"]["readings"])
+    assert [(g["name"], g["compute_capability"], g["source"]["kind"]) for g in facts["gpus"]] == [
+        ("NVIDIA H200", "9.0", "file")]
+    versions = sorted(c["version"] for c in facts["cudnn"])
+    assert versions == ["9.14.0", "9.19.0.56"]
+    assert facts["python"]["prefix"] == "/opt/torch/.venv"
+    assert facts["packages"]["torch"]["cuda_build"] == "13.0"
+    assert {s["category"]: s["status"] for s in doc["summary"]}["tensorrt"] == "absent"
+
+
+def test_assumed_host_for_an_image(h200_root):
+    root, env_file = h200_root
+    result = run("check", "--root", root, "--env-file", env_file, "--assume-driver", "550.54.15",
+                 "--assume-gpu", "H100", "--assume-gpu", "sm_89", "--format", "json")
+    assert result.exit_code == 0, result.output
+    facts = json.loads(result.stdout)["facts"]
+    assert facts["driver"]["version"] == "550.54.15"
+    assert facts["driver"]["readings"][0]["source"] == {"kind": "assumed", "where": "--assume-driver"}
+    assert [(g["name"], g["compute_capability"]) for g in facts["gpus"]][0] == ("H100", "9.0")
+    assert facts["gpus"][1]["compute_capability"] == "8.9"
+
+
+def test_text_report_is_one_line_per_category(h200_root):
+    root, env_file = h200_root
+    result = run("check", "--root", root, "--env-file", env_file)
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stdout.splitlines() if line.startswith("[")]
+    titles = [line.split("]", 1)[1].split(":", 1)[0].strip() for line in lines]
+    assert titles == ["Host", "NVIDIA driver", "GPUs", "CUDA toolkit", "CUDA from pip wheels", "cuDNN", "NCCL",
+                      "TensorRT", "Python packages"]
+    assert "9.19.0.56 (pip nvidia-cudnn-cu13)" in result.stdout
+    verbose = run("check", "--root", root, "--env-file", env_file, "-v").stdout
+    assert len(verbose.splitlines()) > len(result.stdout.splitlines())
+    assert "(file: " in verbose or "(metadata: " in verbose
+
+
+def test_snapshot_and_replay(h200_root, tmp_path):
+    root, env_file = h200_root
+    out = tmp_path / "facts.json"
+    result = run("snapshot", "--root", root, "--env-file", env_file, "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["kind"] == "cudadoctor-facts"
+    replay = run("check", "--from", str(out), "--format", "json")
+    assert replay.exit_code == 0, replay.output
+    original = json.loads(out.read_text())["facts"]
+    again = json.loads(replay.stdout)["facts"]
+    assert again["cudnn"] == original["cudnn"]
+    assert again["mode"] == f"snapshot:{out}"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "not JSON"),
+        (b"\xff\xfe garbage", "not UTF-8"),
+        (b'{"kind": "cudadoctor-facts", "schema_version": 1, "facts": {"host": 3}}', "facts.host: expected an object"),
+        (b"[1, 2]", "not a cudadoctor snapshot"),
+    ],
+    ids=["empty", "binary", "wrong-type", "foreign"],
+)
+def test_bad_snapshot_is_one_line_and_exit_2(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    result = run("check", "--from", str(path))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_snapshot(tmp_path):
+    result = run("check", "--from", str(tmp_path / "nope.json"))
+    assert result.exit_code == 2
+    assert "cannot read" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--env-file", "x.env"], "use it with --root"),
+        (["--root", "/nonexistent-root-dir"], "not a directory"),
+        (["--from", "a.json", "--root", "/"], "cannot be combined"),
+        (["--assume-driver", "latest"], "expected a driver version"),
+        (["--assume-gpu", "Voodoo 5"], "--assume-gpu 'Voodoo 5'"),
+    ],
+    ids=["env-without-root", "bad-root", "from-and-root", "bad-driver", "bad-gpu"],
+)
+def test_usage_errors_exit_2_with_one_line(args, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("check", *args, "--root", str(tmp_path)) if "--root" not in args and "--env-file" not in args and "--from" not in args else run("check", *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_redaction_by_default_and_no_redact(h200_root, tmp_path):
+    root, _ = h200_root
+    env_file = tmp_path / "secret.env"
+    env_file.write_text("HF_TOKEN=hf_plantedsecret\nPATH=/usr/bin\n"
+                        "NCCL_IB_HCA=mlx5\nCUDA_HOME=/usr/local/cuda\n")
+    redacted = run("check", "--root", root, "--env-file", str(env_file), "--format", "json").stdout
+    assert "hf_plantedsecret" not in redacted
+
+
+def test_version_and_help():
+    assert run("--version").stdout.startswith("cudadoctor ")
+    helptext = run("check", "--help").stdout
+    for flag in ("--format", "--from", "--root", "--env-file", "--assume-driver", "--assume-gpu", "--python"):
+        assert flag in helptext

@@ -50,10 +50,15 @@ def main() -> int:
     rows.append(("cudadoctor check", check, rss, rc))
     check_json, rss, rc = _time([sys.executable, "-m", "cudadoctor", "check", "--format", "json"], args.runs, env)
     rows.append(("cudadoctor check --format json", check_json, rss, rc))
-    has_torch = subprocess.run(
-        [args.python, "-c", "import importlib.util,sys; sys.exit(importlib.util.find_spec('torch') is None)"],
-        capture_output=True, timeout=60, check=False,
-    ).returncode == 0
+    has_torch = (
+        subprocess.run(
+            [args.python, "-c", "import importlib.util,sys; sys.exit(importlib.util.find_spec('torch') is None)"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        ).returncode
+        == 0
+    )
     collect = None
     if has_torch:
         collect, rss, rc = _time([args.python, "-m", "torch.utils.collect_env"], args.runs, env)

@@ -14,7 +14,7 @@ from packaging.version import InvalidVersion
 
 from cudadoctor import gpu_models
 from cudadoctor.errors import UsageError
-from cudadoctor.model import DriverInfo, DriverVersion, DriverReading, Facts, GpuInfo, Source, SourceKind
+from cudadoctor.model import DriverInfo, DriverReading, DriverVersion, Facts, GpuInfo, Source, SourceKind
 
 __all__ = ["apply_assumptions", "parse_driver_version"]
 

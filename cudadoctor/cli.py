@@ -102,8 +102,11 @@ NoRedactOpt = Annotated[
 
 
 def _err(message: str) -> None:
-    prefix = "\x1b[31mcudadoctor: error:\x1b[0m " if sys.stderr.isatty() and "NO_COLOR" not in os.environ else (
-        "cudadoctor: error: ")
+    prefix = (
+        "\x1b[31mcudadoctor: error:\x1b[0m "
+        if sys.stderr.isatty() and "NO_COLOR" not in os.environ
+        else ("cudadoctor: error: ")
+    )
     print(prefix + message, file=sys.stderr)
 
 
@@ -119,7 +122,7 @@ def _gather(
 ) -> Facts:
     """Facts from a snapshot, an image root or this machine, with assumptions and redaction applied."""
     from cudadoctor.assume import apply_assumptions
-    from cudadoctor.codec import facts_from_json, redact_facts
+    from cudadoctor.codec import redact_facts
     from cudadoctor.redact import Redactor
 
     if from_file is not None and root is not None:
@@ -183,8 +186,10 @@ def _guarded(func):  # type: ignore[no-untyped-def]
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug: say so, with the traceback only when asked
-            _err(f"internal error: {type(exc).__name__}: {exc} (please report this; set CUDADOCTOR_DEBUG=1 "
-                 "for the traceback)")
+            _err(
+                f"internal error: {type(exc).__name__}: {exc} (please report this; set CUDADOCTOR_DEBUG=1 "
+                "for the traceback)"
+            )
             if os.environ.get("CUDADOCTOR_DEBUG"):
                 traceback.print_exc()
             raise typer.Exit(3) from None

@@ -148,7 +148,7 @@ def facts_from_json(text: str, *, origin: str = "snapshot") -> Facts:
     except RecursionError:
         raise SnapshotError(f"{origin}: nested too deeply") from None
     if not isinstance(document, dict) or document.get("kind") not in _READABLE_KINDS:
-        raise SnapshotError(f"{origin}: not a cudadoctor snapshot (expected \"kind\": \"{SNAPSHOT_KIND}\")")
+        raise SnapshotError(f'{origin}: not a cudadoctor snapshot (expected "kind": "{SNAPSHOT_KIND}")')
     version = document.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise SnapshotError(f"{origin}: schema_version missing or not an integer")

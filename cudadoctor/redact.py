@@ -20,8 +20,9 @@ __all__ = ["MASK", "Redactor", "is_secret_name"]
 
 MASK = "****"
 
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|(?:^|_)KEY(?:$|_)|APIKEY|_PAT$|COOKIE",
-                          re.IGNORECASE)
+_SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|(?:^|_)KEY(?:$|_)|APIKEY|_PAT$|COOKIE", re.IGNORECASE
+)
 _UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/@\s:]+(?::[^/@\s]*)?)@")
 
@@ -36,8 +37,9 @@ class Redactor:
 
     def __init__(self, homes: Iterable[str] = ()) -> None:
         # Longest first so /home/user/project is not half-replaced by a shorter home.
-        self.homes = sorted({h.rstrip("/") for h in homes if h and h.rstrip("/") not in ("", "/")},
-                            key=len, reverse=True)
+        self.homes = sorted(
+            {h.rstrip("/") for h in homes if h and h.rstrip("/") not in ("", "/")}, key=len, reverse=True
+        )
 
     @classmethod
     def for_this_user(cls) -> Redactor:
@@ -60,8 +62,10 @@ class Redactor:
                 masked = dict(data)
                 masked["value"] = MASK
                 return {k: (v if k in ("name", "value") else self.document(v, key=k)) for k, v in masked.items()}
-            return {k: (MASK if isinstance(v, str) and is_secret_name(k) else self.document(v, key=k))
-                    for k, v in data.items()}
+            return {
+                k: (MASK if isinstance(v, str) and is_secret_name(k) else self.document(v, key=k))
+                for k, v in data.items()
+            }
         if isinstance(data, list):
             return [self.document(v, key=key) for v in data]
         if isinstance(data, str):

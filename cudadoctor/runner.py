@@ -7,6 +7,7 @@ back as a :class:`CommandResult` whose ``error`` says why.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -93,10 +94,8 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         proc.kill()
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired, OSError):
         proc.communicate(timeout=2)
-    except (subprocess.TimeoutExpired, OSError):
-        pass
 
 
 class NullRunner:

@@ -39,13 +39,13 @@ class FakeRunner:
     calls: list[tuple[str, ...]] = field(default_factory=list)
     timeouts: list[float] = field(default_factory=list)
 
-    def add(self, argv: Sequence[str], stdout: str = "", returncode: int = 0, stderr: str = "",
-            error: str | None = None) -> None:
+    def add(
+        self, argv: Sequence[str], stdout: str = "", returncode: int = 0, stderr: str = "", error: str | None = None
+    ) -> None:
         key = tuple(argv)
         self.outputs[key] = CommandResult(key, None if error else returncode, stdout, stderr, error)
 
-    def run(self, argv: Sequence[str], *, timeout: float = 10.0,
-            env: Mapping[str, str] | None = None) -> CommandResult:
+    def run(self, argv: Sequence[str], *, timeout: float = 10.0, env: Mapping[str, str] | None = None) -> CommandResult:
         key = tuple(argv)
         self.calls.append(key)
         self.timeouts.append(timeout)
@@ -58,7 +58,8 @@ class FakeRunner:
 class FakeNative:
     nvml_result: NvmlResult = field(default_factory=lambda: NvmlResult(error="NVML Shared Library Not Found"))
     libcuda_result: LibcudaResult = field(
-        default_factory=lambda: LibcudaResult(error="libcuda.so.1: cannot open shared object file"))
+        default_factory=lambda: LibcudaResult(error="libcuda.so.1: cannot open shared object file")
+    )
 
     def nvml(self) -> NvmlResult:
         return self.nvml_result
@@ -67,12 +68,26 @@ class FakeNative:
         return self.libcuda_result
 
 
-def make_ctx(*, root: str = "/", env: Mapping[str, str] | None = None, runner: FakeRunner | None = None,
-             native: FakeNative | None = None, python: str | None = None, machine: str = "x86_64",
-             system: str = "Linux") -> ProbeContext:
+def make_ctx(
+    *,
+    root: str = "/",
+    env: Mapping[str, str] | None = None,
+    runner: FakeRunner | None = None,
+    native: FakeNative | None = None,
+    python: str | None = None,
+    machine: str = "x86_64",
+    system: str = "Linux",
+) -> ProbeContext:
     """A probe context over a (usually fake) file system with fake commands and native calls."""
-    return ProbeContext(fs=RootFS(root), env=dict(env or {}), runner=runner or FakeRunner(),
-                        native=native or FakeNative(), python=python, machine=machine, system=system)
+    return ProbeContext(
+        fs=RootFS(root),
+        env=dict(env or {}),
+        runner=runner or FakeRunner(),
+        native=native or FakeNative(),
+        python=python,
+        machine=machine,
+        system=system,
+    )
 
 
 @pytest.fixture

@@ -16,9 +16,8 @@ from __future__ import annotations
 import os
 import re
 
-from tests.conftest import FakeRunner, fixture_path, fixture_text
-
 from cudadoctor.probes.native import LibcudaResult, NvmlDevice, NvmlResult
+from tests.conftest import FakeRunner, fixture_path, fixture_text
 
 SITE = "/opt/torch/.venv/lib/python3.12/site-packages"
 

@@ -40,8 +40,14 @@ def sample() -> Facts:
         ),
         gpus=(GpuInfo(0, "NVIDIA H200", "9.0", Source(SourceKind.API, "nvml"), memory_mib=143771),),
         packages={
-            "torch": InstalledPackage("torch", Version("2.11.0"), "/site", Source(SourceKind.METADATA, "/site/x"),
-                                      cuda_variant="cu130", cuda_build="13.0")
+            "torch": InstalledPackage(
+                "torch",
+                Version("2.11.0"),
+                "/site",
+                Source(SourceKind.METADATA, "/site/x"),
+                cuda_variant="cu130",
+                cuda_build="13.0",
+            )
         },
     )
 
@@ -80,8 +86,10 @@ def test_unknown_fields_are_ignored():
         (json.dumps({"kind": SNAPSHOT_KIND}), "schema_version missing"),
         (json.dumps({"kind": SNAPSHOT_KIND, "schema_version": 99, "facts": {}}), "upgrade cudadoctor"),
         (json.dumps({"kind": SNAPSHOT_KIND, "schema_version": 1, "facts": {}}), "facts.host: missing"),
-        (json.dumps({"kind": SNAPSHOT_KIND, "schema_version": 1, "facts": {"host": {"os": 1, "arch": "x"}}}),
-         "facts.host.os: expected a string"),
+        (
+            json.dumps({"kind": SNAPSHOT_KIND, "schema_version": 1, "facts": {"host": {"os": 1, "arch": "x"}}}),
+            "facts.host.os: expected a string",
+        ),
         ("[" * 100000 + "]" * 100000, "nested too deeply"),
     ],
     ids=["empty", "truncated", "list", "other-kind", "no-schema", "future-schema", "no-host", "wrong-type", "deep"],
@@ -117,6 +125,9 @@ def test_every_model_field_is_documented():
     for name in model.__all__:
         cls = getattr(model, name)
         if dataclasses.is_dataclass(cls):
-            missing += [f"{name}.{f.name}" for f in dataclasses.fields(cls)
-                        if not f.name.startswith("_") and f"`{f.name}`" not in doc]
+            missing += [
+                f"{name}.{f.name}"
+                for f in dataclasses.fields(cls)
+                if not f.name.startswith("_") and f"`{f.name}`" not in doc
+            ]
     assert missing == []

@@ -17,7 +17,10 @@ def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), REPO],
-        capture_output=True, text=True, timeout=300, check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     if proc.returncode != 0 and "No module named 'hatchling'" in proc.stderr:
         pytest.skip("hatchling is not installed (pip install -e '.[test]')")
@@ -36,11 +39,24 @@ def test_wheel_carries_every_compat_file_unchanged(wheel):
 
 def test_installed_wheel_finds_its_compat_data(wheel, tmp_path):
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True, timeout=300)
-    code = "from cudadoctor.matrix import compat_dir, load_table; print(compat_dir()); print(len(load_table('gpus')['gpu']))"
-    proc = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); {code}"],
-                          capture_output=True, text=True, timeout=60, check=True, cwd=str(tmp_path))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    code = (
+        "from cudadoctor.matrix import compat_dir, load_table; "
+        "print(compat_dir()); print(len(load_table('gpus')['gpu']))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); {code}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=str(tmp_path),
+    )
     where, count = proc.stdout.split()
     assert where == str(target / "cudadoctor" / "compat")
     assert int(count) > 50

@@ -25,7 +25,10 @@ def test_missing_command_is_a_value_not_an_exception():
 def test_timeout_kills_the_whole_process_group():
     start = time.monotonic()
     # The child spawns a grandchild that would keep the pipe open; both must die at the timeout.
-    code = "import subprocess,sys,time; subprocess.Popen([sys.executable,'-c','import time; time.sleep(30)']); time.sleep(30)"
+    code = (
+        "import subprocess,sys,time; "
+        "subprocess.Popen([sys.executable,'-c','import time; time.sleep(30)']); time.sleep(30)"
+    )
     result = SubprocessRunner().run([sys.executable, "-c", code], timeout=0.5)
     assert result.error == "timed out after 0.5 s"
     assert time.monotonic() - start < 10

@@ -22,7 +22,15 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from cudadoctor.model import DriverInfo, DriverReading, DriverVersion, KernelModule, LibcudaFile, Source, SourceKind
+from cudadoctor.model import (
+    DriverInfo,
+    DriverReading,
+    DriverVersion,
+    KernelModule,
+    LibcudaFile,
+    Source,
+    SourceKind,
+)
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.loader import search_dirs, soname_version
 from cudadoctor.probes.native import decode_cuda_version

@@ -139,14 +139,19 @@ def _gpus(facts: Facts) -> Category:
             if g.pci_bus_id:
                 extra.append(g.pci_bus_id)
             cc_src = f"; compute capability from {g.compute_capability_source}" if g.compute_capability_source else ""
-            cat.lines.append(Line(f"GPU {g.index}: {g.name}" + (f" ({', '.join(extra)})" if extra else "") + cc_src,
-                                  source=_src(g.source)))
+            cat.lines.append(
+                Line(
+                    f"GPU {g.index}: {g.name}" + (f" ({', '.join(extra)})" if extra else "") + cc_src,
+                    source=_src(g.source),
+                )
+            )
     v = facts.visible
     if v.cuda_visible_devices is not None:
         cat.lines.append(Line(f"CUDA_VISIBLE_DEVICES={v.cuda_visible_devices!r}", source="env: CUDA_VISIBLE_DEVICES"))
     if v.nvidia_visible_devices is not None:
-        cat.lines.append(Line(f"NVIDIA_VISIBLE_DEVICES={v.nvidia_visible_devices!r}",
-                              source="env: NVIDIA_VISIBLE_DEVICES"))
+        cat.lines.append(
+            Line(f"NVIDIA_VISIBLE_DEVICES={v.nvidia_visible_devices!r}", source="env: NVIDIA_VISIBLE_DEVICES")
+        )
     if v.device_nodes:
         cat.lines.append(Line("device nodes: " + " ".join(v.device_nodes)))
     return cat
@@ -169,8 +174,12 @@ def _toolkit(facts: Facts) -> Category:
             text += f", nvcc {t.nvcc_version}"
         cat.lines.append(Line(text, source=_src(t.source)))
     if facts.nvcc:
-        cat.lines.append(Line(f"nvcc {facts.nvcc.path}: release {facts.nvcc.release}, {_v(facts.nvcc.version)}",
-                              source=_src(facts.nvcc.source)))
+        cat.lines.append(
+            Line(
+                f"nvcc {facts.nvcc.path}: release {facts.nvcc.release}, {_v(facts.nvcc.version)}",
+                source=_src(facts.nvcc.source),
+            )
+        )
     return cat
 
 
@@ -185,8 +194,9 @@ def _wheels(facts: Facts) -> Category:
         head += f", cuda-toolkit {w.toolkit_meta}"
     cat = Category("wheels", "CUDA from pip wheels", head)
     for c in w.components:
-        cat.lines.append(Line(f"{c.distribution} {c.version}" + (f" in {c.lib_dir}" if c.lib_dir else ""),
-                              source=_src(c.source)))
+        cat.lines.append(
+            Line(f"{c.distribution} {c.version}" + (f" in {c.lib_dir}" if c.lib_dir else ""), source=_src(c.source))
+        )
     return cat
 
 
@@ -194,8 +204,7 @@ def _copies(key: str, title: str, copies: Iterable[LibraryCopy], absent: str) ->
     copies = list(copies)
     if not copies:
         return Category(key, title, absent, Mark.ABSENT)
-    head = ", ".join(f"{_v(c.version)} ({c.origin}{' ' + c.distribution if c.distribution else ''})"
-                     for c in copies)
+    head = ", ".join(f"{_v(c.version)} ({c.origin}{' ' + c.distribution if c.distribution else ''})" for c in copies)
     cat = Category(key, title, head)
     for c in copies:
         text = f"{_v(c.version)} {c.origin}: {c.path}"
@@ -225,7 +234,9 @@ def _python(facts: Facts) -> Category:
     env = f"Python {_v(py.version)} ({py.kind} {py.prefix or py.executable})"
     head = env + (": " + ", ".join(shown) if shown else ": no GPU framework installed")
     cat = Category("python", "Python packages", head)
-    cat.lines.append(Line(f"interpreter {py.executable}, chosen by {py.chosen_by or 'default'}", source=_src(py.source)))
+    cat.lines.append(
+        Line(f"interpreter {py.executable}, chosen by {py.chosen_by or 'default'}", source=_src(py.source))
+    )
     for name in sorted(facts.packages):
         p = facts.packages[name]
         text = _package_label(p)

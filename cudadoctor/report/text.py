@@ -53,8 +53,9 @@ def render_text(facts: Facts, *, verbose: bool = False, color: bool = False, wid
     if not verbose:
         console.print("cudadoctor summary (details and sources: cudadoctor check -v)", highlight=False)
     else:
-        console.print(f"cudadoctor {facts.tool_version} — facts gathered {facts.collected_at} ({facts.mode})",
-                      highlight=False)
+        console.print(
+            f"cudadoctor {facts.tool_version} — facts gathered {facts.collected_at} ({facts.mode})", highlight=False
+        )
     console.print()
     cats = categories(facts)
     for cat in cats:
@@ -62,15 +63,20 @@ def render_text(facts: Facts, *, verbose: bool = False, color: bool = False, wid
     console.print()
     warned = [c for c in cats if c.mark is Mark.WARN]
     if warned:
-        console.print(f"[yellow]![/yellow] Some facts could not be read in {len(warned)} "
-                      f"categor{'y' if len(warned) == 1 else 'ies'}: " + ", ".join(c.title for c in warned)
-                      + ". Run with -v for the reasons.", highlight=False)
+        console.print(
+            f"[yellow]![/yellow] Some facts could not be read in {len(warned)} "
+            f"categor{'y' if len(warned) == 1 else 'ies'}: "
+            + ", ".join(c.title for c in warned)
+            + ". Run with -v for the reasons.",
+            highlight=False,
+        )
     else:
-        console.print("Every fact was read. (Compatibility checks are not part of this version yet.)",
-                      highlight=False)
+        console.print("Every fact was read. (Compatibility checks are not part of this version yet.)", highlight=False)
     if verbose and facts.timings:
         total = sum(facts.timings.values())
         slowest = max(facts.timings, key=lambda k: facts.timings[k])
-        console.print(f"[dim]probe time {total:.3f} s in all; slowest: {slowest} "
-                      f"{facts.timings[slowest]:.3f} s[/dim]", highlight=False)
+        console.print(
+            f"[dim]probe time {total:.3f} s in all; slowest: {slowest} {facts.timings[slowest]:.3f} s[/dim]",
+            highlight=False,
+        )
     return buffer.getvalue()

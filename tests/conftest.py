@@ -100,3 +100,12 @@ def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rendering tests must not depend on the caller's colour settings or terminal width."""
     for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "TERM"):
         monkeypatch.delenv(name, raising=False)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/* from the current output")
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))

@@ -148,6 +148,12 @@ def _text(value: object) -> str:
 
 
 def _query_nvml() -> NvmlResult:
+    # Importing the binding costs ~20 ms; a machine without the NVML library cannot use it, so ask
+    # the loader first (pynvml loads the same name, so on a GPU machine this costs nothing extra).
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return NvmlResult(error="NVML Shared Library Not Found (libnvidia-ml.so.1)")
     try:
         import pynvml  # NVIDIA's binding; imported here so a machine without a GPU never pays for it
     except ImportError:

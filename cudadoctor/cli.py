@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import traceback
 from typing import Annotated
 
 import typer
@@ -191,6 +190,8 @@ def _guarded(func):  # type: ignore[no-untyped-def]
                 "for the traceback)"
             )
             if os.environ.get("CUDADOCTOR_DEBUG"):
+                import traceback
+
                 traceback.print_exc()
             raise typer.Exit(3) from None
 

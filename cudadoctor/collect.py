@@ -57,8 +57,11 @@ _EMPTY: dict[str, Any] = {
     "packages": {},
 }
 
-#: Probes that wait on subprocesses or native calls go first so their waits overlap the rest.
-_SLOW_FIRST = ("driver", "gpus", "nvcc", "toolkits")
+#: Probes that mostly wait on C code or a child process (NVML, libcuda, ``nvcc --version``) run in
+#: threads; everything else runs in the main thread, one after the other. Python-heavy probes
+#: gain nothing from threads under the GIL: measured on the H200 fixture, all probes in a 6-thread
+#: pool took 74-90 ms, the same probes one after the other 49 ms.
+_BACKGROUND = ("driver", "nvcc")
 
 
 def _run_one(ctx: ProbeContext, name: str, probe: Callable[[ProbeContext], Any]) -> tuple[Any, float, bool]:
@@ -72,22 +75,29 @@ def _run_one(ctx: ProbeContext, name: str, probe: Callable[[ProbeContext], Any])
     return value, time.perf_counter() - start, ok
 
 
-def collect_facts(ctx: ProbeContext, *, workers: int = 6) -> Facts:
+def collect_facts(ctx: ProbeContext) -> Facts:
     """Run every probe against ``ctx`` and return the facts, with per-probe timings."""
-    names = sorted(PROBES, key=lambda n: (n not in _SLOW_FIRST, list(PROBES).index(n)))
+    start = time.perf_counter()
+    outcomes: dict[str, tuple[Any, float, bool]] = {}
+    with ThreadPoolExecutor(max_workers=len(_BACKGROUND), thread_name_prefix="cudadoctor-probe") as pool:
+        futures = {name: pool.submit(_run_one, ctx, name, PROBES[name]) for name in _BACKGROUND}
+        for name, probe in PROBES.items():
+            if name not in futures:
+                outcomes[name] = _run_one(ctx, name, probe)
+        for name, future in futures.items():
+            outcomes[name] = future.result()
     results: dict[str, Any] = {}
     timings: dict[str, float] = {}
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cudadoctor-probe") as pool:
-        futures = {name: pool.submit(_run_one, ctx, name, PROBES[name]) for name in names}
-        for name in PROBES:
-            value, seconds, ok = futures[name].result()
-            timings[name] = round(seconds, 4)
-            if ok:
-                results[name] = value
-            elif name == "host":
-                results[name] = HostInfo(os=ctx.system, arch=ctx.machine)
-            else:
-                results[name] = _EMPTY[name]
+    for name in PROBES:
+        value, seconds, ok = outcomes[name]
+        timings[name] = round(seconds, 4)
+        if ok:
+            results[name] = value
+        elif name == "host":
+            results[name] = HostInfo(os=ctx.system, arch=ctx.machine)
+        else:
+            results[name] = _EMPTY[name]
+    timings["total"] = round(time.perf_counter() - start, 4)
     facts = Facts(
         **results,
         errors=(),

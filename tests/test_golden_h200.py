@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import os
 
-from tests.conftest import FakeNative, make_ctx
-from tests.h200_fixture import LIBCUDA, NVML, build_tree, h200_env, h200_runner
-
 from cudadoctor.codec import encode, facts_from_json, facts_to_json
 from cudadoctor.collect import collect_facts
+from tests.conftest import FakeNative, make_ctx
+from tests.h200_fixture import LIBCUDA, NVML, build_tree, h200_env, h200_runner
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "h200-facts.json")
 

@@ -28,7 +28,7 @@ _BULLET = {"info": "•", "warn": "[yellow]![/yellow]", "fail": "[red]✗[/red]"
 
 def _category(console: Console, cat: Category, verbose: bool) -> None:
     box = _BOX[cat.mark][0]
-    console.print(f"{box} [bold]{escape(cat.title)}[/bold]: {escape(cat.headline)}", highlight=False)
+    console.print(f"{box} [bold]{escape(cat.title)}[/bold]: {escape(cat.headline)}", highlight=False, soft_wrap=True)
     for line in cat.lines:
         if line.level == "info" and not verbose:
             continue
@@ -72,11 +72,9 @@ def render_text(facts: Facts, *, verbose: bool = False, color: bool = False, wid
         )
     else:
         console.print("Every fact was read. (Compatibility checks are not part of this version yet.)", highlight=False)
-    if verbose and facts.timings:
-        total = sum(facts.timings.values())
-        slowest = max(facts.timings, key=lambda k: facts.timings[k])
-        console.print(
-            f"[dim]probe time {total:.3f} s in all; slowest: {slowest} {facts.timings[slowest]:.3f} s[/dim]",
-            highlight=False,
-        )
+    probes = {k: v for k, v in facts.timings.items() if k != "total"}
+    if verbose and probes:
+        slowest = max(probes, key=lambda k: probes[k])
+        total = f"{facts.timings['total']:.3f} s" if "total" in facts.timings else "an unknown time"
+        console.print(f"[dim]probes took {total}; slowest: {slowest} {probes[slowest]:.3f} s[/dim]", highlight=False)
     return buffer.getvalue()

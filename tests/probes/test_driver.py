@@ -225,9 +225,19 @@ def test_healthy_h200(h200) -> None:
         (Source(SourceKind.API, "nvml"), V("580.159.04"), V("13.0")),
         (Source(SourceKind.API, "cuDriverGetVersion"), None, V("13.0")),
         (Source(SourceKind.FILENAME, HOST_LIBCUDA), V("580.159.04"), None),
-        (Source(SourceKind.COMMAND, SMI_WHERE), V("580.159.04"), None),
     ]
     assert info.readings[3].detail == HOST_LIBCUDA
+    # NVML answered, so the nvidia-smi fallback (same library, ~100 ms) did not run.
+    assert runner.calls == []
+
+
+def test_nvidia_smi_is_the_fallback_when_nvml_fails(h200) -> None:
+    runner = h200_runner()
+    ctx = _h200_ctx(runner, nvml=NvmlResult(error="NVML Shared Library Not Found"))
+    info = probe_driver(ctx)
+
+    assert info is not None
+    assert (Source(SourceKind.COMMAND, SMI_WHERE), V("580.159.04")) in [(r.source, r.version) for r in info.readings]
     # nvidia-smi ran exactly once, with the shared argv and a 10 s timeout.
     assert runner.calls == [SMI_QUERY]
     assert runner.timeouts == [10]
@@ -313,16 +323,21 @@ def test_kernel_module_differs_from_user_space(h200) -> None:
     assert all(e.probe == "driver" for e in ctx.errors)
 
 
+#: NVML failing is what makes cudadoctor fall back to nvidia-smi.
+NVML_DOWN = NvmlResult(error="Driver/library version mismatch")
+
+
 def test_nvidia_smi_timed_out(h200) -> None:
     runner = FakeRunner()
     runner.add(SMI_QUERY, error="timed out after 10 s")
-    ctx = _h200_ctx(runner)
+    ctx = _h200_ctx(runner, nvml=NVML_DOWN)
     info = probe_driver(ctx)
 
     assert info is not None and info.version == V("580.159.04")
     assert runner.calls == [SMI_QUERY] and runner.timeouts == [10]
     assert [(e.probe, e.message, e.source) for e in ctx.errors] == [
-        ("driver", "nvidia-smi: timed out after 10 s", SMI_WHERE)
+        ("driver", "NVML: Driver/library version mismatch", "nvml"),
+        ("driver", "nvidia-smi: timed out after 10 s", SMI_WHERE),
     ]
     assert all(r.source.kind is not SourceKind.COMMAND for r in info.readings)
 
@@ -344,11 +359,11 @@ def test_nvidia_smi_timed_out(h200) -> None:
 def test_nvidia_smi_bad_output(h200, stdout: str, returncode: int, message: str) -> None:
     runner = FakeRunner()
     runner.add(SMI_QUERY, stdout, returncode=returncode)
-    ctx = _h200_ctx(runner)
+    ctx = _h200_ctx(runner, nvml=NVML_DOWN)
     info = probe_driver(ctx)
 
     assert info is not None and info.version == V("580.159.04")
-    assert _error_messages(ctx) == [message]
+    assert _error_messages(ctx) == ["NVML: Driver/library version mismatch", message]
 
 
 def test_stub_libcuda(h200) -> None:

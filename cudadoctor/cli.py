@@ -215,26 +215,51 @@ def check(
     assume_driver: AssumeDriverOpt = None,
     assume_gpu: AssumeGpuOpt = None,
     no_redact: NoRedactOpt = False,
+    select: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--select", metavar="CODE", help="Run only these checks: a code (CD102), a prefix (CD1) or a name."
+        ),
+    ] = None,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option("--ignore", metavar="CODE", help="Skip these checks: a code, a prefix or a name. Repeatable."),
+    ] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too, not only on errors.")] = False,
 ) -> None:
-    """Examine this machine (or an image root, or a snapshot) and report each CUDA component.
+    """Examine this machine (or an image root, or a snapshot) and judge whether its CUDA stack fits together.
 
     Nothing is imported from torch, vLLM, JAX, TensorFlow or TensorRT: versions come from files,
     package metadata, NVML and the driver library. Typical run time is well under a second.
+    Exit status: 0 no errors, 1 errors found (or warnings with --strict), 2 usage error,
+    3 cudadoctor could not produce a report.
     """
+    from cudadoctor.checks import selected
+
+    codes = selected(select or (), ignore or ())  # a bad code is a usage error before any probing
     facts = _gather(
         from_file=from_file, root=root, env_file=env_file, python=python,
         assume_driver=assume_driver, assume_gpu=assume_gpu, redact=not no_redact,
     )  # fmt: skip
+    from cudadoctor.engine import run_checks
+    from cudadoctor.findings import Status
+    from cudadoctor.matrix import CompatMatrix
+
+    findings = run_checks(facts, CompatMatrix(), select=codes)
+    failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if strict else set())
+    exit_code = 1 if any(f.status in failing for f in findings) else 0
     if output_format is Format.JSON:
         from cudadoctor.report.json import render_json
 
-        sys.stdout.write(render_json(facts) + "\n")
+        sys.stdout.write(render_json(facts, findings, exit_code=exit_code) + "\n")
     else:
         from cudadoctor.report.text import render_text
 
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         width = min(max(_terminal_width(), 60), 160)
-        sys.stdout.write(render_text(facts, verbose=verbose, color=color, width=width))
+        sys.stdout.write(render_text(facts, findings, verbose=verbose, color=color, width=width))
+    if exit_code:
+        raise typer.Exit(exit_code)
 
 
 def _terminal_width() -> int:
@@ -276,6 +301,71 @@ def snapshot(
     except OSError as exc:
         raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
     print(f"cudadoctor: wrote {output}", file=sys.stderr)
+
+
+@app.command("list-checks")
+@_guarded
+def list_checks(
+    output_format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.TEXT,
+) -> None:
+    """List every check: its code, name, category and the healthy condition it verifies."""
+    from cudadoctor.checks import ALL_CHECKS
+
+    if output_format is Format.JSON:
+        import json
+
+        rows = [
+            {
+                "code": c.code,
+                "name": c.name,
+                "category": c.category,
+                "severity": c.severity.value,
+                "summary": c.summary(),
+            }
+            for c in ALL_CHECKS.values()
+        ]
+        sys.stdout.write(json.dumps({"checks": rows}, indent=2) + "\n")
+        return
+    for check in ALL_CHECKS.values():
+        sys.stdout.write(f"{check.code}  {check.name:<40} {check.summary()}\n")
+
+
+@app.command()
+@_guarded
+def explain(
+    code: Annotated[str, typer.Argument(metavar="CODE", help="A check's code (CD102) or name.")],
+    output_format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.TEXT,
+) -> None:
+    """Explain one check: what it checks, why it matters, and how to fix what it finds."""
+    from cudadoctor.checks import ALL_CHECKS, resolve_codes
+
+    matches = resolve_codes([code], "explain")
+    if len(matches) != 1:
+        raise UsageError(
+            f"explain {code!r}: matches {len(matches)} checks ({', '.join(sorted(matches))}); give one code"
+        )
+    check = ALL_CHECKS[matches.pop()]
+    sections = check.sections()
+    if output_format is Format.JSON:
+        import json
+
+        doc = {
+            "code": check.code,
+            "name": check.name,
+            "category": check.category,
+            "summary": check.summary(),
+            "severity": check.severity.value,
+            "sections": sections,
+        }
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    out = [f"{check.code} {check.name}", "", check.summary(), ""]
+    for title, body in sections.items():
+        out += [f"{title}:", f"  {body}", ""]
+    out.append(
+        f"Category: {check.category}; a problem is {'an error' if check.severity.value == 'fail' else 'a warning'}."
+    )
+    sys.stdout.write("\n".join(out) + "\n")
 
 
 def _version_callback(value: bool) -> None:

@@ -163,7 +163,7 @@ def facts_from_json(text: str, *, origin: str = "snapshot") -> Facts:
         raise SnapshotError(f"{origin}: nested too deeply") from None
     except SnapshotError as exc:
         raise SnapshotError(f"{origin}: {exc}") from None
-    return dataclasses.replace(facts, mode=f"snapshot:{origin}")
+    return facts
 
 
 def redact_facts(facts: Facts, redactor: Redactor) -> Facts:

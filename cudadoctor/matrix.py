@@ -20,7 +20,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["compat_dir", "load_table", "validate_meta"]
+__all__ = ["CompatMatrix", "compat_dir", "load_table", "validate_meta"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -70,3 +70,10 @@ def load_table(name: str) -> dict[str, Any]:
     if problems:
         raise CompatDataError("; ".join(problems))
     return data
+
+
+class CompatMatrix:
+    """The compatibility tables, each loaded (and validated) the first time a check asks for it."""
+
+    def table(self, name: str) -> dict[str, Any]:
+        return load_table(name)

@@ -368,7 +368,7 @@ class Facts:
     #: Python distributions of interest, keyed by canonical name
     packages: dict[str, InstalledPackage] = field(default_factory=dict)
     errors: tuple[ProbeError, ...] = ()
-    #: how the facts were gathered: ``live``, ``root:<dir>``, or ``snapshot:<file>``
+    #: how the facts were gathered: ``live`` or ``root:<dir>`` (kept when replayed from a snapshot)
     mode: str = "live"
     tool_version: str = ""
     collected_at: str = ""  #: ISO 8601 UTC

@@ -32,9 +32,12 @@ def wheel(tmp_path_factory):
 def test_wheel_carries_every_compat_file_unchanged(wheel):
     compat = os.path.join(REPO, "compat")
     with zipfile.ZipFile(wheel) as zf:
-        for name in sorted(os.listdir(compat)):
-            with open(os.path.join(compat, name), "rb") as handle:
-                assert zf.read(f"cudadoctor/compat/{name}") == handle.read(), name
+        for directory, _dirs, files in os.walk(compat):
+            for name in files:
+                path = os.path.join(directory, name)
+                rel = os.path.relpath(path, compat).replace(os.sep, "/")
+                with open(path, "rb") as handle:
+                    assert zf.read(f"cudadoctor/compat/{rel}") == handle.read(), rel
 
 
 def test_installed_wheel_finds_its_compat_data(wheel, tmp_path):

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from cudadoctor.codec import encode
+from cudadoctor.findings import Finding
 from cudadoctor.model import SCHEMA_VERSION, Facts
 from cudadoctor.report.summary import categories
 
@@ -18,7 +19,7 @@ __all__ = ["REPORT_KIND", "render_json", "report_document"]
 REPORT_KIND = "cudadoctor-report"
 
 
-def report_document(facts: Facts) -> dict[str, Any]:
+def report_document(facts: Facts, findings: list[Finding] | None = None, *, exit_code: int = 0) -> dict[str, Any]:
     """The report document; ``facts`` are expected to be redacted already (the CLI does it)."""
     return {
         "kind": REPORT_KIND,
@@ -26,11 +27,13 @@ def report_document(facts: Facts) -> dict[str, Any]:
         "facts": encode(facts),
         "summary": [
             {"category": c.key, "title": c.title, "status": c.mark.value, "headline": c.headline}
-            for c in categories(facts)
+            for c in categories(facts, findings or [])
         ],
-        "findings": [],
+        "findings": [encode(f) for f in findings or []],
+        "exit_code": exit_code,
     }
 
 
-def render_json(facts: Facts) -> str:
-    return json.dumps(report_document(facts), indent=2, sort_keys=True, ensure_ascii=False)
+def render_json(facts: Facts, findings: list[Finding] | None = None, *, exit_code: int = 0) -> str:
+    document = report_document(facts, findings, exit_code=exit_code)
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
+from cudadoctor.findings import Finding, Status
 from cudadoctor.model import Facts, InstalledPackage, LibraryCopy, ProbeError, Source
 
 __all__ = ["Category", "Line", "Mark", "categories"]
@@ -26,6 +27,10 @@ class Mark(str, enum.Enum):
     ABSENT = "absent"
 
 
+_MARK_RANK = {Mark.ABSENT: 0, Mark.OK: 0, Mark.WARN: 1, Mark.FAIL: 2}
+_FINDING_MARK = {Status.WARN: Mark.WARN, Status.FAIL: Mark.FAIL, Status.ERROR: Mark.FAIL}
+
+
 @dataclass(frozen=True)
 class Line:
     """One detail under a category."""
@@ -33,6 +38,8 @@ class Line:
     text: str
     level: str = "info"  #: ``info`` (shown with -v), ``warn`` or ``fail`` (always shown)
     source: str | None = None
+    #: commands that fix it, printed in full under the line
+    commands: tuple[str, ...] = ()
 
 
 @dataclass
@@ -246,8 +253,8 @@ def _python(facts: Facts) -> Category:
     return cat
 
 
-def categories(facts: Facts) -> list[Category]:
-    """The report's categories, in display order, with probe errors attached where they belong."""
+def categories(facts: Facts, findings: Iterable[Finding] = ()) -> list[Category]:
+    """The report's categories, in display order, with probe errors and findings attached."""
     cats = [
         _host(facts),
         _driver(facts),
@@ -262,7 +269,27 @@ def categories(facts: Facts) -> list[Category]:
     by_key = {c.key: c for c in cats}
     for error in facts.errors:
         _attach(by_key[_PROBE_CATEGORY.get(error.probe, "host")], error)
+    for finding in findings:
+        _attach_finding(by_key.get(finding.category, by_key["host"]), finding)
     return cats
+
+
+def _attach_finding(cat: Category, finding: Finding) -> None:
+    if finding.status in (Status.OK, Status.SKIP):
+        note = "ok" if finding.status is Status.OK else f"skipped ({finding.skip_reason})"
+        cat.lines.append(Line(f"{finding.code} {note}: {finding.summary}"))
+        return
+    level = "warn" if finding.status is Status.WARN else "fail"
+    text = f"{finding.code} {finding.message}"
+    commands: tuple[str, ...] = ()
+    if finding.remediation:
+        text += f" — {finding.remediation.text}"
+        commands = finding.remediation.commands
+    problems = [line for line in cat.lines if line.level != "info"]
+    cat.lines.insert(len(problems), Line(text, level=level, commands=commands))
+    mark = _FINDING_MARK[finding.status]
+    if _MARK_RANK[mark] > _MARK_RANK[cat.mark] or cat.mark is Mark.ABSENT:
+        cat.mark = mark
 
 
 def _attach(cat: Category, error: ProbeError) -> None:

@@ -12,6 +12,7 @@ import io
 from rich.console import Console
 from rich.markup import escape
 
+from cudadoctor.findings import Finding, Status
 from cudadoctor.model import Facts
 from cudadoctor.report.summary import Category, Mark, categories
 
@@ -36,9 +37,13 @@ def _category(console: Console, cat: Category, verbose: bool) -> None:
         if verbose and line.source:
             text += f" [dim]({escape(line.source)})[/dim]"
         console.print(f"    {_BULLET[line.level]} {text}", highlight=False, soft_wrap=True)
+        for command in line.commands:
+            console.print(f"        $ {escape(command)}", highlight=False, soft_wrap=True)
 
 
-def render_text(facts: Facts, *, verbose: bool = False, color: bool = False, width: int = 100) -> str:
+def render_text(
+    facts: Facts, findings: list[Finding] | None = None, *, verbose: bool = False, color: bool = False, width: int = 100
+) -> str:
     """The report as text (with ANSI colour codes when ``color``)."""
     buffer = io.StringIO()
     console = Console(
@@ -57,21 +62,34 @@ def render_text(facts: Facts, *, verbose: bool = False, color: bool = False, wid
             f"cudadoctor {facts.tool_version} — facts gathered {facts.collected_at} ({facts.mode})", highlight=False
         )
     console.print()
-    cats = categories(facts)
+    findings = findings or []
+    cats = categories(facts, findings)
     for cat in cats:
         _category(console, cat, verbose)
     console.print()
-    warned = [c for c in cats if c.mark is Mark.WARN]
-    if warned:
+    failed = [f for f in findings if f.status in (Status.FAIL, Status.ERROR)]
+    warned = [f for f in findings if f.status is Status.WARN]
+    unread = [
+        c for c in cats if any(line.level == "warn" and line.text.startswith("could not read") for line in c.lines)
+    ]
+    if failed or warned:
+        affected = len({f.category for f in failed + warned})
+        parts = [f"{len(failed)} error{'s' * (len(failed) != 1)}"] if failed else []
+        parts += [f"{len(warned)} warning{'s' * (len(warned) != 1)}"] if warned else []
+        mark = "[red]✗[/red]" if failed else "[yellow]![/yellow]"
         console.print(
-            f"[yellow]![/yellow] Some facts could not be read in {len(warned)} "
-            f"categor{'y' if len(warned) == 1 else 'ies'}: "
-            + ", ".join(c.title for c in warned)
-            + ". Run with -v for the reasons.",
+            f"{mark} cudadoctor found {' and '.join(parts)} in {affected} categor{'y' if affected == 1 else 'ies'}.",
             highlight=False,
         )
-    else:
-        console.print("Every fact was read. (Compatibility checks are not part of this version yet.)", highlight=False)
+    elif findings:
+        console.print(f"[green]✓[/green] No issues found ({len(findings)} checks).", highlight=False)
+    if unread:
+        console.print(
+            "[yellow]![/yellow] Some facts could not be read ("
+            + ", ".join(c.title for c in unread)
+            + "); run with -v for the reasons.",
+            highlight=False,
+        )
     probes = {k: v for k, v in facts.timings.items() if k != "total"}
     if verbose and probes:
         slowest = max(probes, key=lambda k: probes[k])

@@ -1,0 +1,89 @@
+"""The registry of checks: every :class:`~cudadoctor.checks._base.Check` subclass, by code.
+
+Codes are ``CD`` + three digits; the hundreds digit is the family. A code is never reused or
+renumbered: a retired check stays listed in :data:`RETIRED` so ``--ignore`` lists keep working.
+
+=======  ==============================================
+CD1xx    driver, libcuda and GPUs
+CD2xx    CUDA toolkit
+CD3xx    cuDNN, NCCL and other libraries
+CD4xx    Python packages (torch and friends)
+CD5xx    vLLM
+CD6xx    TensorRT
+CD7xx    container and environment
+CD9xx    cudadoctor itself (its data)
+=======  ==============================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from cudadoctor.checks import container, driver, packages  # noqa: F401 - importing registers the checks
+from cudadoctor.checks._base import Check
+from cudadoctor.errors import UsageError
+
+__all__ = ["ALL_CHECKS", "FAMILIES", "RETIRED", "resolve_codes", "selected"]
+
+#: Codes of checks that were removed; accepted by --select/--ignore, never reused.
+RETIRED: dict[str, str] = {}
+
+FAMILIES = {
+    "CD1": "driver and GPUs",
+    "CD2": "CUDA toolkit",
+    "CD3": "libraries",
+    "CD4": "Python packages",
+    "CD5": "vLLM",
+    "CD6": "TensorRT",
+    "CD7": "container and environment",
+    "CD9": "cudadoctor",
+}
+
+
+def _collect() -> dict[str, Check]:
+    found: dict[str, Check] = {}
+    problems: list[str] = []
+    pending = list(Check.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.__name__.startswith("_"):  # family bases
+            continue
+        problems.extend(cls.validate())
+        if cls.__name__ in found or cls.__name__ in RETIRED:
+            problems.append(f"{cls.__name__}: code used twice")
+        found[cls.__name__] = cls()
+    names = [c.name for c in found.values()]
+    problems.extend(f"name {n!r} used twice" for n in {n for n in names if names.count(n) > 1})
+    if problems:  # a programming error: fail loudly at import, in every test run
+        raise RuntimeError("invalid check definitions: " + "; ".join(sorted(problems)))
+    return dict(sorted(found.items()))
+
+
+ALL_CHECKS: dict[str, Check] = _collect()
+
+
+def resolve_codes(patterns: Iterable[str], option: str) -> set[str]:
+    """Codes matched by ``patterns``: full codes (CD102), prefixes (CD1, CD10) or names."""
+    by_name = {c.name: code for code, c in ALL_CHECKS.items()}
+    codes: set[str] = set()
+    for raw in patterns:
+        pattern = raw.strip()
+        upper = pattern.upper()
+        if pattern in by_name:
+            codes.add(by_name[pattern])
+        elif upper in RETIRED:
+            continue
+        elif upper.startswith("CD") and (matches := {c for c in ALL_CHECKS if c.startswith(upper)}):
+            codes |= matches
+        else:
+            raise UsageError(f"{option} {raw!r}: no check has this code, prefix or name (see cudadoctor list-checks)")
+    return codes
+
+
+def selected(select: Iterable[str], ignore: Iterable[str]) -> list[str]:
+    """The codes to run, in order: all (or the selected ones) minus the ignored ones."""
+    select = list(select)
+    chosen = resolve_codes(select, "--select") if select else set(ALL_CHECKS)
+    chosen -= resolve_codes(ignore, "--ignore")
+    return sorted(chosen)

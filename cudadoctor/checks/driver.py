@@ -1,0 +1,258 @@
+"""CD1xx: the driver, the libcuda the loader picks, and the GPUs a process can see."""
+
+# CD1xx: driver and GPUs
+#   CD101  the user-space driver matches the kernel module
+#   CD102  no cuda-compat libcuda older than the kernel module on the search path
+#   CD103  the loader does not pick the toolkit's stub libcuda
+#   CD104  CUDA_VISIBLE_DEVICES leaves at least one GPU visible
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from cudadoctor.checks._base import Check
+from cudadoctor.findings import Problem, Remediation, Status
+from cudadoctor.model import DriverInfo, GpuInfo, HostInfo, LibcudaFile, VisibleDevices
+
+__all__ = ["CD101", "CD102", "CD103", "CD104", "parse_visible_devices"]
+
+
+def _loaded_file(driver: DriverInfo) -> LibcudaFile | None:
+    if not driver.loaded_libcuda:
+        return None
+    for f in driver.libcuda_files:
+        if f.path == driver.loaded_libcuda:
+            return f
+    kind = (
+        "compat" if "/compat/" in driver.loaded_libcuda else "stub" if "/stubs/" in driver.loaded_libcuda else "driver"
+    )
+    return LibcudaFile(path=driver.loaded_libcuda, version=None, kind=kind)
+
+
+def _ld_library_path(host: HostInfo) -> list[str]:
+    value = next((v.value for v in host.env if v.name == "LD_LIBRARY_PATH"), "")
+    return [p for p in value.split(":") if p]
+
+
+def _without_dirs(host: HostInfo, drop: set[str]) -> str | None:
+    """LD_LIBRARY_PATH with the given directories removed, or None when it is not set."""
+    if not any(v.name == "LD_LIBRARY_PATH" for v in host.env):
+        return None
+    return ":".join(p for p in _ld_library_path(host) if posixpath.normpath(p) not in drop)
+
+
+def _unset_or_export(host: HostInfo, drop: set[str]) -> tuple[str, ...]:
+    new = _without_dirs(host, drop)
+    if new is None:
+        return ()
+    return (f"export LD_LIBRARY_PATH={new}",) if new else ("unset LD_LIBRARY_PATH",)
+
+
+class CD101(Check):
+    """The user-space driver libraries match the loaded kernel module.
+
+    What it checks: the kernel module's version (/proc/driver/nvidia/version, /sys/module/nvidia/version)
+    against the user-space driver: NVML's driver version and the version in the file name of the
+    libcuda the loader picks (when that is a normal driver install, not a cuda-compat copy).
+
+    Why it matters: after a driver upgrade without a reboot, or with two driver installs mixed, the
+    user-space library no longer matches the kernel module: nvidia-smi says "Failed to initialize
+    NVML: Driver/library version mismatch" and CUDA fails to initialise.
+
+    How to fix: reboot (or unload and reload the nvidia kernel modules) after a driver upgrade. In a
+    container, the NVIDIA runtime mounts the host's driver libraries: do not install driver packages
+    (libnvidia-*, nvidia-driver-*) inside the image.
+    """
+
+    name = "driver-library-matches-kernel-module"
+    category = "driver"
+    live_only = True
+
+    def check(self, driver: DriverInfo, facts) -> Problem | None:  # type: ignore[no-untyped-def]
+        mismatch_errors = [e.message for e in facts.errors if "version mismatch" in e.message.lower()]
+        kernel = driver.kernel_module.version if driver.kernel_module else None
+        user: dict[str, str] = {}
+        for reading in driver.readings:
+            if reading.version is None or reading.source.kind.value not in ("api", "filename"):
+                continue
+            if reading.source.kind.value == "filename":
+                loaded = _loaded_file(driver)
+                if loaded is None or loaded.kind != "driver" or loaded.path != reading.source.where:
+                    continue
+            user[str(reading.source)] = str(reading.version)
+        differing = {k: v for k, v in user.items() if kernel is not None and v != str(kernel)}
+        if not differing and not mismatch_errors:
+            return None
+        evidence = {"kernel module": f"{kernel} (/proc/driver/nvidia/version)" if kernel else "unknown"}
+        evidence.update({f"user space, {where}": v for where, v in differing.items()})
+        if mismatch_errors:
+            evidence["reported"] = mismatch_errors[0]
+        versions = ", ".join(sorted(set(differing.values()))) or "a different version"
+        return Problem(
+            f"the kernel module is {kernel or 'unknown'} but the user-space driver is {versions}: "
+            "the driver was upgraded without a reboot, or two driver installs are mixed",
+            evidence,
+            Remediation(
+                "Reboot after the driver upgrade (or reload the nvidia kernel modules); inside a container, "
+                "remove driver packages from the image and let the NVIDIA runtime mount the host's.",
+                ("sudo reboot",),
+            ),
+        )
+
+
+class CD102(Check):
+    """No cuda-compat libcuda older than the kernel module is on the loader's search path.
+
+    What it checks: libcuda copies from a cuda-compat package (…/cuda-X.Y/compat/) that the loader
+    would find through LD_LIBRARY_PATH or ld.so.conf, against the kernel module's version.
+
+    Why it matters: forward compatibility only works when the compat libcuda is newer than the
+    kernel module. An older one (e.g. the image's 580.95.05 on a host with 580.159.04) makes cuInit
+    fail with CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803), while nvidia-smi and NVML look healthy
+    (seen on a real H200; the NVIDIA Container Toolkit applies the same newer-than rule).
+
+    How to fix: take the compat directory out of LD_LIBRARY_PATH (or the ld.so.conf.d entry that adds it);
+    the host driver already supports this CUDA version.
+    """
+
+    name = "compat-libcuda-not-older-than-driver"
+    category = "driver"
+    live_only = True
+
+    def check(self, driver: DriverInfo, host: HostInfo) -> Problem | None:
+        kernel = driver.kernel_module.version if driver.kernel_module else None
+        if kernel is None:
+            return None
+        stale = [
+            f
+            for f in driver.libcuda_files
+            if f.kind == "compat" and f.on_search_path and f.version and f.version <= kernel
+        ]
+        if not stale:
+            return None
+        loaded = _loaded_file(driver)
+        picked = loaded is not None and loaded.kind == "compat"
+        # LD_LIBRARY_PATH may name the directory through a link (/usr/local/cuda/compat for the
+        # file's real /usr/local/cuda-13.0/compat), so every */compat entry goes.
+        drop = {posixpath.dirname(f.path) for f in stale} | {
+            posixpath.normpath(d)
+            for d in _ld_library_path(host)
+            if posixpath.basename(posixpath.normpath(d)) == "compat"
+        }
+        first = stale[0]
+        evidence = {
+            "kernel module": str(kernel),
+            "compat libcuda": f"{first.version} at {first.path}",
+            "loader picks": driver.loaded_libcuda or "unknown",
+        }
+        how = (
+            "the loader picks it first, so cuInit will fail with error 803"
+            if picked
+            else ("it is on the search path; if it comes first, cuInit fails with error 803")
+        )
+        return Problem(
+            f"cuda-compat libcuda {first.version} is older than the kernel module {kernel}: {how}",
+            evidence,
+            Remediation(
+                "Remove the compat directory from the loader's search path; the installed driver already "
+                "provides this CUDA version.",
+                _unset_or_export(host, drop),
+            ),
+            status=Status.FAIL if picked else Status.WARN,
+        )
+
+
+class CD103(Check):
+    """The loader picks the real libcuda, not the toolkit's link-time stub.
+
+    What it checks: whether the libcuda the loader picks answers CUDA_ERROR_STUB_LIBRARY (34) or
+    lives in a ``stubs`` directory, and whether a ``stubs`` directory is on LD_LIBRARY_PATH.
+
+    Why it matters: the toolkit's lib64/stubs/libcuda.so only satisfies the linker. Loaded at run
+    time it makes every CUDA call fail with "CUDA driver is a stub library" (error 34).
+
+    How to fix: remove the stubs directory from LD_LIBRARY_PATH. Stubs belong in LIBRARY_PATH (link
+    time), which is where the nvidia/cuda images put them.
+    """
+
+    name = "no-stub-libcuda"
+    category = "driver"
+    live_only = True
+
+    def check(self, driver: DriverInfo, host: HostInfo) -> Problem | None:
+        stub_reading = any("STUB_LIBRARY" in (r.detail or "") for r in driver.readings)
+        loaded = _loaded_file(driver)
+        ld_path = ":".join(_ld_library_path(host))
+        stub_dirs = {posixpath.normpath(p) for p in _ld_library_path(host) if re.search(r"/stubs/?$", p)}
+        picked = stub_reading or (loaded is not None and loaded.kind == "stub")
+        if loaded is not None and picked:
+            stub_dirs.add(posixpath.dirname(loaded.path))
+        if not picked and not stub_dirs:
+            return None
+        evidence = {"loader picks": driver.loaded_libcuda or "unknown", "LD_LIBRARY_PATH": ld_path or "(unset)"}
+        message = (
+            f"the loader picks a stub libcuda ({driver.loaded_libcuda}): every CUDA call will fail with error 34"
+            if picked
+            else f"a stubs directory is on LD_LIBRARY_PATH ({', '.join(sorted(stub_dirs))}); stubs are for linking only"
+        )
+        return Problem(
+            message,
+            evidence,
+            Remediation(
+                "Remove the stubs directory from LD_LIBRARY_PATH (keep it in LIBRARY_PATH for linking).",
+                _unset_or_export(host, stub_dirs),
+            ),
+            status=Status.FAIL if picked else Status.WARN,
+        )
+
+
+def parse_visible_devices(value: str, count: int) -> list[str] | None:
+    """The devices ``CUDA_VISIBLE_DEVICES`` leaves visible, or None when it cannot be told.
+
+    CUDA reads a comma-separated list of indices or UUIDs and stops at the first invalid entry
+    (CUDA C++ Programming Guide, "CUDA Environment Variables"). UUIDs (GPU-…, MIG-…) cannot be
+    verified here (cudadoctor never keeps them), so a list with one gives None.
+    """
+    visible: list[str] = []
+    for raw in value.split(","):
+        entry = raw.strip()
+        if entry.upper().startswith(("GPU-", "MIG-")):
+            return None
+        if not entry.isdigit() or int(entry) >= count or entry in visible:
+            break
+        visible.append(entry)
+    return visible
+
+
+class CD104(Check):
+    """CUDA_VISIBLE_DEVICES leaves at least one GPU visible.
+
+    What it checks: the value of CUDA_VISIBLE_DEVICES against the GPUs present. CUDA stops reading
+    the list at the first entry that is not a valid index or UUID.
+
+    Why it matters: an empty value, -1, or an index beyond the GPUs present hides every GPU: cuInit
+    returns CUDA_ERROR_NO_DEVICE (100) and frameworks report "CUDA available: False" while
+    nvidia-smi lists the GPUs.
+
+    How to fix: unset CUDA_VISIBLE_DEVICES, or set it to the indices of the GPUs to use.
+    """
+
+    name = "visible-devices-not-empty"
+    category = "gpus"
+
+    def check(self, visible: VisibleDevices, gpus: tuple[GpuInfo, ...]) -> Problem | None:
+        value = visible.cuda_visible_devices
+        if value is None:
+            return None
+        shown = parse_visible_devices(value, len(gpus))
+        if shown is None or shown:
+            return None
+        return Problem(
+            f"CUDA_VISIBLE_DEVICES={value!r} hides all {len(gpus)} GPU(s): CUDA will report no device (error 100)",
+            {"CUDA_VISIBLE_DEVICES": repr(value), "GPUs present": str(len(gpus))},
+            Remediation(
+                "Unset CUDA_VISIBLE_DEVICES, or list the GPU indices to use.",
+                ("unset CUDA_VISIBLE_DEVICES", "export CUDA_VISIBLE_DEVICES=" + ",".join(str(g.index) for g in gpus)),
+            ),
+        )

@@ -1,0 +1,125 @@
+"""Running checks: inject the facts each check names, isolate failures, collect findings.
+
+A check's parameters name what it needs (``driver``, ``gpus``, ``torch``, ``matrix`` …). A required
+parameter whose fact is absent skips the check with a reason ("torch is not installed"); a
+parameter with a default is optional. A check that raises becomes one ``error`` finding and never
+stops the others. Which checks run is decided by ``--select`` / ``--ignore`` before anything runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from typing import Any
+
+from cudadoctor.checks import ALL_CHECKS, selected
+from cudadoctor.checks._base import Check, Skip
+from cudadoctor.errors import CompatDataError
+from cudadoctor.findings import Finding, Problem, Status
+from cudadoctor.matrix import CompatMatrix
+from cudadoctor.model import Facts
+
+__all__ = ["INJECTABLE", "injectables", "run_check", "run_checks"]
+
+#: Why a check is skipped when a fact it needs is absent.
+INJECTABLE: dict[str, str] = {
+    "facts": "",
+    "matrix": "",
+    "host": "no host facts",
+    "driver": "no NVIDIA driver found",
+    "gpus": "no GPU found",
+    "visible": "",
+    "toolkits": "no CUDA toolkit installed",
+    "nvcc": "no nvcc on PATH",
+    "cuda_wheels": "no CUDA wheels installed",
+    "cudnn": "no cuDNN installed",
+    "nccl": "no NCCL installed",
+    "tensorrt": "no TensorRT installed",
+    "python": "no Python environment found",
+    "packages": "",
+    "torch": "torch is not installed",
+    "vllm": "vLLM is not installed",
+    "jax": "JAX is not installed",
+}
+
+
+def injectables(facts: Facts, matrix: CompatMatrix) -> dict[str, Any]:
+    """Every value a check may ask for, by parameter name; None or empty means absent."""
+    return {
+        "facts": facts,
+        "matrix": matrix,
+        "host": facts.host,
+        "driver": facts.driver,
+        "gpus": facts.gpus,
+        "visible": facts.visible,
+        "toolkits": facts.toolkits,
+        "nvcc": facts.nvcc,
+        "cuda_wheels": facts.cuda_wheels,
+        "cudnn": facts.cudnn,
+        "nccl": facts.nccl,
+        "tensorrt": facts.tensorrt,
+        "python": facts.python,
+        "packages": facts.packages,
+        "torch": facts.packages.get("torch"),
+        "vllm": facts.packages.get("vllm"),
+        "jax": facts.packages.get("jax"),
+    }
+
+
+def _finding(check: Check, status: Status, **kwargs: Any) -> Finding:
+    return Finding(
+        code=check.code,
+        name=check.name,
+        category=check.category,
+        status=status,
+        summary=check.summary(),
+        **kwargs,
+    )
+
+
+def run_check(check: Check, values: dict[str, Any], *, live: bool = True) -> Finding:
+    """Evaluate one check against the injectable values."""
+    if check.live_only and not live:
+        return _finding(check, Status.SKIP, skip_reason="judged only on the machine itself")
+    kwargs: dict[str, Any] = {}
+    for name, param in inspect.signature(check.check).parameters.items():
+        value = values.get(name)
+        absent = value is None or (isinstance(value, (tuple, list, dict)) and not value and name != "packages")
+        if absent and param.default is inspect.Parameter.empty:
+            return _finding(check, Status.SKIP, skip_reason=INJECTABLE.get(name) or f"{name} unknown")
+        kwargs[name] = value if not absent else param.default
+    try:
+        result = check.check(**kwargs)  # type: ignore[attr-defined]
+    except Skip as skip:
+        return _finding(check, Status.SKIP, skip_reason=str(skip))
+    except CompatDataError:
+        raise  # invalid shipped data is fatal for the whole run (exit 3), not one finding
+    except Exception as exc:  # a bug in the check: one error finding, the others go on
+        return _finding(
+            check,
+            Status.ERROR,
+            message=f"the check crashed: {type(exc).__name__}: {exc} (please report this)",
+        )
+    if result is None:
+        return _finding(check, Status.OK)
+    problem: Problem = result
+    return _finding(
+        check,
+        problem.status or check.severity,
+        message=problem.message,
+        evidence=dict(problem.evidence),
+        remediation=problem.remediation,
+    )
+
+
+def run_checks(
+    facts: Facts,
+    matrix: CompatMatrix,
+    *,
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+) -> list[Finding]:
+    """Every selected check's finding, in code order."""
+    values = injectables(facts, matrix)
+    live = facts.mode == "live"
+    return [run_check(ALL_CHECKS[code], values, live=live) for code in selected(select, ignore)]

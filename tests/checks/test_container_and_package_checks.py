@@ -1,0 +1,116 @@
+"""CD4xx and CD7xx, and the requirement language they evaluate."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from packaging.version import Version
+
+from cudadoctor.findings import Status
+from cudadoctor.model import DriverVersion, GpuInfo, Source, SourceKind
+from cudadoctor.nvreq import RequirementError, evaluate, parse_requirement
+from cudadoctor.testing import run_check
+from tests.checks.conftest import with_env
+
+# The real image's variable (capture.txt), shortened to two branches.
+REAL = "cuda>=13.0 brand=tesla,driver>=535,driver<536 brand=nvidia,driver>=550,driver<551"
+
+
+def test_cd701_real_h200_requirement_is_met(h200):
+    assert any(v.name == "NVIDIA_REQUIRE_CUDA" for v in h200.host.env)
+    assert run_check("CD701", h200).status is Status.OK
+
+
+def test_cd701_unmet_on_an_older_driver(h200):
+    driver = replace(h200.driver, version=DriverVersion("550.54.15"), cuda_api=Version("12.4"))
+    gpus = (replace(h200.gpus[0], brand="GeForce"),)
+    finding = run_check("CD701", replace(h200, driver=driver, gpus=gpus))
+    assert finding.status is Status.FAIL
+    assert "unsatisfied condition: cuda>=13.0" in finding.message
+
+
+def test_cd701_forward_compat_branch_on_a_datacenter_gpu_is_met(h200):
+    # brand=nvidia,driver>=550,driver<551: the image ships cuda-compat for this branch.
+    driver = replace(h200.driver, version=DriverVersion("550.54.15"), cuda_api=Version("12.4"))
+    facts = with_env(replace(h200, driver=driver), NVIDIA_REQUIRE_CUDA=REAL)
+    assert run_check("CD701", facts).status is Status.OK
+
+
+def test_cd701_unknown_cuda_of_an_assumed_driver_is_not_a_failure(h200):
+    driver = replace(h200.driver, version=DriverVersion("550.54.15"), cuda_api=None)
+    gpus = (GpuInfo(0, "H100", "9.0", Source(SourceKind.ASSUMED, "--assume-gpu H100")),)
+    assert run_check("CD701", replace(h200, driver=driver, gpus=gpus)).status is Status.OK
+
+
+def test_cd701_disabled_and_absent(h200):
+    assert run_check("CD701", with_env(h200, NVIDIA_DISABLE_REQUIRE="true")).status is Status.SKIP
+    assert run_check("CD701", with_env(h200, NVIDIA_REQUIRE_CUDA=None)).status is Status.SKIP
+
+
+def test_cd701_invalid_requirement(h200):
+    finding = run_check("CD701", with_env(h200, NVIDIA_REQUIRE_CUDA="cuda>>13"))
+    assert finding.status is Status.FAIL and "not a valid requirement" in finding.message
+
+
+def test_cd702_misspelt_disable(h200):
+    finding = run_check("CD702", with_env(h200, NVIDIA_DISABLE_REQUIRES="true"))
+    assert finding.status is Status.WARN
+    assert finding.remediation.commands == ("export NVIDIA_DISABLE_REQUIRE=true",)
+    assert run_check("CD702", h200).status is Status.OK
+
+
+@pytest.mark.parametrize(
+    ("facts", "expected"),
+    [
+        ({"cuda": "13.0", "driver": "580.159.04", "arch": "9.0", "brand": "nvidia"}, True),
+        ({"cuda": "12.4", "driver": "550.54.15", "arch": "9.0", "brand": "nvidia"}, True),
+        ({"cuda": "12.4", "driver": "550.54.15", "arch": "8.9", "brand": "geforce"}, False),
+        ({"cuda": "12.4", "driver": "551.0", "arch": "9.0", "brand": "tesla"}, False),
+        ({"cuda": None, "driver": "550.54.15", "arch": "8.9", "brand": "geforce"}, None),
+        ({"cuda": "12.4", "driver": "550.54.15", "_no_gpu": "1"}, True),
+        ({"cuda": "13.0.0", "driver": "580.1", "arch": "9.0", "brand": None}, True),
+    ],
+    ids=["new-driver", "compat-branch", "geforce-old", "branch-too-new", "unknown-cuda", "no-gpu", "trailing-zero"],
+)
+def test_requirement_language(facts, expected):
+    assert evaluate(parse_requirement(REAL), facts) is expected
+
+
+@pytest.mark.parametrize("text", ["cuda>>13", "brand>tesla", "driver>=abc", "gpu=1"])
+def test_requirement_language_rejects(text):
+    with pytest.raises(RequirementError):
+        parse_requirement(text)
+
+
+def test_cd401_pins_met_on_the_real_h200(h200):
+    assert run_check("CD401", h200).status is Status.OK
+
+
+def test_cd401_torchvision_built_for_another_torch(h200):
+    torchvision = h200.packages["torchvision"]
+    assert "torch==2.11.0" in [r.replace(" ", "").replace("(", "").replace(")", "") for r in torchvision.requires]
+    torch = replace(h200.packages["torch"], version=Version("2.10.0"))
+    finding = run_check("CD401", replace(h200, packages={**h200.packages, "torch": torch}))
+    assert finding.status is Status.FAIL
+    assert "torchvision 0.26.0 requires torch==2.11.0, but torch 2.10.0 is installed" in finding.message
+    assert finding.remediation.commands == ("python -m pip install 'torch==2.11.0'",)
+
+
+def test_cd401_torch_pinned_cudnn_wheel_replaced(h200):
+    cudnn = replace(h200.packages["nvidia-cudnn-cu13"], version=Version("9.14.0.64"))
+    finding = run_check("CD401", replace(h200, packages={**h200.packages, "nvidia-cudnn-cu13": cudnn}))
+    assert finding.status is Status.FAIL
+    assert "torch 2.11.0 requires nvidia-cudnn-cu13==9.19.0.56" in finding.message
+
+
+@pytest.mark.parametrize(("variant", "status"), [("cu130", Status.OK), ("cpu", Status.WARN), ("rocm6.2", Status.FAIL)])
+def test_cd402_torch_build_kind(h200, variant, status):
+    torch = replace(h200.packages["torch"], cuda_variant=variant)
+    assert run_check("CD402", replace(h200, packages={**h200.packages, "torch": torch})).status is status
+
+
+def test_cd402_cpu_torch_without_gpu_is_fine(h200):
+    torch = replace(h200.packages["torch"], cuda_variant="cpu")
+    facts = replace(h200, gpus=(), packages={**h200.packages, "torch": torch})
+    assert run_check("CD402", facts).status is Status.SKIP

@@ -88,6 +88,8 @@ def _host(facts: Facts) -> Category:
         parts.append(f"in a container ({h.container.runtime or 'unknown runtime'})")
     if h.wsl:
         parts.append("WSL2")
+    if h.apple_silicon:
+        parts.append("Apple Silicon: GPU work runs on Metal (MPS / MLX), not CUDA")
     cat = Category("host", "Host", ", ".join(p for p in parts if p))
     if h.kernel:
         cat.lines.append(Line(f"kernel {h.kernel}"))
@@ -235,15 +237,16 @@ def _package_label(p: InstalledPackage) -> str:
 
 def _python(facts: Facts) -> Category:
     py = facts.python
-    if py is None:
+    if py is None and not facts.packages:
         return Category("python", "Python packages", "no Python environment found", Mark.ABSENT)
     shown = [_package_label(facts.packages[n]) for n in _HEADLINE_PACKAGES if n in facts.packages]
-    env = f"Python {_v(py.version)} ({py.kind} {py.prefix or py.executable})"
+    env = f"Python {_v(py.version)} ({py.kind} {py.prefix or py.executable})" if py else "Python (interpreter unknown)"
     head = env + (": " + ", ".join(shown) if shown else ": no GPU framework installed")
     cat = Category("python", "Python packages", head)
-    cat.lines.append(
-        Line(f"interpreter {py.executable}, chosen by {py.chosen_by or 'default'}", source=_src(py.source))
-    )
+    if py is not None:
+        cat.lines.append(
+            Line(f"interpreter {py.executable}, chosen by {py.chosen_by or 'default'}", source=_src(py.source))
+        )
     for name in sorted(facts.packages):
         p = facts.packages[name]
         text = _package_label(p)

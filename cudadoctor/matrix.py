@@ -1,28 +1,102 @@
-"""Loading the compatibility data in ``compat/``: find it, parse it, and check its meta block.
+"""Loading the compatibility data in ``compat/``: find it, validate it, and answer questions from it.
 
 ``compat/`` sits at the top of the repository and is shipped inside the wheel as
 ``cudadoctor/compat`` (see ``pyproject.toml``). The code never holds compatibility numbers; it
-reads them from here. Every problem found in a file is collected and reported at once.
+reads them from here. :func:`validate_table` is the schema: it checks every record of a file and
+reports every problem at once (file, record, field), so one bad edit cannot hide another.
+:class:`CompatMatrix` answers the questions checks ask (the minimum driver for a CUDA version, the
+CUDA version a driver supports, a GPU architecture …), loading each file the first time it is used.
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
 import os
+import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 from cudadoctor.errors import CompatDataError
+from cudadoctor.model import DriverVersion
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["CompatMatrix", "compat_dir", "load_table", "validate_meta"]
+__all__ = [
+    "SCHEMAS",
+    "CompatMatrix",
+    "CudaRelease",
+    "GpuArch",
+    "MinorCompat",
+    "compat_dir",
+    "load_table",
+    "table_names",
+    "validate_meta",
+    "validate_table",
+]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_DRIVER = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_CC = re.compile(r"^\d+\.\d+[af]?$")
+
+#: Field types: ``version`` (PEP 440), ``driver`` (NVIDIA driver version), ``cc`` (compute
+#: capability "9.0", "9.0a"), ``specifier`` (PEP 440 specifier set), ``str``, ``int``, ``bool``,
+#: ``date``, ``list[str]``, ``list[int]``, ``list[version]``, ``list[cc]``, ``table`` (free-form).
+#: A trailing ``!`` marks a required field. Every record also takes ``source``/``sources`` (one is
+#: required) and ``note``.
+SCHEMAS: dict[str, dict[str, dict[str, str]]] = {
+    "gpu-models": {
+        "gpu": {
+            "name": "str!",
+            "aliases": "list[str]!",
+            "compute_capability": "cc!",
+            "architecture": "str",
+            "segment": "str",
+        },
+    },
+    "cuda-toolkit-drivers": {
+        "release": {"version": "version!", "label": "str", "min_driver_linux": "driver", "min_driver_windows": "driver"},
+        "minor_compat": {
+            "cuda_major": "int!",
+            "min_driver_branch": "str",
+            "min_driver_linux": "driver!",
+            "min_driver_windows": "driver",
+            "upper_driver_branch_exclusive": "str",
+            "limits": "list[str]",
+        },
+        "forward_compat_package": {
+            "package": "str!",
+            "compatible_driver_branches": "list[str]",
+            "paired_driver_branch": "str",
+        },
+    },
+    "gpu-architectures": {
+        "arch": {
+            "compute_capability": "cc!",
+            "name": "str!",
+            "first_cuda": "version",
+            "last_cuda_major": "int",
+            "arch_specific": "list[cc]",
+            "family_runs_on": "list[cc]",
+            "renumbered_from": "cc",
+            "renumbered_to": "cc",
+            "renumbered_in_cuda": "version",
+            "last_driver_branch": "str",
+            "min_driver_branch": "str",
+        },
+    },
+}
+
+#: Single tables (not arrays) allowed per kind; their contents are free-form facts with a source.
+_SINGLE_TABLES: dict[str, tuple[str, ...]] = {"cuda-toolkit-drivers": ("forward_compat",)}
 
 
 def compat_dir() -> str:
@@ -36,6 +110,11 @@ def compat_dir() -> str:
     raise CompatDataError(f"compat data not found next to {_PACKAGE_DIR}; the installation is incomplete")
 
 
+def table_names() -> list[str]:
+    """The data files shipped, by name (``cuda`` for compat/cuda.toml)."""
+    return sorted(n[:-5] for n in os.listdir(compat_dir()) if n.endswith(".toml"))
+
+
 def validate_meta(name: str, data: Mapping[str, Any]) -> list[str]:
     """Problems with a table's ``[meta]`` block, each as ``file: field: message``."""
     problems: list[str] = []
@@ -45,19 +124,134 @@ def validate_meta(name: str, data: Mapping[str, Any]) -> list[str]:
     for key in ("schema", "kind", "covers", "updated", "sources"):
         if key not in meta:
             problems.append(f"{name}: meta.{key}: missing")
+    if "updated" in meta and not isinstance(meta["updated"], datetime.date):
+        problems.append(f"{name}: meta.updated: not a date")
     sources = meta.get("sources", [])
     if not isinstance(sources, list) or not sources:
         problems.append(f"{name}: meta.sources: needs at least one source")
     else:
+        ids = [s.get("id") for s in sources if isinstance(s, Mapping)]
         for i, source in enumerate(sources):
             if not isinstance(source, Mapping) or not source.get("id") or not source.get("url"):
                 problems.append(f"{name}: meta.sources[{i}]: needs id and url")
+        problems.extend(f"{name}: meta.sources: id {i!r} listed twice" for i in {i for i in ids if ids.count(i) > 1})
     return problems
+
+
+def _type_problem(kind: str, value: Any) -> str | None:
+    """Why ``value`` is not of field type ``kind`` (None when it is)."""
+    if kind.startswith("list["):
+        if not isinstance(value, list):
+            return "expected a list"
+        for item in value:
+            problem = _type_problem(kind[5:-1], item)
+            if problem:
+                return f"item {item!r}: {problem}"
+        return None
+    if kind == "str":
+        return None if isinstance(value, str) and value else "expected a non-empty string"
+    if kind == "int":
+        return None if isinstance(value, int) and not isinstance(value, bool) else "expected an integer"
+    if kind == "bool":
+        return None if isinstance(value, bool) else "expected true or false"
+    if kind == "date":
+        return None if isinstance(value, datetime.date) else "expected a date"
+    if kind == "table":
+        return None if isinstance(value, dict) else "expected a table"
+    if not isinstance(value, str):
+        return "expected a string"
+    if kind == "version":
+        try:
+            Version(value)
+        except InvalidVersion:
+            return f"{value!r} is not a version"
+        return None
+    if kind == "driver":
+        return None if _DRIVER.match(value) else f"{value!r} is not a driver version"
+    if kind == "cc":
+        return None if _CC.match(value) else f"{value!r} is not a compute capability"
+    if kind == "specifier":
+        try:
+            SpecifierSet(value)
+        except InvalidSpecifier:
+            return f"{value!r} is not a version specifier"
+        return None
+    return f"unknown field type {kind!r}"  # pragma: no cover - a schema bug
+
+
+def validate_table(name: str, data: Mapping[str, Any]) -> list[str]:
+    """Every problem in one file: meta, record fields and types, source ids, order."""
+    problems = validate_meta(name, data)
+    meta = data.get("meta") if isinstance(data.get("meta"), Mapping) else {}
+    kind = meta.get("kind")
+    schema = SCHEMAS.get(kind) if isinstance(kind, str) else None
+    if schema is None:
+        return [*problems, f"{name}: meta.kind: unknown kind {kind!r}"]
+    source_ids = {s.get("id") for s in meta.get("sources", []) if isinstance(s, Mapping)}
+    for key, value in data.items():
+        if key == "meta":
+            continue
+        if key in _SINGLE_TABLES.get(kind, ()):
+            problems.extend(_check_sources(f"{name}: {key}", value, source_ids))
+            continue
+        if key not in schema:
+            problems.append(f"{name}: {key}: not a known table for kind {kind!r}")
+            continue
+        if not isinstance(value, list):
+            problems.append(f"{name}: {key}: expected an array of tables ([[{key}]])")
+            continue
+        fields = schema[key]
+        for index, record in enumerate(value):
+            where = f"{name}: {key}[{index}]"
+            if not isinstance(record, dict):
+                problems.append(f"{where}: expected a table")
+                continue
+            problems.extend(_check_sources(where, record, source_ids))
+            for field, ftype in fields.items():
+                if ftype.endswith("!") and field not in record:
+                    problems.append(f"{where}.{field}: missing")
+            for field, item in record.items():
+                if field in ("source", "sources", "note", "notes"):
+                    continue
+                if field not in fields:
+                    problems.append(f"{where}.{field}: unknown field")
+                    continue
+                problem = _type_problem(fields[field].rstrip("!"), item)
+                if problem:
+                    problems.append(f"{where}.{field}: {problem}")
+        problems.extend(_check_order(f"{name}: {key}", value, fields))
+    return problems
+
+
+def _check_sources(where: str, record: Any, source_ids: set[Any]) -> list[str]:
+    if not isinstance(record, dict):
+        return [f"{where}: expected a table"]
+    cited = record.get("sources", [record["source"]] if "source" in record else [])
+    if not isinstance(cited, list) or not cited:
+        return [f"{where}: no source (every record names its evidence)"]
+    return [f"{where}.source: {c!r} is not in meta.sources" for c in cited if c not in source_ids]
+
+
+def _check_order(where: str, records: list[Any], fields: dict[str, str]) -> list[str]:
+    """Records keyed by a ``version`` field must be newest first."""
+    if fields.get("version", "").rstrip("!") != "version":
+        return []
+    versions = []
+    for record in records:
+        try:
+            versions.append(Version(record["version"]))
+        except (InvalidVersion, KeyError, TypeError):
+            return []
+    return [
+        f"{where}: {a} is listed before {b}; records go newest first"
+        for a, b in zip(versions, versions[1:], strict=False)
+        if a < b
+    ]
 
 
 @functools.cache
 def load_table(name: str) -> dict[str, Any]:
-    """Parse ``compat/<name>.toml``; raise :class:`CompatDataError` naming every problem."""
+    """Parse and validate ``compat/<name>.toml``; raise :class:`CompatDataError` naming every problem."""
     path = os.path.join(compat_dir(), f"{name}.toml")
     try:
         with open(path, "rb") as handle:
@@ -66,14 +260,119 @@ def load_table(name: str) -> dict[str, Any]:
         raise CompatDataError(f"compat/{name}.toml: cannot read: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise CompatDataError(f"compat/{name}.toml: not valid TOML: {exc}") from exc
-    problems = validate_meta(f"compat/{name}.toml", data)
+    problems = validate_table(f"compat/{name}.toml", data)
     if problems:
-        raise CompatDataError("; ".join(problems))
+        raise CompatDataError(f"{len(problems)} problem(s) in compat data: " + "; ".join(problems))
     return data
 
 
+# --- typed views ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CudaRelease:
+    """A CUDA toolkit release and the driver it needs (the release notes' driver table)."""
+
+    version: Version
+    label: str
+    min_driver_linux: DriverVersion | None
+    min_driver_windows: DriverVersion | None
+
+
+@dataclass(frozen=True)
+class MinorCompat:
+    """The oldest driver that runs any CUDA ``cuda_major``.x application (minor-version compatibility)."""
+
+    cuda_major: int
+    min_driver_linux: DriverVersion
+    min_driver_windows: DriverVersion | None
+    limits: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GpuArch:
+    """A compute capability's architecture and the CUDA versions that support it."""
+
+    compute_capability: str
+    name: str
+    first_cuda: Version | None
+    last_cuda_major: int | None
+    arch_specific: tuple[str, ...]
+    min_driver_branch: int | None
+
+
+def _driver(value: Any) -> DriverVersion | None:
+    return DriverVersion(value) if isinstance(value, str) else None
+
+
 class CompatMatrix:
-    """The compatibility tables, each loaded (and validated) the first time a check asks for it."""
+    """The compatibility tables, each loaded (and validated) the first time a question needs it."""
 
     def table(self, name: str) -> dict[str, Any]:
         return load_table(name)
+
+    # --- CUDA toolkit and driver ------------------------------------------------------------------
+
+    @functools.cached_property
+    def cuda_releases(self) -> tuple[CudaRelease, ...]:
+        return tuple(
+            CudaRelease(
+                Version(r["version"]),
+                r.get("label", r["version"]),
+                _driver(r.get("min_driver_linux")),
+                _driver(r.get("min_driver_windows")),
+            )
+            for r in self.table("cuda").get("release", [])
+        )
+
+    def minor_compat(self, cuda_major: int) -> MinorCompat | None:
+        for r in self.table("cuda").get("minor_compat", []):
+            if r["cuda_major"] == cuda_major:
+                return MinorCompat(
+                    cuda_major,
+                    DriverVersion(r["min_driver_linux"]),
+                    _driver(r.get("min_driver_windows")),
+                    tuple(r.get("limits", ())),
+                )
+        return None
+
+    def cuda_for_driver(self, driver: Version, *, windows: bool = False) -> Version | None:
+        """The newest CUDA (major.minor) whose toolkit driver requirement ``driver`` meets.
+
+        This is the CUDA version a driver reports (``nvidia-smi``'s "CUDA Version"), derived from the
+        release notes' table for an assumed driver that cannot be asked.
+        """
+        best: Version | None = None
+        for release in self.cuda_releases:
+            needed = release.min_driver_windows if windows else release.min_driver_linux
+            if needed is not None and needed <= driver:
+                short = Version(f"{release.version.major}.{release.version.minor}")
+                if best is None or short > best:
+                    best = short
+        return best
+
+    def min_driver_for_cuda(self, cuda: Version, *, windows: bool = False) -> DriverVersion | None:
+        """The oldest driver whose own CUDA version is at least ``cuda`` (major.minor)."""
+        candidates = [
+            (r.min_driver_windows if windows else r.min_driver_linux)
+            for r in self.cuda_releases
+            if (r.version.major, r.version.minor) >= (cuda.major, cuda.minor)
+        ]
+        known = [c for c in candidates if c is not None]
+        return min(known) if known else None
+
+    # --- GPU architectures ------------------------------------------------------------------------
+
+    @functools.cached_property
+    def gpu_archs(self) -> dict[str, GpuArch]:
+        archs = {}
+        for r in self.table("gpu_archs").get("arch", []):
+            archs[r["compute_capability"]] = GpuArch(
+                r["compute_capability"],
+                r["name"],
+                Version(r["first_cuda"]) if r.get("first_cuda") else None,
+                r.get("last_cuda_major"),
+                tuple(r.get("arch_specific", ())),
+                int(r["min_driver_branch"]) if r.get("min_driver_branch") else None,
+            )
+        return archs

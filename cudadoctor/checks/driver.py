@@ -5,17 +5,22 @@
 #   CD102  no cuda-compat libcuda older than the kernel module on the search path
 #   CD103  the loader does not pick the toolkit's stub libcuda
 #   CD104  CUDA_VISIBLE_DEVICES leaves at least one GPU visible
+#   CD111  the driver can run the CUDA major the frameworks were built for
+#   CD112  every GPU is still supported by that CUDA major
 
 from __future__ import annotations
 
 import posixpath
 import re
 
-from cudadoctor.checks._base import Check
-from cudadoctor.findings import Problem, Remediation, Status
-from cudadoctor.model import DriverInfo, GpuInfo, HostInfo, LibcudaFile, VisibleDevices
+from packaging.version import Version
 
-__all__ = ["CD101", "CD102", "CD103", "CD104", "parse_visible_devices"]
+from cudadoctor.checks._base import Check, Skip
+from cudadoctor.findings import Problem, Remediation, Status
+from cudadoctor.matrix import CompatMatrix
+from cudadoctor.model import DriverInfo, DriverVersion, GpuInfo, HostInfo, InstalledPackage, LibcudaFile, VisibleDevices
+
+__all__ = ["CD101", "CD102", "CD103", "CD104", "CD111", "CD112", "effective_cuda", "parse_visible_devices"]
 
 
 def _loaded_file(driver: DriverInfo) -> LibcudaFile | None:
@@ -255,4 +260,154 @@ class CD104(Check):
                 "Unset CUDA_VISIBLE_DEVICES, or list the GPU indices to use.",
                 ("unset CUDA_VISIBLE_DEVICES", "export CUDA_VISIBLE_DEVICES=" + ",".join(str(g.index) for g in gpus)),
             ),
+        )
+
+
+# --- CD11x: the driver and GPUs against what the installed packages were built for -----------------
+
+
+def _built_for_cuda(packages: dict[str, InstalledPackage]) -> dict[int, list[InstalledPackage]]:
+    """Frameworks by the CUDA major they were built for (the nvidia-*/cuda-* library wheels aside)."""
+    by_major: dict[int, list[InstalledPackage]] = {}
+    for pkg in packages.values():
+        if not pkg.cuda_build or pkg.name.startswith(("nvidia-", "cuda-")):
+            continue
+        major = int(pkg.cuda_build.split(".")[0])
+        by_major.setdefault(major, []).append(pkg)
+    return by_major
+
+
+def _label(pkg: InstalledPackage) -> str:
+    version = pkg.torch_build.version if pkg.torch_build and pkg.torch_build.version else pkg.version
+    return f"{pkg.name} {version}"
+
+
+def effective_cuda(driver: DriverInfo, matrix: CompatMatrix) -> tuple[Version | None, str]:
+    """The CUDA version CUDA applications get from this driver, and why.
+
+    A cuda-compat libcuda newer than the kernel module, picked by the loader, is forward
+    compatibility: applications get the compat library's CUDA version (NVIDIA CUDA Compatibility
+    guide, "Forward Compatibility"). Otherwise it is the driver's own (NVML, cuDriverGetVersion), or
+    for an assumed driver the one the release notes' driver table gives.
+    """
+    loaded = _loaded_file(driver)
+    kernel = driver.kernel_module.version if driver.kernel_module else driver.version
+    if loaded is not None and loaded.kind == "compat" and loaded.version and kernel and loaded.version > kernel:
+        compat = next(
+            (r.cuda_api for r in driver.readings if r.source.where == "cuDriverGetVersion" and r.cuda_api), None
+        )
+        if compat is not None:
+            return compat, f"forward compatibility through {loaded.path}"
+    if driver.cuda_api is not None:
+        return driver.cuda_api, "reported by the driver"
+    if driver.version is not None:
+        derived = matrix.cuda_for_driver(driver.version)
+        if derived is not None:
+            return derived, "the CUDA release notes' driver table"
+    return None, "unknown"
+
+
+class CD111(Check):
+    """The driver can run the CUDA version the installed frameworks were built for.
+
+    What it checks: for every framework built for CUDA (torch, JAX's CUDA plugin, CuPy, TensorFlow,
+    TensorRT …), the driver's version against the oldest driver that runs any application of that CUDA
+    major (minor-version compatibility, from the CUDA release notes in compat/cuda.toml). A build for
+    CUDA 12.8 on a driver that reports 12.4 is fine: within a major, minor-version compatibility applies.
+
+    Why it matters: a driver older than that floor cannot run the build at all: torch reports
+    "The NVIDIA driver on your system is too old" and torch.cuda.is_available() is False; other
+    frameworks fail with CUDA_ERROR_INSUFFICIENT_DRIVER (35).
+
+    How to fix: upgrade the driver to at least the version named, or install the framework's build for
+    a CUDA major this driver supports.
+    """
+
+    name = "driver-runs-framework-cuda"
+    category = "driver"
+
+    def check(
+        self, driver: DriverInfo, packages: dict[str, InstalledPackage], matrix: CompatMatrix, host: HostInfo
+    ) -> Problem | None:
+        if driver.version is None:
+            raise Skip("the driver version is unknown")
+        windows = host.os == "Windows"
+        cuda, why = effective_cuda(driver, matrix)
+        failing: list[str] = []
+        needed_driver: DriverVersion | None = None
+        evidence = {"driver": f"{driver.version} (CUDA {cuda or 'unknown'}: {why})"}
+        for major, pkgs in sorted(_built_for_cuda(packages).items()):
+            floor = matrix.minor_compat(major)
+            if floor is None:
+                continue
+            minimum = floor.min_driver_windows if windows else floor.min_driver_linux
+            if minimum is None:
+                continue
+            if "forward compatibility" in why and cuda is not None and cuda.major >= major:
+                continue
+            if driver.version >= minimum:
+                continue
+            names = ", ".join(_label(p) for p in pkgs)
+            failing.append(f"{names} (built for CUDA {pkgs[0].cuda_build})")
+            evidence[f"CUDA {major}.x"] = f"needs driver >= {minimum} (minor-version compatibility floor)"
+            if needed_driver is None or minimum > needed_driver:
+                needed_driver = minimum
+        if not failing:
+            return None
+        return Problem(
+            f"driver {driver.version} supports CUDA {cuda or 'unknown'} and is too old for "
+            + "; ".join(failing)
+            + f": these need driver {needed_driver} or newer",
+            evidence,
+            Remediation(
+                f"Upgrade the NVIDIA driver to {needed_driver} or newer, or install builds of these packages for "
+                f"CUDA {cuda.major if cuda else 'the version your driver supports'}.x.",
+                (),
+            ),
+        )
+
+
+class CD112(Check):
+    """Every GPU is still supported by the CUDA major the frameworks were built for.
+
+    What it checks: each GPU's compute capability against the last CUDA major that supports its
+    architecture (compat/gpu_archs.toml: CUDA 12 dropped Kepler; CUDA 13 dropped Maxwell, Pascal and
+    Volta), for every framework built for CUDA.
+
+    Why it matters: a build for a CUDA major that dropped the architecture has no kernels for it:
+    "no kernel image is available for execution on the device", or the framework refuses the GPU.
+
+    How to fix: install the framework's build for the last CUDA major that supports the GPU (for torch,
+    a cu126 or older build for Maxwell, Pascal and Volta), or use a newer GPU.
+    """
+
+    name = "gpu-supported-by-framework-cuda"
+    category = "gpus"
+
+    def check(
+        self, gpus: tuple[GpuInfo, ...], packages: dict[str, InstalledPackage], matrix: CompatMatrix
+    ) -> Problem | None:
+        problems: list[str] = []
+        evidence: dict[str, str] = {}
+        last_major = None
+        for gpu in gpus:
+            arch = matrix.gpu_archs.get((gpu.compute_capability or "").rstrip("af"))
+            if arch is None or arch.last_cuda_major is None:
+                continue
+            for major, pkgs in sorted(_built_for_cuda(packages).items()):
+                if major > arch.last_cuda_major:
+                    names = ", ".join(_label(p) for p in pkgs)
+                    problems.append(
+                        f"{names} is built for CUDA {major}, which dropped compute capability "
+                        f"{gpu.compute_capability} ({arch.name}) of GPU {gpu.index} {gpu.name}"
+                    )
+                    evidence[f"GPU {gpu.index}"] = f"{gpu.name}, compute capability {gpu.compute_capability}"
+                    evidence[arch.name] = f"last supported by CUDA {arch.last_cuda_major}.x (compat/gpu_archs.toml)"
+                    last_major = arch.last_cuda_major
+        if not problems:
+            return None
+        return Problem(
+            "; ".join(problems),
+            evidence,
+            Remediation(f"Install builds for CUDA {last_major}.x or older (e.g. torch from a cu12x index).", ()),
         )

@@ -1,0 +1,270 @@
+"""Regenerate the PyPI-derived fields of compat/torch.toml.
+
+How to run (needs network access to pypi.org and files.pythonhosted.org; standard library only):
+
+    python3 compat/tools/torch_from_pypi.py            # JSON report on stdout
+    python3 compat/tools/torch_from_pypi.py --min 2.0.0 --out /tmp/torch_pypi.json
+
+For every torch release >= --min it prints:
+  python          CPython minor versions with a manylinux x86_64 wheel (from wheel file names)
+  python_aarch64  the same for manylinux aarch64 wheels
+  requires_python Requires-Python of the release's wheels
+  pypi_default_cuda / pypi_default_evidence
+                  CUDA major.minor of the manylinux x86_64 wheels, proven by their Requires-Dist pin on
+                  nvidia-cuda-runtime-cuXX==A.B.C or cuda-toolkit[...]==A.B.C (every x86_64 wheel must agree)
+  aarch64_cuda    the same for the manylinux aarch64 wheels (absent when they pin no CUDA runtime)
+  torchvision / torchaudio
+                  the release(s) of those packages whose Requires-Dist pins torch==<version>
+
+Where it reads: the PEP 691 JSON simple index (https://pypi.org/simple/<pkg>/) for file names,
+and each wheel's METADATA file: first the PEP 658 "<wheel url>.metadata" file, and when that is not
+served, the METADATA member of the wheel read with HTTP range requests (zip central directory only,
+never the whole wheel). The per-version JSON API (https://pypi.org/pypi/<pkg>/<version>/json) would
+give the same Requires-Dist, but it is not used because it is not always served.
+
+Nothing runs at import; main() runs only when this file is executed as a script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import re
+import sys
+import urllib.request
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+
+SIMPLE = "https://pypi.org/simple/{}/"
+UA = "cudadoctor-compat-tools/1 (+stdlib urllib)"
+TIMEOUT = 120
+
+_WHEEL_RE = re.compile(r"^(?P<name>[^-]+)-(?P<ver>[^-]+)(-\d[^-]*)?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
+_CUDA_PIN_RE = re.compile(
+    r"^(?P<pkg>nvidia-cuda-runtime(?:-cu\d+)?|cuda-toolkit)(?:\[[^\]]*\])?\s*==\s*(?P<ver>\d+\.\d+(?:\.\d+)*)"
+)
+_TORCH_PIN_RE = re.compile(r"^torch\s*==\s*(?P<ver>[0-9][0-9a-z.+]*)", re.I)
+
+
+def _request(url: str, headers: dict[str, str] | None = None) -> bytes:
+    req = urllib.request.Request(url, headers={"User-Agent": UA, **(headers or {})})
+    with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:
+        return resp.read()
+
+
+def vkey(v: str) -> tuple[int, ...]:
+    """Sort key for plain release versions like 2.10.1 (no pre-releases on PyPI for torch)."""
+    return tuple(int(p) for p in re.findall(r"\d+", v.split("+")[0])[:4])
+
+
+def list_files(pkg: str) -> list[dict]:
+    data = json.loads(_request(SIMPLE.format(pkg), {"Accept": "application/vnd.pypi.simple.v1+json"}))
+    return data["files"]
+
+
+class _RangeFile(io.RawIOBase):
+    """Seekable read-only file over HTTP range requests (enough for zipfile to read one member)."""
+
+    def __init__(self, url: str, size: int):
+        self.url, self.size, self.pos = url, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = {0: offset, 1: self.pos + offset, 2: self.size + offset}[whence]
+        return self.pos
+
+    def read(self, n: int = -1) -> bytes:
+        end = self.size if n is None or n < 0 else min(self.size, self.pos + n)
+        if end <= self.pos:
+            return b""
+        data = _request(self.url, {"Range": f"bytes={self.pos}-{end - 1}"})
+        if len(data) != end - self.pos:
+            raise OSError(f"range request to {self.url} returned {len(data)} bytes, wanted {end - self.pos}")
+        self.pos = end
+        return data
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+def wheel_metadata(file: dict) -> str:
+    url = file["url"].split("#")[0]
+    try:
+        return _request(url + ".metadata").decode("utf-8")
+    except Exception:  # noqa: BLE001 - PEP 658 file not served: fall back to the wheel itself
+        pass
+    with zipfile.ZipFile(io.BufferedReader(_RangeFile(url, int(file["size"])), buffer_size=1 << 16)) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1)
+        return zf.read(name).decode("utf-8")
+
+
+def requires_dist(metadata: str) -> list[str]:
+    return [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+
+
+def _split_req(req: str) -> tuple[str, str]:
+    """'name[x] (==1.2) ; marker' -> ('name[x]==1.2', 'marker'): old wheels write the version in parentheses."""
+    spec, _, marker = req.partition(";")
+    spec = re.sub(r"[()\s]", "", spec)
+    return spec, marker.strip()
+
+
+_CLAUSE_RE = re.compile(r"""^(?P<var>\w+)\s*(?P<op>==|!=)\s*(?P<q>['"])(?P<val>[^'"]*)(?P=q)$""")
+
+
+def marker_applies(marker: str, env: dict[str, str]) -> bool:
+    """Evaluate the simple markers torch uses (and/or of ==/!= clauses, no parentheses).
+
+    env holds platform_system, platform_machine, sys_platform; 'extra' clauses are false (no extra asked).
+    Anything else raises ValueError, so that a pin is never read under a marker that was not understood.
+    """
+    if not marker:
+        return True
+    if "(" in marker or ")" in marker:
+        raise ValueError(f"marker not understood: {marker}")
+    for alt in re.split(r"\s+or\s+", marker):
+        ok = True
+        for clause in re.split(r"\s+and\s+", alt.strip()):
+            m = _CLAUSE_RE.match(clause.strip())
+            if not m:
+                raise ValueError(f"marker not understood: {marker}")
+            var, op, val = m.group("var"), m.group("op"), m.group("val")
+            if var == "extra":
+                ok = False
+                continue
+            if var not in env:
+                raise ValueError(f"marker not understood: {marker}")
+            if (env[var] == val) != (op == "=="):
+                ok = False
+        if ok:
+            return True
+    return False
+
+
+LINUX_ENV = {
+    "x86_64": {"platform_system": "Linux", "platform_machine": "x86_64", "sys_platform": "linux"},
+    "aarch64": {"platform_system": "Linux", "platform_machine": "aarch64", "sys_platform": "linux"},
+}
+
+
+def cuda_pin(reqs: list[str], env: dict[str, str]) -> tuple[str, str] | None:
+    """(cuda major.minor, evidence) from the CUDA runtime pin that applies in env, or None."""
+    for r in reqs:
+        spec, marker = _split_req(r)
+        m = _CUDA_PIN_RE.match(spec)
+        if m and marker_applies(marker, env):
+            parts = m.group("ver").split(".")
+            return f"{parts[0]}.{parts[1]}", "Requires-Dist " + spec
+    return None
+
+
+def torch_pin(reqs: list[str]) -> str | None:
+    for r in reqs:
+        spec, _marker = _split_req(r)
+        m = _TORCH_PIN_RE.match(spec)
+        if m:
+            return m.group("ver")
+    return None
+
+
+def _wheels(files: list[dict], version: str) -> list[tuple[dict, re.Match]]:
+    out = []
+    for f in files:
+        m = _WHEEL_RE.match(f["filename"])
+        if m and m.group("ver") == version and not f.get("yanked"):
+            out.append((f, m))
+    return out
+
+
+def _pyminor(tag: str) -> str | None:
+    m = re.fullmatch(r"cp(\d)(\d+)", tag)
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def torch_release(files: list[dict], version: str, pool: ThreadPoolExecutor) -> dict:
+    wheels = _wheels(files, version)
+    rec: dict = {"version": version}
+    for key, arch in (("python", "x86_64"), ("python_aarch64", "aarch64")):
+        pys = {_pyminor(m.group("py")) for f, m in wheels if "manylinux" in m.group("plat") and arch in m.group("plat")}
+        pys.discard(None)
+        if pys:
+            rec[key] = sorted(pys, key=vkey)
+    rec["requires_python"] = sorted({f.get("requires-python") or "" for f, _ in wheels} - {""})
+    for key, arch in (("pypi_default", "x86_64"), ("aarch64", "aarch64")):
+        linux = [f for f, m in wheels if "manylinux" in m.group("plat") and arch in m.group("plat")]
+        env = LINUX_ENV[arch]
+        pins = list(pool.map(lambda f: cuda_pin(requires_dist(wheel_metadata(f)), env), linux))
+        found = {p for p in pins if p}
+        if len(found) == 1 and all(pins):
+            cuda, evidence = found.pop()
+            rec[f"{key}_cuda"] = cuda
+            rec[f"{key}_evidence"] = evidence
+        elif found:
+            rec[f"{key}_disagreement"] = sorted(found)
+        rec[f"{key}_wheels_read"] = len(linux)
+    return rec
+
+
+def companion_map(pkg: str, pool: ThreadPoolExecutor, min_torch: str) -> dict[str, list[str]]:
+    """torch version -> [pkg versions pinning it], from one wheel's METADATA per pkg version."""
+    files = list_files(pkg)
+    by_ver: dict[str, dict] = {}
+    for f in files:
+        m = _WHEEL_RE.match(f["filename"])
+        if not m or f.get("yanked"):
+            continue
+        v = m.group("ver")
+        better = "manylinux" in m.group("plat") and "x86_64" in m.group("plat")
+        if v not in by_ver or better:
+            by_ver[v] = f
+    vers = list(by_ver)
+    pins = list(pool.map(lambda v: torch_pin(requires_dist(wheel_metadata(by_ver[v]))), vers))
+    out: dict[str, list[str]] = {}
+    for v, p in zip(vers, pins):
+        if p and vkey(p) >= vkey(min_torch):
+            out.setdefault(p, []).append(v)
+    return {k: sorted(v, key=vkey) for k, v in out.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--min", default="2.0.0", help="oldest torch release to report (default 2.0.0)")
+    ap.add_argument("--out", help="write the JSON here instead of stdout")
+    args = ap.parse_args(argv)
+
+    files = list_files("torch")
+    versions = sorted(
+        {m.group("ver") for f in files if (m := _WHEEL_RE.match(f["filename"]))
+         and re.fullmatch(r"\d+\.\d+\.\d+", m.group("ver")) and vkey(m.group("ver")) >= vkey(args.min)},
+        key=vkey, reverse=True,
+    )
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        releases = [torch_release(files, v, pool) for v in versions]
+        tv = companion_map("torchvision", pool, args.min)
+        ta = companion_map("torchaudio", pool, args.min)
+    for r in releases:
+        for name, mp in (("torchvision", tv), ("torchaudio", ta)):
+            if r["version"] in mp:
+                r[name] = mp[r["version"]]
+    text = json.dumps({"releases": releases}, indent=1)
+    if args.out:
+        with open(args.out, "w", encoding="ascii") as fh:
+            fh.write(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

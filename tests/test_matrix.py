@@ -1,0 +1,95 @@
+"""compat/: every shipped file validates, and the loader reports every problem of a bad one at once."""
+
+from __future__ import annotations
+
+import datetime
+import glob
+import os
+
+import pytest
+from packaging.version import Version
+
+from cudadoctor.errors import CompatDataError
+from cudadoctor.matrix import SCHEMAS, CompatMatrix, compat_dir, load_table, validate_table
+from cudadoctor.model import DriverVersion
+
+FILES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(compat_dir(), "*.toml")))
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_shipped_file_is_valid(name):
+    data = load_table(name)
+    assert data["meta"]["kind"] in SCHEMAS
+    assert data["meta"]["updated"] <= datetime.date.today()
+
+
+def _meta(**extra):
+    return {"schema": 1, "kind": "cuda-toolkit-drivers", "covers": "x", "updated": datetime.date(2026, 1, 1),
+            "sources": [{"id": "s", "url": "https://example.invalid"}], **extra}
+
+
+def test_every_problem_is_reported_with_file_record_and_field():
+    data = {
+        "meta": _meta(),
+        "release": [
+            {"version": "12.4.0", "min_driver_linux": "550.54.14", "source": "s"},
+            {"version": "12.4.1", "min_driver_linux": "five-fifty", "source": "nope"},
+            {"version": "banana", "flavour": "x"},
+        ],
+        "mystery": [],
+    }
+    problems = validate_table("compat/cuda.toml", data)
+    assert "compat/cuda.toml: release[1].min_driver_linux: 'five-fifty' is not a driver version" in problems
+    assert "compat/cuda.toml: release[1].source: 'nope' is not in meta.sources" in problems
+    assert "compat/cuda.toml: release[2]: no source (every record names its evidence)" in problems
+    assert "compat/cuda.toml: release[2].version: 'banana' is not a version" in problems
+    assert "compat/cuda.toml: release[2].flavour: unknown field" in problems
+    assert "compat/cuda.toml: mystery: not a known table for kind 'cuda-toolkit-drivers'" in problems
+
+
+def test_order_newest_first():
+    data = {"meta": _meta(), "release": [{"version": "12.3.0", "source": "s"}, {"version": "12.4.0", "source": "s"}]}
+    assert validate_table("f", data) == ["f: release: 12.3.0 is listed before 12.4.0; records go newest first"]
+
+
+def test_meta_problems():
+    assert validate_table("f", {}) == ["f: meta: missing [meta] block", "f: meta.kind: unknown kind None"]
+    problems = validate_table("f", {"meta": {"kind": "gpu-models", "sources": []}})
+    assert "f: meta.sources: needs at least one source" in problems
+    assert "f: meta.updated: missing" in problems
+
+
+def test_a_broken_file_is_one_compat_data_error(tmp_path, monkeypatch):
+    (tmp_path / "cuda.toml").write_text("[meta]\nschema = 1\n[[release]\n")
+    monkeypatch.setattr("cudadoctor.matrix.compat_dir", lambda: str(tmp_path))
+    load_table.cache_clear()
+    try:
+        with pytest.raises(CompatDataError, match="not valid TOML"):
+            load_table("cuda")
+    finally:
+        load_table.cache_clear()
+
+
+# --- questions answered from cuda.toml -----------------------------------------------------------
+
+M = CompatMatrix()
+
+
+@pytest.mark.parametrize(
+    ("driver", "cuda"),
+    [("580.159.04", "13.0"), ("550.54.15", "12.4"), ("550.54.14", "12.4"), ("535.104.05", "12.2"),
+     ("470.82.01", "11.4"), ("450.51.05", "11.0"), ("450.36.06", None)],
+)
+def test_cuda_a_driver_supports(driver, cuda):
+    assert M.cuda_for_driver(DriverVersion(driver)) == (Version(cuda) if cuda else None)
+
+
+def test_minor_version_compatibility_floors():
+    assert str(M.minor_compat(12).min_driver_linux) == "525.60.13"
+    assert str(M.minor_compat(13).min_driver_linux) == "580.65.06"
+    assert M.minor_compat(7) is None
+
+
+def test_min_driver_for_cuda():
+    assert str(M.min_driver_for_cuda(Version("12.4"))) == "550.54.14"
+    assert str(M.min_driver_for_cuda(Version("13.0"))) == "580.65.06"

@@ -14,6 +14,7 @@ from packaging.version import InvalidVersion
 
 from cudadoctor import gpu_models
 from cudadoctor.errors import UsageError
+from cudadoctor.matrix import CompatMatrix
 from cudadoctor.model import DriverInfo, DriverReading, DriverVersion, Facts, GpuInfo, Source, SourceKind
 
 __all__ = ["apply_assumptions", "parse_driver_version"]
@@ -34,14 +35,20 @@ def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence
     """Facts with the assumed driver and GPUs in place of the probed ones."""
     if driver is not None:
         version = parse_driver_version(driver)
-        reading = DriverReading(Source(SourceKind.ASSUMED, "--assume-driver"), version=version)
+        # The CUDA version a driver supports comes from the release notes' driver table in compat/.
+        cuda_api = CompatMatrix().cuda_for_driver(version)
+        reading = DriverReading(
+            Source(SourceKind.ASSUMED, "--assume-driver"),
+            version=version,
+            cuda_api=cuda_api,
+            detail="CUDA version from compat/cuda.toml" if cuda_api else None,
+        )
         old = facts.driver
         facts = replace(
             facts,
             driver=DriverInfo(
                 version=version,
-                # The CUDA version a driver supports comes from compat data, not from the flag.
-                cuda_api=None,
+                cuda_api=cuda_api,
                 readings=(reading, *(old.readings if old else ())),
                 libcuda_files=old.libcuda_files if old else (),
             ),

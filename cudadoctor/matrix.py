@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import itertools
 import os
 import re
 import sys
@@ -63,7 +64,12 @@ SCHEMAS: dict[str, dict[str, dict[str, str]]] = {
         },
     },
     "cuda-toolkit-drivers": {
-        "release": {"version": "version!", "label": "str", "min_driver_linux": "driver", "min_driver_windows": "driver"},
+        "release": {
+            "version": "version!",
+            "label": "str",
+            "min_driver_linux": "driver",
+            "min_driver_windows": "driver",
+        },
         "minor_compat": {
             "cuda_major": "int!",
             "min_driver_branch": "str",
@@ -244,7 +250,7 @@ def _check_order(where: str, records: list[Any], fields: dict[str, str]) -> list
             return []
     return [
         f"{where}: {a} is listed before {b}; records go newest first"
-        for a, b in zip(versions, versions[1:], strict=False)
+        for a, b in itertools.pairwise(versions)
         if a < b
     ]
 

@@ -64,9 +64,15 @@ def test_assumed_host_for_an_image(h200_root):
         "--format",
         "json",
     )
-    assert result.exit_code == 0, result.output
-    facts = json.loads(result.stdout)["facts"]
+    # The image's torch is built for CUDA 13: a 550 driver (CUDA 12.4) cannot run it.
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    facts = doc["facts"]
+    # (CD701 cannot tell: the image allows driver 550 with cuda-compat on some brands, and an
+    # assumed GPU has no brand.)
+    assert [f["code"] for f in doc["findings"] if f["status"] == "fail"] == ["CD111"]
     assert facts["driver"]["version"] == "550.54.15"
+    assert facts["driver"]["cuda_api"] == "12.4"
     assert facts["driver"]["readings"][0]["source"] == {"kind": "assumed", "where": "--assume-driver"}
     assert [(g["name"], g["compute_capability"]) for g in facts["gpus"]] == [("H100", "9.0"), ("sm_89", "8.9")]
 

@@ -16,8 +16,11 @@ ASSUMED = Source(SourceKind.ASSUMED, "--assume-driver")
 
 
 def _driver(version: str, cuda: str | None = None) -> DriverInfo:
-    return DriverInfo(DriverVersion(version), Version(cuda) if cuda else None,
-                      readings=(DriverReading(ASSUMED, DriverVersion(version)),))
+    return DriverInfo(
+        DriverVersion(version),
+        Version(cuda) if cuda else None,
+        readings=(DriverReading(ASSUMED, DriverVersion(version)),),
+    )
 
 
 def _torch(facts, variant: str, build: str):
@@ -63,7 +66,9 @@ def test_cd111_forward_compatibility_counts(h200):
         version=DriverVersion("535.104.05"),
         cuda_api=Version("12.2"),
         kernel_module=KernelModule(DriverVersion("535.104.05"), "open", "x86_64", Source(SourceKind.FILE, "/proc")),
-        readings=(DriverReading(Source(SourceKind.API, "cuDriverGetVersion"), cuda_api=Version("13.0"), detail=compat),),
+        readings=(
+            DriverReading(Source(SourceKind.API, "cuDriverGetVersion"), cuda_api=Version("13.0"), detail=compat),
+        ),
         loaded_libcuda=compat,
     )
     facts = replace(h200, driver=driver)
@@ -78,7 +83,10 @@ def test_cd111_windows_floor(h200):
 
 
 def test_effective_cuda_of_an_assumed_driver_comes_from_the_table():
-    assert effective_cuda(_driver("550.54.15"), CompatMatrix()) == (Version("12.4"), "the CUDA release notes' driver table")
+    assert effective_cuda(_driver("550.54.15"), CompatMatrix()) == (
+        Version("12.4"),
+        "the CUDA release notes' driver table",
+    )
 
 
 def _gpu(name: str, cc: str) -> tuple[GpuInfo, ...]:

@@ -205,7 +205,13 @@ def _guarded(func):  # type: ignore[no-untyped-def]
 @_guarded
 def check(
     output_format: Annotated[
-        Format, typer.Option("--format", "-f", help="text for people, json for tools (all facts with sources).")
+        Format,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text for people; json for tools (all facts with sources); github for workflow annotations; "
+            "markdown for a bug report or PR comment.",
+        ),
     ] = Format.TEXT,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every fact and where it was read.")] = False,
     from_file: FromOpt = None,
@@ -225,41 +231,110 @@ def check(
         list[str] | None,
         typer.Option("--ignore", metavar="CODE", help="Skip these checks: a code, a prefix or a name. Repeatable."),
     ] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too, not only on errors.")] = False,
+    require: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--require",
+            metavar="REQ",
+            help="Assert something this job needs: a package ('torch>=2.6', 'vllm'), 'cuda>=12.4' (the CUDA version "
+            "the driver supports) or 'driver>=550'. Repeatable; fails the run (CD901) when unmet.",
+        ),
+    ] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on",
+            metavar="LEVEL",
+            help="Exit 1 on: error (default), warning (errors and warnings) or never (report only).",
+        ),
+    ] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Same as --fail-on warning.")] = False,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the report (in --format) to FILE; the terminal gets the summary.",
+        ),
+    ] = None,
 ) -> None:
     """Examine this machine (or an image root, or a snapshot) and judge whether its CUDA stack fits together.
 
     Nothing is imported from torch, vLLM, JAX, TensorFlow or TensorRT: versions come from files,
     package metadata, NVML and the driver library. Typical run time is well under a second.
-    Exit status: 0 no errors, 1 errors found (or warnings with --strict), 2 usage error,
-    3 cudadoctor could not produce a report.
+    Settings for CI (ignore, select, require, fail-on) can live in [tool.cudadoctor] of pyproject.toml
+    or in .cudadoctor.toml. Exit status: 0 no errors, 1 errors found (or warnings with --fail-on warning),
+    2 usage error, 3 cudadoctor could not produce a report.
     """
     from cudadoctor.checks import selected
+    from cudadoctor.checks.meta import parse_assertion
+    from cudadoctor.config import FAIL_ON, find_settings
 
-    codes = selected(select or (), ignore or ())  # a bad code is a usage error before any probing
+    settings = find_settings()
+    level = "warning" if strict else (fail_on or settings.fail_on or "error")
+    if level not in FAIL_ON:
+        raise UsageError(f"--fail-on {level!r}: expected one of {', '.join(FAIL_ON)}")
+    requirements = (*settings.require, *(require or ()))
+    for text in requirements:
+        parse_assertion(text)  # a bad assertion is a usage error before any probing
+    codes = selected(select or settings.select, (*settings.ignore, *(ignore or ())))
     facts = _gather(
         from_file=from_file, root=root, env_file=env_file, python=python,
-        assume_driver=assume_driver, assume_gpu=assume_gpu, redact=not no_redact,
+        assume_driver=assume_driver, assume_gpu=assume_gpu, redact=not no_redact or output_format is Format.MARKDOWN,
     )  # fmt: skip
     from cudadoctor.engine import run_checks
     from cudadoctor.findings import Status
     from cudadoctor.matrix import CompatMatrix
 
-    findings = run_checks(facts, CompatMatrix(), select=codes)
-    failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if strict else set())
-    exit_code = 1 if any(f.status in failing for f in findings) else 0
-    if output_format is Format.JSON:
-        from cudadoctor.report.json import render_json
-
-        sys.stdout.write(render_json(facts, findings, exit_code=exit_code) + "\n")
+    findings = run_checks(facts, CompatMatrix(), select=codes, requirements=requirements)
+    failing = {
+        "error": {Status.FAIL, Status.ERROR},
+        "warning": {Status.FAIL, Status.ERROR, Status.WARN},
+        "never": set(),
+    }
+    exit_code = 1 if any(f.status in failing[level] for f in findings) else 0
+    report = _render(output_format, facts, findings, exit_code=exit_code, verbose=verbose, to_terminal=output is None)
+    if output is not None:
+        _write_file(output, report)
+        summary = _render(Format.TEXT, facts, findings, exit_code=exit_code, verbose=False, to_terminal=True)
+        sys.stdout.write(summary)
+        print(f"cudadoctor: wrote the {output_format.value} report to {output}", file=sys.stderr)
     else:
-        from cudadoctor.report.text import render_text
-
-        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        width = min(max(_terminal_width(), 60), 160)
-        sys.stdout.write(render_text(facts, findings, verbose=verbose, color=color, width=width))
+        sys.stdout.write(report)
     if exit_code:
         raise typer.Exit(exit_code)
+
+
+def _render(fmt: Format, facts: Facts, findings: list, *, exit_code: int, verbose: bool, to_terminal: bool) -> str:  # type: ignore[type-arg]
+    if fmt is Format.JSON:
+        from cudadoctor.report.json import render_json
+
+        return render_json(facts, findings, exit_code=exit_code) + "\n"
+    if fmt is Format.GITHUB:
+        from cudadoctor.report.github import render_github
+
+        return render_github(findings)
+    if fmt is Format.MARKDOWN:
+        from cudadoctor.report.markdown import render_markdown
+
+        return render_markdown(facts, findings)
+    from cudadoctor.report.text import render_text
+
+    color = to_terminal and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    width = min(max(_terminal_width(), 60), 160) if to_terminal else 100
+    return render_text(facts, findings, verbose=verbose, color=color, width=width)
+
+
+def _write_file(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a half-written report is never left behind)."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _terminal_width() -> int:
@@ -293,13 +368,7 @@ def snapshot(
     if output is None or output == "-":
         sys.stdout.write(text)
         return
-    tmp = f"{output}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, output)
-    except OSError as exc:
-        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    _write_file(output, text)
     print(f"cudadoctor: wrote {output}", file=sys.stderr)
 
 

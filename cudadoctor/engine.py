@@ -40,12 +40,14 @@ INJECTABLE: dict[str, str] = {
     "torch": "torch is not installed",
     "vllm": "vLLM is not installed",
     "jax": "JAX is not installed",
+    "requirements": "no --require given",
 }
 
 
-def injectables(facts: Facts, matrix: CompatMatrix) -> dict[str, Any]:
+def injectables(facts: Facts, matrix: CompatMatrix, *, requirements: tuple[str, ...] = ()) -> dict[str, Any]:
     """Every value a check may ask for, by parameter name; None or empty means absent."""
     return {
+        "requirements": requirements,
         "facts": facts,
         "matrix": matrix,
         "host": facts.host,
@@ -118,8 +120,9 @@ def run_checks(
     *,
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
+    requirements: Iterable[str] = (),
 ) -> list[Finding]:
     """Every selected check's finding, in code order."""
-    values = injectables(facts, matrix)
+    values = injectables(facts, matrix, requirements=tuple(requirements))
     live = facts.mode == "live"
     return [run_check(ALL_CHECKS[code], values, live=live) for code in selected(select, ignore)]

@@ -238,3 +238,35 @@ def test_explain_and_list_checks():
     listing = json.loads(run("list-checks", "--format", "json").stdout)["checks"]
     assert [c["code"] for c in listing] == sorted(c["code"] for c in listing)
     assert run("explain", "CD1").exit_code == 2
+
+
+def test_output_file_gets_the_report_and_the_terminal_the_summary(tmp_path):
+    from tests.conftest import fixture_path
+
+    out = tmp_path / "report.json"
+    result = run("check", "--from", fixture_path("h200-device", "snapshot.json"), "-f", "json", "-o", str(out))
+    assert result.exit_code == 0
+    assert json.loads(out.read_text())["kind"] == "cudadoctor-report"
+    assert result.stdout.startswith("cudadoctor summary")
+    assert f"wrote the json report to {out}" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--require", "torch>>2"], "--require 'torch>>2'"),
+        (["--require", "cuda>=twelve"], "is not a version specifier"),
+        (["--fail-on", "sometimes"], "--fail-on 'sometimes'"),
+    ],
+)
+def test_bad_gate_options_are_usage_errors(args, message):
+    result = run("check", *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_fail_on_never_reports_but_passes(tmp_path):
+    snap = _device_snapshot(tmp_path, CUDA_VISIBLE_DEVICES="")
+    result = run("check", "--from", snap, "--fail-on", "never")
+    assert result.exit_code == 0
+    assert "CD104" in result.stdout

@@ -15,3 +15,5 @@ class Format(str, enum.Enum):
 
     TEXT = "text"
     JSON = "json"
+    GITHUB = "github"
+    MARKDOWN = "markdown"

@@ -1,0 +1,102 @@
+"""CD9xx: what the user asked cudadoctor to assert (``--require``), and cudadoctor's own state."""
+
+# CD9xx: cudadoctor
+#   CD901  every --require assertion holds
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from cudadoctor.checks._base import Check
+from cudadoctor.checks.driver import effective_cuda
+from cudadoctor.errors import UsageError
+from cudadoctor.findings import Problem, Remediation
+from cudadoctor.matrix import CompatMatrix
+from cudadoctor.model import Facts
+
+__all__ = ["CD901", "Assertion", "parse_assertion"]
+
+#: Names that are not packages: the CUDA version applications get, and the driver's version.
+_SPECIAL = ("cuda", "driver")
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """One ``--require``: a package requirement, or ``cuda`` / ``driver`` with a version specifier."""
+
+    text: str
+    name: str
+    specifier: SpecifierSet
+
+
+def parse_assertion(text: str) -> Assertion:
+    """``torch>=2.6``, ``vllm``, ``cuda>=12.4``, ``driver>=550``; UsageError when it is none of these."""
+    raw = text.strip()
+    match = re.fullmatch(r"(cuda|driver)\s*(.*)", raw, flags=re.IGNORECASE)
+    if match:
+        try:
+            return Assertion(raw, match.group(1).lower(), SpecifierSet(match.group(2)))
+        except InvalidSpecifier:
+            raise UsageError(f"--require {text!r}: {match.group(2)!r} is not a version specifier") from None
+    try:
+        req = Requirement(raw)
+    except InvalidRequirement:
+        raise UsageError(
+            f"--require {text!r}: expected a requirement such as 'torch>=2.6', 'cuda>=12.4' or 'vllm'"
+        ) from None
+    return Assertion(raw, req.name.lower().replace("_", "-").replace(".", "-"), req.specifier)
+
+
+class CD901(Check):
+    """Every --require assertion holds.
+
+    What it checks: the assertions given with --require (or `require` in the project settings):
+    a package that must be installed, optionally at a version (`torch>=2.6`, `vllm`), `cuda` (the
+    CUDA version applications get from the driver, forward compatibility included) and `driver`.
+
+    Why it matters: a pre-flight step in a Dockerfile or CI job states what the job needs; a build
+    that silently lost torch, or a host whose driver is too old for the pinned CUDA, fails here
+    instead of at run time.
+
+    How to fix: install what is named, at a version the assertion accepts, or correct the assertion.
+    """
+
+    name = "requirements-met"
+    category = "host"
+
+    def check(self, requirements: tuple[str, ...], facts: Facts, matrix: CompatMatrix) -> Problem | None:
+        unmet: list[str] = []
+        evidence: dict[str, str] = {}
+        commands: list[str] = []
+        for assertion in (parse_assertion(r) for r in requirements):
+            found: Version | None
+            if assertion.name == "cuda":
+                found = effective_cuda(facts.driver, matrix)[0] if facts.driver else None
+                what = "the CUDA version the driver supports"
+            elif assertion.name == "driver":
+                found = facts.driver.version if facts.driver else None
+                what = "the driver"
+            else:
+                pkg = facts.packages.get(assertion.name)
+                found = pkg.version if pkg else None
+                what = assertion.name
+            ok = found is not None and (
+                not assertion.specifier or assertion.specifier.contains(found, prereleases=True)
+            )
+            evidence[assertion.text] = f"{what}: {found if found is not None else 'not found'}"
+            if not ok:
+                unmet.append(f"{assertion.text} (found: {found if found is not None else 'nothing'})")
+                if assertion.name not in _SPECIAL:
+                    commands.append(f"python -m pip install '{assertion.text}'")
+        if not unmet:
+            return None
+        return Problem(
+            "required but not met: " + "; ".join(unmet),
+            evidence,
+            Remediation("Install what the assertion names, or fix the assertion.", tuple(commands)),
+        )

@@ -1,0 +1,49 @@
+"""A Markdown report for a bug report or a pull-request comment (always redacted by the CLI)."""
+
+from __future__ import annotations
+
+import json
+
+from cudadoctor.codec import encode
+from cudadoctor.findings import Finding, Status
+from cudadoctor.model import Facts
+from cudadoctor.report.summary import Mark, categories
+
+__all__ = ["render_markdown"]
+
+_MARK = {Mark.OK: "✅", Mark.WARN: "⚠️", Mark.FAIL: "❌", Mark.ABSENT: "➖"}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(facts: Facts, findings: list[Finding]) -> str:
+    out = [
+        f"## cudadoctor report ({facts.tool_version}, {facts.mode})",
+        "",
+        "| | Component | Found |",
+        "| --- | --- | --- |",
+    ]
+    for cat in categories(facts, findings):
+        out.append(f"| {_MARK[cat.mark]} | {_cell(cat.title)} | {_cell(cat.headline)} |")
+    problems = [f for f in findings if f.status not in (Status.OK, Status.SKIP)]
+    out += ["", "### Problems" if problems else "No problems found."]
+    for f in problems:
+        out += ["", f"**{f.code} {f.name}** ({f.status.value}): {f.message}"]
+        if f.remediation:
+            out += ["", f"Fix: {f.remediation.text}"]
+            if f.remediation.commands:
+                out += ["", "```sh", *f.remediation.commands, "```"]
+    out += [
+        "",
+        "<details><summary>All facts (JSON)</summary>",
+        "",
+        "```json",
+        json.dumps(encode(facts), indent=1, sort_keys=True, ensure_ascii=False),
+        "```",
+        "",
+        "</details>",
+        "",
+    ]
+    return "\n".join(out)

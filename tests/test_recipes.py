@@ -1,0 +1,155 @@
+"""The README's and examples/' recipes, run with their exact command lines.
+
+There is no Docker engine here, so the Dockerfile's pre-flight RUN line runs against a root
+filesystem shaped like the image (a venv at /opt/venv with torch 2.5.1 from PyPI and the CUDA 12
+wheels it pins — METADATA as published on PyPI), with ``--root`` and the image's ENV as an env
+file: exactly what the RUN line sees inside the build, minus the GPU it never has.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+
+import pytest
+from typer.testing import CliRunner
+
+from cudadoctor.cli import app
+from tests.conftest import fixture_path, fixture_text
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples")
+
+
+def _read(name: str) -> str:
+    with open(os.path.join(EXAMPLES, name), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _dockerfile_preflight() -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """(cudadoctor argv of the pre-flight RUN line, ENV of the image, ARG defaults)."""
+    text = _read("Dockerfile").replace("\\\n", " ")
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("RUN") and "cudadoctor check" in ln]
+    command = line.split("&&")[0].removeprefix("RUN").strip()
+    env = dict(re.findall(r"(\w+)=(\S+)", " ".join(ln for ln in text.splitlines() if ln.startswith("ENV "))))
+    args = dict(re.findall(r"^ARG (\w+)=(\S+)$", text, flags=re.MULTILINE))
+    argv = shlex.split(command)
+    assert argv[0].endswith("cudadoctor")
+    return argv[1:], env, args
+
+
+def _image_root(tmp_path) -> str:
+    """The app stage of examples/Dockerfile: /opt/venv with torch 2.5.1 and its pinned CUDA wheels."""
+    root = tmp_path / "rootfs"
+    site = root / "opt/venv/lib/python3.11/site-packages"
+    (root / "opt/venv/bin").mkdir(parents=True)
+    (root / "opt/venv/bin/python").write_text("")
+    (root / "opt/venv/pyvenv.cfg").write_text(
+        "home = /usr/local/bin\ninclude-system-site-packages = false\nversion = 3.11.10\n"
+    )
+    (root / "usr/lib/x86_64-linux-gnu").mkdir(parents=True)
+    metadata = fixture_text("recipes", "torch-2.5.1.METADATA")
+    dist = site / "torch-2.5.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(metadata)
+    for name, version in re.findall(r"^Requires-Dist: (nvidia-[\w-]+) \(==([\d.]+)\)", metadata, flags=re.MULTILINE):
+        wheel = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        wheel.mkdir()
+        (wheel / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return str(root)
+
+
+def _run(argv: list[str], *extra: str):
+    return CliRunner().invoke(app, [*argv, *extra])
+
+
+@pytest.fixture
+def image(tmp_path):
+    root = _image_root(tmp_path)
+    argv, env, args = _dockerfile_preflight()
+    env_file = tmp_path / "image.env"
+    env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+    return root, str(env_file), argv, args
+
+
+def _expand(argv: list[str], args: dict[str, str]) -> list[str]:
+    return [re.sub(r"\$(\w+)", lambda m: args[m.group(1)], a) for a in argv]
+
+
+def test_dockerfile_preflight_passes_for_the_documented_host(image):
+    root, env_file, argv, args = image
+    result = _run(_expand(argv, args), "--root", root, "--env-file", env_file, "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    torch = doc["facts"]["packages"]["torch"]
+    assert (torch["version"], torch["cuda_build"]) == ("2.5.1", "12.4")
+    assert {f["code"]: f["status"] for f in doc["findings"]}["CD901"] == "ok"
+
+
+def test_dockerfile_preflight_fails_the_build_for_an_old_host_driver(image):
+    root, env_file, argv, args = image
+    result = _run(_expand(argv, {**args, "HOST_DRIVER": "470.82.01"}), "--root", root, "--env-file", env_file)
+    assert result.exit_code == 1
+    assert "CD111 driver 470.82.01 supports CUDA 11.4 and is too old for torch 2.5.1" in result.stdout
+    assert "CD901 required but not met: cuda>=12.4 (found: 11.4)" in result.stdout
+
+
+def test_dockerfile_preflight_fails_when_torch_is_missing(image, tmp_path):
+    _root, env_file, argv, args = image
+    empty = tmp_path / "empty"
+    (empty / "opt/venv/lib/python3.11/site-packages").mkdir(parents=True)
+    result = _run(_expand(argv, args), "--root", str(empty), "--env-file", env_file)
+    assert result.exit_code == 1
+    assert "torch>=2.5 (found: nothing)" in result.stdout
+
+
+def _workflow_commands() -> list[list[str]]:
+    text = _read("github-actions.yml")
+    return [shlex.split(m) for m in re.findall(r"^\s*- run: (cudadoctor check .*)$", text, flags=re.MULTILINE)]
+
+
+def test_github_workflow_commands(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    snapshot = fixture_path("h200-device", "snapshot.json")
+    annotate, markdown = _workflow_commands()
+    result = _run(annotate[1:], "--from", snapshot)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().endswith("cudadoctor: no issues found (11 checks)")
+    result = _run(markdown[1:], "--from", snapshot)
+    assert result.exit_code == 0
+    report = (tmp_path / "cudadoctor-report.md").read_text()
+    assert report.startswith("## cudadoctor report")
+    assert "| ✅ | NVIDIA driver | 580.159.04 (open kernel module), supports CUDA 13.0 |" in report
+
+
+def test_github_annotations_for_a_problem(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    doc = json.loads(fixture_text("h200-device", "snapshot.json"))
+    doc["facts"]["visible"]["cuda_visible_devices"] = ""
+    snap = tmp_path / "s.json"
+    snap.write_text(json.dumps(doc))
+    annotate = _workflow_commands()[0]
+    result = _run(annotate[1:], "--from", str(snap))
+    assert result.exit_code == 1
+    (line,) = [ln for ln in result.stdout.splitlines() if ln.startswith("::")]
+    assert line.startswith("::error title=cudadoctor CD104 visible-devices-not-empty::CUDA_VISIBLE_DEVICES=''")
+    assert "%0AFix: " in line and "\n" not in line
+
+
+def test_project_settings_ignore_and_require(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    doc = json.loads(fixture_text("h200-device", "snapshot.json"))
+    doc["facts"]["visible"]["cuda_visible_devices"] = ""
+    snap = tmp_path / "s.json"
+    snap.write_text(json.dumps(doc))
+    (tmp_path / "pyproject.toml").write_text('[tool.cudadoctor]\nignore = ["CD104"]\nrequire = ["vllm"]\n')
+    result = _run(["check", "--from", str(snap)])
+    assert result.exit_code == 1
+    assert "CD104" not in result.stdout
+    assert "CD901 required but not met: vllm (found: nothing)" in result.stdout
+    (tmp_path / ".cudadoctor.toml").write_text('ignore = ["CD1", "CD9"]\nfail-on = "warning"\n')
+    assert _run(["check", "--from", str(snap)]).exit_code == 0
+    (tmp_path / ".cudadoctor.toml").write_text('fail_on = "warning"\n')
+    bad = _run(["check", "--from", str(snap)])
+    assert bad.exit_code == 2 and "unknown setting(s) fail_on" in bad.stderr

@@ -99,10 +99,97 @@ SCHEMAS: dict[str, dict[str, dict[str, str]]] = {
             "min_driver_branch": "str",
         },
     },
+    "ecosystem": {
+        "jax": {
+            "version": "version!",
+            "requires_python": "specifier",
+            "jaxlib": "specifier",
+            "jaxlib_in_cuda12_extra": "specifier",
+            "jaxlib_same_version_on_pypi": "bool",
+            "plugin_in_cuda12_extra": "specifier",
+            "plugin_in_cuda13_extra": "specifier",
+            "cuda_plugins": "list[str]",
+            "min_cudnn": "table",
+            "cudnn_requirement": "table",
+            "cudnn_pin_in": "str",
+            "yanked": "bool",
+        },
+        "flash_attn": {
+            "version": "version!",
+            "requires_python": "specifier",
+            "torch_requirement": "str",
+            "release_tag": "str",
+            "wheels_torch": "list[str]",
+            "wheels_python": "list[str]",
+            "wheels_cuda_build": "list[str]",
+            "wheels_cuda_tag": "list[str]",
+            "wheels_cuda_majors": "list[int]",
+            "wheels_cxx11abi": "list[str]",
+            "wheels_excluded": "list[table]",
+            "wheels_os": "list[str]",
+        },
+        "xformers": {"version": "version!", "torch": "specifier", "requires_python": "specifier"},
+        "onnxruntime_gpu": {
+            "version": "version!",
+            "cuda_major": "int",
+            "cudnn_major": "int",
+            "cuda_build": "str",
+            "requires_python": "specifier",
+            "cuda_extra_runtime": "str",
+            "cudnn_extra": "str",
+            "wheel_sonames": "list[str]",
+            "wheel_read": "str",
+            "evidence": "list[str]",
+            "docs_builds": "list[table]",
+        },
+        "cupy": {
+            "package": "str!",
+            "cuda_major": "int!",
+            "first_version": "version",
+            "first_uploaded": "str",
+            "last_version": "version",
+            "last_uploaded": "str",
+            "releases": "int",
+            "latest_requires_python": "specifier",
+            "yanked": "list[str]",
+        },
+        "tensorflow": {
+            "version": "version!",
+            "cuda": "version",
+            "cudnn": "version",
+            "tested_python": "str",
+            "requires_python": "specifier",
+            "and_cuda": "table",
+        },
+    },
+    "container-images": {
+        "nvidia_cuda_tag": {"tag": "str!", "cuda": "version!", "os": "str", "flavour": "str", "variant": "str"},
+        "pytorch_image": {
+            "tag": "str!",
+            "torch": "version",
+            "cuda": "version",
+            "cudnn": "str",
+            "flavour": "str",
+            "registry": "str",
+        },
+        "vllm_image": {"tag": "str!", "vllm": "version", "cuda": "version"},
+        "ngc_pytorch": {
+            "release": "str!",
+            "tag": "str",
+            # As NVIDIA's release notes write them ("10.1 Update 1", "418.xx"), not normalised.
+            "cuda": "str",
+            "torch": "str",
+            "min_driver_linux": "str",
+            "forward_compat_drivers": "list[str]",
+        },
+    },
 }
 
 #: Single tables (not arrays) allowed per kind; their contents are free-form facts with a source.
-_SINGLE_TABLES: dict[str, tuple[str, ...]] = {"cuda-toolkit-drivers": ("forward_compat",)}
+_SINGLE_TABLES: dict[str, tuple[str, ...]] = {
+    "cuda-toolkit-drivers": ("forward_compat",),
+    "container-images": ("nvidia_cuda", "pytorch_image_scheme", "vllm_image_scheme"),
+}
 
 
 def compat_dir() -> str:

@@ -118,6 +118,7 @@ def _gather(
     assume_driver: str | None,
     assume_gpu: list[str] | None,
     redact: bool,
+    deep_timeout: float | None = None,
 ) -> Facts:
     """Facts from a snapshot, an image root or this machine, with assumptions and redaction applied."""
     from cudadoctor.assume import apply_assumptions
@@ -147,6 +148,13 @@ def _gather(
         else:
             ctx = live_context(python=python)
         facts = collect_facts(ctx)
+        if deep_timeout is not None:
+            from dataclasses import replace
+
+            from cudadoctor.probes.runtime import probe_runtime
+
+            print("cudadoctor: running --deep probes in child processes…", file=sys.stderr)
+            facts = replace(facts, runtime=probe_runtime(ctx, timeout=deep_timeout), errors=tuple(ctx.errors))
     facts = apply_assumptions(facts, driver=assume_driver, gpus=assume_gpu or ())
     if redact:
         facts = redact_facts(facts, Redactor.for_this_user())
@@ -258,6 +266,18 @@ def check(
             help="Write the report (in --format) to FILE; the terminal gets the summary.",
         ),
     ] = None,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Also check at run time, in child processes of the target interpreter: cuInit and the devices, "
+            "then each installed framework imported with one small GPU operation and the libraries it really "
+            "loaded. Takes seconds; never imports a framework in cudadoctor's own process.",
+        ),
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", metavar="SECONDS", help="Time allowed to each --deep child process.")
+    ] = 30.0,
 ) -> None:
     """Examine this machine (or an image root, or a snapshot) and judge whether its CUDA stack fits together.
 
@@ -279,9 +299,14 @@ def check(
     for text in requirements:
         parse_assertion(text)  # a bad assertion is a usage error before any probing
     codes = selected(select or settings.select, (*settings.ignore, *(ignore or ())))
+    if deep and (root is not None or from_file is not None):
+        raise UsageError("--deep runs code on this machine: it cannot be combined with --root or --from")
+    if timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
     facts = _gather(
         from_file=from_file, root=root, env_file=env_file, python=python,
         assume_driver=assume_driver, assume_gpu=assume_gpu, redact=not no_redact or output_format is Format.MARKDOWN,
+        deep_timeout=timeout if deep else None,
     )  # fmt: skip
     from cudadoctor.engine import run_checks
     from cudadoctor.findings import Status

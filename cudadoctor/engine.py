@@ -41,6 +41,7 @@ INJECTABLE: dict[str, str] = {
     "vllm": "vLLM is not installed",
     "jax": "JAX is not installed",
     "requirements": "no --require given",
+    "runtime": "runtime probes not run (use --deep)",
 }
 
 
@@ -65,6 +66,7 @@ def injectables(facts: Facts, matrix: CompatMatrix, *, requirements: tuple[str, 
         "torch": facts.packages.get("torch"),
         "vllm": facts.packages.get("vllm"),
         "jax": facts.packages.get("jax"),
+        "runtime": facts.runtime,
     }
 
 

@@ -99,6 +99,18 @@ SCHEMAS: dict[str, dict[str, dict[str, str]]] = {
             "min_driver_branch": "str",
         },
     },
+    "cuda-errors": {
+        "error": {
+            "code": "int!",
+            "name": "str!",
+            "api": "str!",
+            "summary": "str!",
+            "cause": "str!",
+            "fix": "str!",
+            "observed": "str",
+            "checks": "list[str]",
+        },
+    },
     "ecosystem": {
         "jax": {
             "version": "version!",

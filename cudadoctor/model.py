@@ -22,24 +22,33 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
+# The runtime facts of `check --deep` live in their own module; imported here so the codec resolves
+# their annotations in this namespace, and re-exported as part of the model.
+from cudadoctor.runtime_model import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeDevice, RuntimeInfo
+
 __all__ = [
     "SCHEMA_VERSION",
     "ContainerInfo",
     "CudaWheels",
+    "DriverApiResult",
     "DriverInfo",
     "DriverReading",
     "DriverVersion",
     "EnvVar",
     "Facts",
+    "FrameworkRuntime",
     "GpuInfo",
     "HostInfo",
     "InstalledPackage",
     "KernelModule",
     "LibcudaFile",
     "LibraryCopy",
+    "LoadedLibrary",
     "NvccInfo",
     "ProbeError",
     "PythonEnv",
+    "RuntimeDevice",
+    "RuntimeInfo",
     "Source",
     "SourceKind",
     "ToolkitInstall",
@@ -185,7 +194,6 @@ class VisibleDevices:
     cuda_visible_devices: str | None = None  #: the variable's raw value, None when unset
     nvidia_visible_devices: str | None = None
     device_nodes: tuple[str, ...] = ()  #: ``/dev/nvidia0``, ``/dev/nvidiactl``, ``/dev/nvidia-uvm`` …
-
 
 
 # --- CUDA toolkits --------------------------------------------------------------------------------
@@ -368,6 +376,8 @@ class Facts:
     #: Python distributions of interest, keyed by canonical name
     packages: dict[str, InstalledPackage] = field(default_factory=dict)
     errors: tuple[ProbeError, ...] = ()
+    #: what child processes saw at run time (``check --deep``); None when not run
+    runtime: RuntimeInfo | None = None
     #: how the facts were gathered: ``live`` or ``root:<dir>`` (kept when replayed from a snapshot)
     mode: str = "live"
     tool_version: str = ""

@@ -95,5 +95,5 @@ def test_every_check_has_a_test():
             if name.startswith("test_") and name.endswith(".py"):
                 with open(os.path.join(directory, name), encoding="utf-8") as handle:
                     text += handle.read()
-    untested = [code for code in ALL_CHECKS if f'"{code}"' not in text]
+    untested = [code for code in ALL_CHECKS if f'"{code}"' not in text and f"{code}()" not in text]
     assert untested == []

@@ -11,6 +11,7 @@ CD4xx    Python packages (torch and friends)
 CD5xx    vLLM
 CD6xx    TensorRT
 CD7xx    container and environment
+CD8xx    run time (``check --deep``: what child processes saw)
 CD9xx    cudadoctor itself (its data)
 =======  ==============================================
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cudadoctor.checks import container, driver, meta, packages  # noqa: F401 - importing registers the checks
+from cudadoctor.checks import container, driver, meta, packages, runtime  # noqa: F401 - importing registers the checks
 from cudadoctor.checks._base import Check
 from cudadoctor.errors import UsageError
 
@@ -36,6 +37,7 @@ FAMILIES = {
     "CD5": "vLLM",
     "CD6": "TensorRT",
     "CD7": "container and environment",
+    "CD8": "run time (--deep)",
     "CD9": "cudadoctor",
 }
 

@@ -397,6 +397,67 @@ def snapshot(
     print(f"cudadoctor: wrote {output}", file=sys.stderr)
 
 
+@app.command()
+@_guarded
+def update(
+    packages: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[PACKAGE]...", help="Projects to refresh (default: torch, vllm, jax, the nvidia-* …)."),
+    ] = None,
+    index_url: Annotated[
+        str | None,
+        typer.Option(
+            "--index-url",
+            metavar="URL",
+            help="A PEP 503/691 simple index. Default: the one pip is configured to use (PIP_INDEX_URL, pip.conf), "
+            "else https://pypi.org/simple/.",
+        ),
+    ] = None,
+    cache_dir: Annotated[
+        str | None, typer.Option("--cache-dir", metavar="DIR", help="Default: $XDG_CACHE_HOME/cudadoctor.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", metavar="N", help="Newest releases read per project.")] = 40,
+) -> None:
+    """Refresh release data (pins, Python versions, wheels) from your package index into the user cache.
+
+    Reads each release's core metadata (PEP 658) through the simple API, never downloading wheels and never
+    running anything fetched. Curated data in compat/ wins over what is read here; what is read is marked
+    derived. A failed refresh leaves the previous cache as it was.
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from cudadoctor.pipconfig import configured_index
+    from cudadoctor.update import DEFAULT_PACKAGES, default_cache_dir, refresh
+
+    if limit < 1:
+        raise UsageError("--limit must be at least 1")
+    index = configured_index(os.environ, explicit=index_url)
+    for problem in index.problems:
+        print(f"cudadoctor: warning: {problem}", file=sys.stderr)
+    target = cache_dir or default_cache_dir()
+    console = Console(stderr=True)
+    console.print(f"Reading {index.display} ({index.source}) …", highlight=False, markup=False)
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console, transient=True
+    ) as bar:
+        task = bar.add_task("index pages", total=None)
+
+        def progress(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total, description=label)
+
+        result = refresh(packages or DEFAULT_PACKAGES, index=index, cache_dir=target, progress=progress, limit=limit)
+    for warning in result.warnings:
+        print(f"cudadoctor: warning: {warning}", file=sys.stderr)
+    for summary in result.packages:
+        if not summary.found:
+            print(f"cudadoctor: warning: {summary.name}: not on {result.index}", file=sys.stderr)
+    print(
+        f"cudadoctor: {result.new} new release record(s) from {result.index} in {result.requests} request(s); "
+        f"cache: {result.cache_path}"
+    )
+
+
 @app.command("list-checks")
 @_guarded
 def list_checks(

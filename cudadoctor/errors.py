@@ -28,6 +28,9 @@ class SnapshotError(CudadoctorError):
     exit_code = 2
 
 
+# cudadoctor.update.UpdateError (a refresh from the package index failed) is also exit code 3.
+
+
 class CompatDataError(CudadoctorError):
     """The compatibility data in compat/ is missing or invalid."""
 

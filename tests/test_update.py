@@ -980,3 +980,39 @@ def test_load_cache_round_trip(tmp_path: Any) -> None:
 def test_the_loopback_guard_refuses_other_hosts() -> None:
     with socket.socket() as sock, pytest.raises(AssertionError, match="tried to connect"):
         sock.connect(("192.0.2.1", 443))  # TEST-NET-1: refused by the guard before any packet
+
+
+# --- the command line -------------------------------------------------------------------------------
+
+
+def test_cli_update_against_a_local_index(server: IndexServer, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from cudadoctor.cli import app
+
+    server.serve_json("vllm")
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://user:s3cret@127.0.0.1:{server.httpd.server_address[1]}/simple/")
+    result = CliRunner().invoke(app, ["update", "vllm", "--cache-dir", str(tmp_path), "--limit", "3"])
+    assert result.exit_code == 0, result.output
+    assert "new release record(s)" in result.stdout
+    assert "s3cret" not in result.stdout + result.stderr
+    assert cache_doc(str(tmp_path))["packages"]["vllm"]["releases"]
+
+
+def test_cli_update_failure_is_one_line_and_keeps_the_cache(server: IndexServer, tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from cudadoctor.cli import app
+
+    server.serve_json("vllm")
+    runner = CliRunner()
+    assert (
+        runner.invoke(app, ["update", "vllm", "--cache-dir", str(tmp_path), "--index-url", server.index]).exit_code == 0
+    )
+    before = cache_bytes(str(tmp_path))
+    server.routes["/simple/vllm/"] = reply(b"{not json", ctype="application/vnd.pypi.simple.v1+json")
+    result = runner.invoke(app, ["update", "vllm", "--cache-dir", str(tmp_path), "--index-url", server.index])
+    assert result.exit_code == 3
+    errors = [line for line in result.stderr.splitlines() if line.startswith("cudadoctor: error:")]
+    assert len(errors) == 1 and "not valid JSON" in errors[0] and "Traceback" not in result.stderr
+    assert cache_bytes(str(tmp_path)) == before

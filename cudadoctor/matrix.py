@@ -99,6 +99,24 @@ SCHEMAS: dict[str, dict[str, dict[str, str]]] = {
             "min_driver_branch": "str",
         },
     },
+    "torch-releases": {
+        "variant": {"tag": "str!", "cuda": "version", "index_url": "str"},
+        "release": {
+            "version": "version!",
+            "python": "list[str]",
+            "python_aarch64": "list[str]",
+            "requires_python": "specifier",
+            "pypi_default_cuda": "version",
+            "pypi_default_evidence": "str",
+            "pypi_aarch64_cuda": "version",
+            "pypi_aarch64_evidence": "str",
+            "variants": "list[str]",
+            "variants_partial": "bool",
+            "torchvision": "version",
+            "torchaudio": "version",
+        },
+        "arch_list": {"releases": "specifier!", "variant": "str!", "archs": "list[str]!"},
+    },
     "cuda-errors": {
         "error": {
             "code": "int!",

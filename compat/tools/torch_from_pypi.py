@@ -4,6 +4,7 @@ How to run (needs network access to pypi.org and files.pythonhosted.org; standar
 
     python3 compat/tools/torch_from_pypi.py            # JSON report on stdout
     python3 compat/tools/torch_from_pypi.py --min 2.0.0 --out /tmp/torch_pypi.json
+    python3 compat/tools/torch_from_pypi.py --check compat/torch.toml   # compare with the table; exit 1 on a difference
 
 For every torch release >= --min it prints:
   python          CPython minor versions with a manylinux x86_64 wheel (from wheel file names)
@@ -15,6 +16,8 @@ For every torch release >= --min it prints:
   aarch64_cuda    the same for the manylinux aarch64 wheels (absent when they pin no CUDA runtime)
   torchvision / torchaudio
                   the release(s) of those packages whose Requires-Dist pins torch==<version>
+and, under "without_exact_torch_pin", the torchvision/torchaudio releases whose torch requirement is a range
+(or absent), which therefore match no single torch release by pin.
 
 Where it reads: the PEP 691 JSON simple index (https://pypi.org/simple/<pkg>/) for file names,
 and each wheel's METADATA file: first the PEP 658 "<wheel url>.metadata" file, and when that is not
@@ -32,6 +35,7 @@ import io
 import json
 import re
 import sys
+import urllib.error
 import urllib.request
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 SIMPLE = "https://pypi.org/simple/{}/"
 UA = "cudadoctor-compat-tools/1 (+stdlib urllib)"
 TIMEOUT = 120
+_VERBOSE = False
 
 _WHEEL_RE = re.compile(r"^(?P<name>[^-]+)-(?P<ver>[^-]+)(-\d[^-]*)?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
 _CUDA_PIN_RE = re.compile(
@@ -48,8 +53,10 @@ _TORCH_PIN_RE = re.compile(r"^torch\s*==\s*(?P<ver>[0-9][0-9a-z.+]*)", re.I)
 
 
 def _request(url: str, headers: dict[str, str] | None = None) -> bytes:
-    req = urllib.request.Request(url, headers={"User-Agent": UA, **(headers or {})})
-    with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:
+    if not url.startswith("https://"):
+        raise ValueError(f"refusing a non-https URL: {url}")
+    req = urllib.request.Request(url, headers={"User-Agent": UA, **(headers or {})})  # noqa: S310 - https only
+    with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:  # noqa: S310 - https only
         return resp.read()
 
 
@@ -100,10 +107,14 @@ class _RangeFile(io.RawIOBase):
 
 def wheel_metadata(file: dict) -> str:
     url = file["url"].split("#")[0]
+    if _VERBOSE:
+        print("metadata:", file["filename"], file=sys.stderr, flush=True)
     try:
         return _request(url + ".metadata").decode("utf-8")
-    except Exception:  # noqa: BLE001 - PEP 658 file not served: fall back to the wheel itself
-        pass
+    except urllib.error.HTTPError as exc:
+        if exc.code != 404:
+            raise
+    # The PEP 658 file is not served: read dist-info/METADATA out of the wheel itself.
     with zipfile.ZipFile(io.BufferedReader(_RangeFile(url, int(file["size"])), buffer_size=1 << 16)) as zf:
         name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1)
         return zf.read(name).decode("utf-8")
@@ -170,11 +181,21 @@ def cuda_pin(reqs: list[str], env: dict[str, str]) -> tuple[str, str] | None:
 
 
 def torch_pin(reqs: list[str]) -> str | None:
+    """The exact torch==X pin, or None (a range such as torch>=2.11 is not a pin)."""
     for r in reqs:
         spec, _marker = _split_req(r)
         m = _TORCH_PIN_RE.match(spec)
-        if m:
+        if m and not re.search(r"[,<>!~]", spec[m.end() :] or ""):
             return m.group("ver")
+    return None
+
+
+def torch_requirement(reqs: list[str]) -> str | None:
+    """Any torch requirement as written (normalised), e.g. 'torch>=2.14.0'; None when torch is not required."""
+    for r in reqs:
+        spec, _marker = _split_req(r)
+        if re.match(r"^torch(?![\w.-])", spec, re.I):
+            return spec
     return None
 
 
@@ -204,7 +225,7 @@ def torch_release(files: list[dict], version: str, pool: ThreadPoolExecutor) -> 
     for key, arch in (("pypi_default", "x86_64"), ("aarch64", "aarch64")):
         linux = [f for f, m in wheels if "manylinux" in m.group("plat") and arch in m.group("plat")]
         env = LINUX_ENV[arch]
-        pins = list(pool.map(lambda f: cuda_pin(requires_dist(wheel_metadata(f)), env), linux))
+        pins = list(pool.map(lambda f, env=env: cuda_pin(requires_dist(wheel_metadata(f)), env), linux))
         found = {p for p in pins if p}
         if len(found) == 1 and all(pins):
             cuda, evidence = found.pop()
@@ -216,8 +237,9 @@ def torch_release(files: list[dict], version: str, pool: ThreadPoolExecutor) -> 
     return rec
 
 
-def companion_map(pkg: str, pool: ThreadPoolExecutor, min_torch: str) -> dict[str, list[str]]:
-    """torch version -> [pkg versions pinning it], from one wheel's METADATA per pkg version."""
+def companion_map(pkg: str, pool: ThreadPoolExecutor, min_torch: str) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """(torch version -> [pkg versions pinning it exactly], {pkg version: torch requirement} for those without
+    an exact pin), from one wheel's METADATA per pkg version (a manylinux x86_64 wheel where there is one)."""
     files = list_files(pkg)
     by_ver: dict[str, dict] = {}
     for f in files:
@@ -229,35 +251,101 @@ def companion_map(pkg: str, pool: ThreadPoolExecutor, min_torch: str) -> dict[st
         if v not in by_ver or better:
             by_ver[v] = f
     vers = list(by_ver)
-    pins = list(pool.map(lambda v: torch_pin(requires_dist(wheel_metadata(by_ver[v]))), vers))
-    out: dict[str, list[str]] = {}
-    for v, p in zip(vers, pins):
+    reqs = list(pool.map(lambda v: requires_dist(wheel_metadata(by_ver[v])), vers))
+    exact: dict[str, list[str]] = {}
+    loose: dict[str, str] = {}
+    for v, rq in zip(vers, reqs, strict=True):
+        p = torch_pin(rq)
         if p and vkey(p) >= vkey(min_torch):
-            out.setdefault(p, []).append(v)
-    return {k: sorted(v, key=vkey) for k, v in out.items()}
+            exact.setdefault(p, []).append(v)
+        elif not p and vkey(v) >= vkey(_LOOSE_FROM[pkg]):
+            loose[v] = torch_requirement(rq) or "(no torch requirement)"
+    return {k: sorted(v, key=vkey) for k, v in exact.items()}, dict(sorted(loose.items(), key=lambda kv: vkey(kv[0])))
+
+
+# Companion releases at or after these versions are listed when they carry no exact torch pin.
+_LOOSE_FROM = {"torchvision": "0.15.0", "torchaudio": "2.0.0"}
+
+
+# torch.toml field -> key in this script's release records
+_CHECKED = {
+    "python": "python",
+    "python_aarch64": "python_aarch64",
+    "pypi_default_cuda": "pypi_default_cuda",
+    "pypi_default_evidence": "pypi_default_evidence",
+    "pypi_aarch64_cuda": "aarch64_cuda",
+    "pypi_aarch64_evidence": "aarch64_evidence",
+}
+
+
+def check(toml_path: str, releases: list[dict]) -> int:
+    """Print every difference between the table's PyPI-derived fields and what PyPI serves now; 1 if any."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    with open(toml_path, "rb") as fh:
+        table = {r["version"]: r for r in tomllib.load(fh)["release"]}
+    problems = []
+    for rec in releases:
+        row = table.get(rec["version"])
+        if row is None:
+            problems.append(f"{rec['version']}: on PyPI, not in the table")
+            continue
+        for field, key in _CHECKED.items():
+            if row.get(field) != rec.get(key):
+                problems.append(f"{rec['version']}: {field} table={row.get(field)!r} pypi={rec.get(key)!r}")
+        rp = rec["requires_python"]
+        if row.get("requires_python") != (rp[0] if len(rp) == 1 else rp):
+            problems.append(f"{rec['version']}: requires_python table={row.get('requires_python')!r} pypi={rp!r}")
+        for name in ("torchvision", "torchaudio"):
+            want = rec.get(name)
+            if row.get(name) != (want[0] if want and len(want) == 1 else want):
+                problems.append(f"{rec['version']}: {name} table={row.get(name)!r} pypi={want!r}")
+    for version in sorted(set(table) - {r["version"] for r in releases}, key=vkey):
+        problems.append(f"{version}: in the table, not on PyPI (or below --min)")
+    for p in problems:
+        print(p)
+    print(f"{len(problems)} difference(s)")
+    return 1 if problems else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--min", default="2.0.0", help="oldest torch release to report (default 2.0.0)")
     ap.add_argument("--out", help="write the JSON here instead of stdout")
+    ap.add_argument("-v", "--verbose", action="store_true", help="name each METADATA file read, on stderr")
+    ap.add_argument("--check", metavar="TOML", help="compare the PyPI-derived fields of this torch.toml with PyPI")
     args = ap.parse_args(argv)
+    global _VERBOSE
+    _VERBOSE = args.verbose
 
     files = list_files("torch")
     versions = sorted(
-        {m.group("ver") for f in files if (m := _WHEEL_RE.match(f["filename"]))
-         and re.fullmatch(r"\d+\.\d+\.\d+", m.group("ver")) and vkey(m.group("ver")) >= vkey(args.min)},
-        key=vkey, reverse=True,
+        {
+            m.group("ver")
+            for f in files
+            if (m := _WHEEL_RE.match(f["filename"]))
+            and re.fullmatch(r"\d+\.\d+\.\d+", m.group("ver"))
+            and vkey(m.group("ver")) >= vkey(args.min)
+        },
+        key=vkey,
+        reverse=True,
     )
     with ThreadPoolExecutor(max_workers=8) as pool:
         releases = [torch_release(files, v, pool) for v in versions]
-        tv = companion_map("torchvision", pool, args.min)
-        ta = companion_map("torchaudio", pool, args.min)
+        tv, tv_loose = companion_map("torchvision", pool, args.min)
+        ta, ta_loose = companion_map("torchaudio", pool, args.min)
     for r in releases:
         for name, mp in (("torchvision", tv), ("torchaudio", ta)):
             if r["version"] in mp:
                 r[name] = mp[r["version"]]
-    text = json.dumps({"releases": releases}, indent=1)
+    if args.check:
+        return check(args.check, releases)
+    text = json.dumps(
+        {"releases": releases, "without_exact_torch_pin": {"torchvision": tv_loose, "torchaudio": ta_loose}}, indent=1
+    )
     if args.out:
         with open(args.out, "w", encoding="ascii") as fh:
             fh.write(text + "\n")

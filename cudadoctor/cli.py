@@ -12,12 +12,16 @@ Exit codes (also in the README):
 
 from __future__ import annotations
 
+import enum
 import functools
 import os
+import re
 import sys
 from typing import Annotated
 
 import typer
+from packaging.specifiers import InvalidSpecifier
+from packaging.version import InvalidVersion, Version
 
 from cudadoctor import __version__
 from cudadoctor.errors import CudadoctorError, UsageError
@@ -395,6 +399,180 @@ def snapshot(
         return
     _write_file(output, text)
     print(f"cudadoctor: wrote {output}", file=sys.stderr)
+
+
+class SuggestFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+    COMMANDS = "commands"
+    DOCKERFILE = "dockerfile"
+
+
+@app.command()
+@_guarded
+def suggest(
+    target: Annotated[
+        str,
+        typer.Option(
+            "--target",
+            "-t",
+            metavar="TARGET",
+            help="What to install: torch, optionally with a requirement ('torch>=2.6').",
+        ),
+    ],
+    driver: Annotated[
+        str | None, typer.Option("--driver", metavar="VERSION", help="Plan for this driver (e.g. 535.104.05).")
+    ] = None,
+    gpu: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--gpu", metavar="NAME|CC", help="Plan for this GPU ('RTX 4090', sm_89, 8.9); repeat for a fleet."
+        ),
+    ] = None,
+    python_version: Annotated[
+        str | None, typer.Option("--python", metavar="X.Y", help="Plan for this Python version.")
+    ] = None,
+    platform_name: Annotated[
+        str | None,
+        typer.Option("--platform", metavar="PLATFORM", help="linux-x86_64 (default), linux-aarch64 or windows."),
+    ] = None,
+    cuda: Annotated[
+        str | None, typer.Option("--cuda", metavar="X.Y", help="Never plan a build for a CUDA newer than this.")
+    ] = None,
+    no_probe: Annotated[
+        bool, typer.Option("--no-probe", help="Ignore this machine: plan only from the flags given.")
+    ] = False,
+    output_format: Annotated[
+        SuggestFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text; json (every exclusion explained); commands (top plan's command only); "
+            "dockerfile (FROM and RUN lines).",
+        ),
+    ] = SuggestFormat.TEXT,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every excluded candidate.")] = False,
+) -> None:
+    """Plan the wheels that fit this machine, or one described by flags, offline; exit 1 when nothing fits.
+
+    Constraints come from this machine (driver, GPUs, Python, platform, installed torch) unless --no-probe;
+    a flag overrides the probed fact. Plans are ranked: keep a compatible installed torch, then the newest
+    release, a CUDA the driver supports natively before one that relies on minor-version compatibility.
+    """
+    from cudadoctor.matrix import CompatMatrix
+    from cudadoctor.report.suggestion import (
+        render_commands,
+        render_dockerfile,
+        render_suggestion_json,
+        render_suggestion_text,
+    )
+    from cudadoctor.suggest import suggest_torch
+
+    name = re.split(r"[<>=!~ \[]", target.strip(), maxsplit=1)[0].lower()
+    if name != "torch":
+        raise UsageError(
+            f"--target {target!r}: suggest plans torch so far (vllm, tensorrt and jax need data not yet shipped)"
+        )
+    matrix = CompatMatrix()
+    constraints = _constraints(matrix, driver, gpu or [], python_version, platform_name, cuda, probe=not no_probe)
+    try:
+        result = suggest_torch(matrix, constraints, target.strip())
+    except InvalidSpecifier:
+        raise UsageError(f"--target {target!r}: not a requirement such as 'torch>=2.6'") from None
+    if output_format is SuggestFormat.JSON:
+        sys.stdout.write(render_suggestion_json(result, constraints))
+    elif output_format is SuggestFormat.COMMANDS:
+        sys.stdout.write(render_commands(result))
+    elif output_format is SuggestFormat.DOCKERFILE:
+        sys.stdout.write(render_dockerfile(result, constraints))
+    else:
+        sys.stdout.write(render_suggestion_text(result, constraints, verbose=verbose))
+    if not result.plans:
+        if output_format in (SuggestFormat.COMMANDS, SuggestFormat.DOCKERFILE):
+            print("cudadoctor: nothing fits: " + "; ".join(result.advice), file=sys.stderr)
+        raise typer.Exit(1)
+
+
+def _constraints(matrix, driver, gpus, python_version, platform_name, cuda, *, probe):  # type: ignore[no-untyped-def]
+    """Constraints from this machine's facts (unless ``probe`` is False), overridden by the flags."""
+    from cudadoctor import gpu_models
+    from cudadoctor.assume import parse_driver_version
+    from cudadoctor.checks.driver import effective_cuda
+    from cudadoctor.suggest import PLATFORMS, Constraints, Gpu
+
+    origins: dict[str, str] = {}
+    facts = None
+    if probe:
+        from cudadoctor.collect import collect_facts, live_context
+
+        facts = collect_facts(live_context())
+    drv = drv_cuda = None
+    if driver is not None:
+        drv = parse_driver_version(driver.replace("--assume-driver", ""))
+        drv_cuda = matrix.cuda_for_driver(drv)
+        origins["driver"] = "--driver"
+    elif facts is not None and facts.driver is not None and facts.driver.version is not None:
+        drv = facts.driver.version
+        drv_cuda = effective_cuda(facts.driver, matrix)[0]
+        origins["driver"] = "probed"
+    found: list[Gpu] = []
+    if gpus:
+        table = gpu_models.load_models()
+        for spec in gpus:
+            try:
+                model = gpu_models.parse_gpu_spec(spec, table)
+            except ValueError as exc:
+                raise UsageError(f"--gpu {spec!r}: {exc}") from None
+            found.append(Gpu(model.name, model.compute_capability, "--gpu"))
+        origins["gpus"] = "--gpu"
+    elif facts is not None:
+        found = [Gpu(g.name, g.compute_capability, "probed") for g in facts.gpus if g.compute_capability]
+        origins["gpus"] = "probed"
+    py = None
+    if python_version is not None:
+        try:
+            py = Version(python_version)
+        except InvalidVersion:
+            raise UsageError(f"--python {python_version!r}: expected a version such as 3.12") from None
+        origins["python"] = "--python"
+    elif facts is not None and facts.python is not None:
+        py = facts.python.version
+        origins["python"] = "probed"
+    platform_value = platform_name or _this_platform(facts)
+    if platform_value not in PLATFORMS:
+        raise UsageError(f"--platform {platform_value!r}: expected one of {', '.join(PLATFORMS)}")
+    ceiling = None
+    if cuda is not None:
+        try:
+            ceiling = Version(cuda)
+        except InvalidVersion:
+            raise UsageError(f"--cuda {cuda!r}: expected a CUDA version such as 12.4") from None
+    torch = facts.packages.get("torch") if facts is not None else None
+    return Constraints(
+        driver=drv,
+        driver_cuda=drv_cuda,
+        gpus=tuple(found),
+        python=py,
+        platform=platform_value,
+        cuda_ceiling=ceiling,
+        installed_torch=(
+            torch.torch_build.version
+            if torch and torch.torch_build and torch.torch_build.version
+            else torch.version
+            if torch
+            else None
+        ),
+        installed_torch_variant=torch.cuda_variant if torch else None,
+        origins=origins,
+    )
+
+
+def _this_platform(facts) -> str:  # type: ignore[no-untyped-def]
+    if facts is None:
+        return "linux-x86_64"
+    if facts.host.os == "Windows":
+        return "windows"
+    return "linux-aarch64" if facts.host.arch in ("aarch64", "arm64") else "linux-x86_64"
 
 
 @app.command()

@@ -37,6 +37,8 @@ __all__ = [
     "CudaRelease",
     "GpuArch",
     "MinorCompat",
+    "TorchRelease",
+    "TorchVariant",
     "compat_dir",
     "load_table",
     "table_names",
@@ -366,9 +368,7 @@ def _check_order(where: str, records: list[Any], fields: dict[str, str]) -> list
         except (InvalidVersion, KeyError, TypeError):
             return []
     return [
-        f"{where}: {a} is listed before {b}; records go newest first"
-        for a, b in itertools.pairwise(versions)
-        if a < b
+        f"{where}: {a} is listed before {b}; records go newest first" for a, b in itertools.pairwise(versions) if a < b
     ]
 
 
@@ -422,6 +422,36 @@ class GpuArch:
     last_cuda_major: int | None
     arch_specific: tuple[str, ...]
     min_driver_branch: int | None
+    #: the compute capabilities its family-specific code (``sm_XYf``) runs on
+    family_runs_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TorchVariant:
+    """A build variant on PyTorch's wheel index (``cu124``, ``cpu``, ``rocm6.1``)."""
+
+    tag: str
+    cuda: Version | None
+    index_url: str | None
+
+
+@dataclass(frozen=True)
+class TorchRelease:
+    """One torch release: its variants, the CUDA of its default PyPI wheel, Python versions, companions."""
+
+    version: Version
+    python: tuple[str, ...]
+    python_aarch64: tuple[str, ...]
+    pypi_default_cuda: Version | None
+    pypi_default_evidence: str | None
+    pypi_aarch64_cuda: Version | None
+    variants: tuple[str, ...]
+    torchvision: Version | None
+    torchaudio: Version | None
+
+
+def _v(value: Any) -> Version | None:
+    return Version(value) if isinstance(value, str) else None
 
 
 def _driver(value: Any) -> DriverVersion | None:
@@ -497,5 +527,44 @@ class CompatMatrix:
                 r.get("last_cuda_major"),
                 tuple(r.get("arch_specific", ())),
                 int(r["min_driver_branch"]) if r.get("min_driver_branch") else None,
+                tuple(r.get("family_runs_on", ())),
             )
         return archs
+
+    # --- PyTorch ---------------------------------------------------------------------------------
+
+    @functools.cached_property
+    def torch_variants(self) -> dict[str, TorchVariant]:
+        return {
+            v["tag"]: TorchVariant(v["tag"], _v(v.get("cuda")), v.get("index_url"))
+            for v in self.table("torch").get("variant", [])
+        }
+
+    @functools.cached_property
+    def torch_releases(self) -> tuple[TorchRelease, ...]:
+        return tuple(
+            TorchRelease(
+                Version(r["version"]),
+                tuple(r.get("python", ())),
+                tuple(r.get("python_aarch64", ())),
+                _v(r.get("pypi_default_cuda")),
+                r.get("pypi_default_evidence"),
+                _v(r.get("pypi_aarch64_cuda")),
+                tuple(r.get("variants", ())),
+                _v(r.get("torchvision")),
+                _v(r.get("torchaudio")),
+            )
+            for r in self.table("torch").get("release", [])
+        )
+
+    def torch_release(self, version: Version) -> TorchRelease | None:
+        public = Version(version.public)
+        return next((r for r in self.torch_releases if r.version == public), None)
+
+    def torch_arch_list(self, version: Version, variant: str) -> tuple[str, ...] | None:
+        """The GPU targets of a release's variant wheels, when the data has them."""
+        public = Version(version.public)
+        for entry in self.table("torch").get("arch_list", []):
+            if entry["variant"] == variant and SpecifierSet(entry["releases"]).contains(public, prereleases=True):
+                return tuple(entry["archs"])
+        return None

@@ -1,0 +1,77 @@
+"""Rendering a :class:`~cudadoctor.suggest.Suggestion`: text, JSON, bare commands, or a Dockerfile."""
+
+from __future__ import annotations
+
+import json
+
+from cudadoctor.codec import encode
+from cudadoctor.suggest import Constraints, Suggestion
+
+__all__ = ["SUGGEST_KIND", "render_commands", "render_dockerfile", "render_suggestion_json", "render_suggestion_text"]
+
+SUGGEST_KIND = "cudadoctor-suggestion"
+
+
+def _constraints_line(c: Constraints) -> str:
+    parts = [
+        f"driver {c.driver}" + (f" (CUDA {c.driver_cuda})" if c.driver_cuda else "") if c.driver else "driver unknown",
+        ", ".join(f"{g.name} ({g.compute_capability})" for g in c.gpus) or "GPU unknown",
+        f"Python {c.python}" if c.python else "Python unknown",
+        c.platform,
+    ]
+    if c.cuda_ceiling:
+        parts.append(f"CUDA <= {c.cuda_ceiling}")
+    return "; ".join(parts)
+
+
+def render_suggestion_text(s: Suggestion, c: Constraints, *, verbose: bool = False) -> str:
+    out = [f"cudadoctor suggest --target {s.requirement}", f"for: {_constraints_line(c)}", ""]
+    for note in s.notes:
+        out.append(f"note: {note}")
+    if s.notes:
+        out.append("")
+    for number, plan in enumerate(s.plans, start=1):
+        out.append(f"Plan {number}: " + " ".join(f"{n}=={v}" for n, v in plan.packages))
+        out.extend(f"  why: {w}" for w in plan.why)
+        out.extend(f"  caveat: {w}" for w in plan.caveats)
+        out.append("  install:")
+        out.extend(f"    $ {cmd}" for cmd in plan.commands)
+        out.append("")
+    if not s.plans:
+        out.append("Nothing fits.")
+        out.extend(f"  to change: {a}" for a in s.advice)
+        out.append("")
+    rules: dict[str, int] = {}
+    for e in s.excluded:
+        rules[e.rule] = rules.get(e.rule, 0) + 1
+    if s.excluded:
+        out.append(
+            f"{len(s.excluded)} candidate(s) excluded: "
+            + ", ".join(f"{n} by {rule}" for rule, n in sorted(rules.items()))
+            + ("" if verbose else " (-v lists them; --format json explains each)")
+        )
+        if verbose:
+            out.extend(f"  - {e.candidate}: {e.rule}: {e.observed}; requires {e.required}" for e in s.excluded)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_suggestion_json(s: Suggestion, c: Constraints) -> str:
+    doc = {"kind": SUGGEST_KIND, "schema_version": 1, "constraints": encode(c), "suggestion": encode(s)}
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def render_commands(s: Suggestion) -> str:
+    """The top plan's pip command only, for scripts (empty when nothing fits)."""
+    return (s.plans[0].commands[0] + "\n") if s.plans else ""
+
+
+def render_dockerfile(s: Suggestion, c: Constraints) -> str:
+    if not s.plans:
+        return ""
+    plan = s.plans[0]
+    python = f"{c.python.major}.{c.python.minor}" if c.python else "3.12"
+    return (
+        f"# cudadoctor suggest --target {s.requirement} ({_constraints_line(c)})\n"
+        f"FROM python:{python}-slim\n"
+        f"RUN {plan.commands[0].replace('python -m pip install', 'pip install --no-cache-dir')}\n"
+    )

@@ -1,0 +1,312 @@
+"""Planning installs: which wheels (and images) fit a machine, and why every other candidate does not.
+
+A plan is judged against :class:`Constraints` (the driver, the GPUs, the Python version, the
+platform, an optional CUDA ceiling) using only ``compat/`` data: the driver's floor for each CUDA
+major (minor-version compatibility), each GPU against the candidate build's architecture list (or,
+where the data has no list, against the CUDA majors that dropped it and the CUDA version that first
+knew it), the Python versions a release has wheels for, and vLLM's torch pin. Everything here is
+pure: the CLI gathers the constraints and prints the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from cudadoctor.archs import covers
+from cudadoctor.matrix import CompatMatrix, TorchRelease
+from cudadoctor.model import DriverVersion
+
+__all__ = ["Constraints", "Exclusion", "Gpu", "Plan", "Suggestion", "suggest_torch"]
+
+PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows")
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    compute_capability: str
+    source: str  #: ``probed`` or ``--gpu``
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """What a plan must fit. ``None`` means unknown: the rule that needs it is not applied (and said so)."""
+
+    driver: DriverVersion | None = None
+    driver_cuda: Version | None = None  #: the CUDA version the driver supports (for images and ranking)
+    gpus: tuple[Gpu, ...] = ()
+    python: Version | None = None
+    platform: str = "linux-x86_64"
+    cuda_ceiling: Version | None = None  #: --cuda: no build for a newer CUDA than this
+    installed_torch: Version | None = None
+    installed_torch_variant: str | None = None
+    #: where each constraint came from, for the report (``driver``: ``probed`` / ``--driver`` …)
+    origins: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """Why one candidate does not fit: the rule, what was observed, what it requires."""
+
+    candidate: str
+    rule: str
+    observed: str
+    required: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    target: str
+    packages: tuple[tuple[str, str], ...]  #: (name, version) pairs to install
+    variant: str  #: ``cu126``, or ``pypi`` for the default PyPI wheel
+    cuda: Version | None
+    index_url: str | None
+    commands: tuple[str, ...]
+    why: tuple[str, ...]
+    caveats: tuple[str, ...] = ()
+    keeps_installed: bool = False
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    target: str
+    requirement: str
+    plans: tuple[Plan, ...]
+    excluded: tuple[Exclusion, ...]
+    #: what would have to change when nothing fits (or to unlock a better plan)
+    advice: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def _short(version: Version) -> str:
+    return f"{version.major}.{version.minor}"
+
+
+def _python_ok(release_python: tuple[str, ...], python: Version | None) -> bool:
+    return python is None or _short(python) in release_python
+
+
+def _gpu_rule(
+    matrix: CompatMatrix, archs: tuple[str, ...] | None, cuda: Version, gpu: Gpu
+) -> tuple[str, str, str] | None:
+    """(rule, observed, required) when a build cannot run on ``gpu``; None when it can (or cannot be told)."""
+    cc = gpu.compute_capability
+    arch = matrix.gpu_archs.get(cc.rstrip("af"))
+    if archs is not None:
+        families = {a.compute_capability: a.family_runs_on for a in matrix.gpu_archs.values()}
+        if covers(archs, cc, families) is None:
+            return ("gpu-arch-list", f"{gpu.name}: compute capability {cc}", "one of " + " ".join(archs))
+        return None
+    if arch is not None and arch.last_cuda_major is not None and cuda.major > arch.last_cuda_major:
+        return (
+            "cuda-dropped-arch",
+            f"{gpu.name}: compute capability {cc} ({arch.name})",
+            f"a build for CUDA {arch.last_cuda_major}.x or older",
+        )
+    if (
+        arch is not None
+        and arch.first_cuda is not None
+        and (cuda.major, cuda.minor)
+        < (
+            arch.first_cuda.major,
+            arch.first_cuda.minor,
+        )
+    ):
+        return (
+            "cuda-predates-arch",
+            f"{gpu.name}: compute capability {cc} ({arch.name})",
+            f"a build for CUDA {_short(arch.first_cuda)} or newer",
+        )
+    return None
+
+
+def _driver_rule(matrix: CompatMatrix, c: Constraints, cuda: Version) -> tuple[str, str, str] | None:
+    if c.driver is None:
+        return None
+    floor = matrix.minor_compat(cuda.major)
+    if floor is None:
+        return ("driver-floor", f"driver {c.driver}", f"CUDA {cuda.major}.x floor not in compat data")
+    minimum = floor.min_driver_windows if c.platform == "windows" else floor.min_driver_linux
+    if minimum is not None and c.driver < minimum:
+        return ("driver-floor", f"driver {c.driver}", f"driver >= {minimum} (any CUDA {cuda.major}.x build)")
+    return None
+
+
+def _driver_arch_rule(matrix: CompatMatrix, c: Constraints) -> list[tuple[str, str, str]]:
+    """GPUs this driver cannot run at all, whatever the build (from gpu_archs.toml min_driver_branch)."""
+    problems = []
+    if c.driver is None:
+        return problems
+    for gpu in c.gpus:
+        arch = matrix.gpu_archs.get(gpu.compute_capability.rstrip("af"))
+        if arch is not None and arch.min_driver_branch is not None and c.driver.major < arch.min_driver_branch:
+            problems.append(
+                ("driver-too-old-for-gpu", f"driver {c.driver}; {gpu.name} ({arch.name})",
+                 f"driver branch R{arch.min_driver_branch} or newer")
+            )  # fmt: skip
+    return problems
+
+
+def _install_line(tool: str, pins: Iterable[tuple[str, str]], index_url: str | None) -> str:
+    head = "python -m pip install" if tool == "pip" else "uv pip install"
+    line = head + " " + " ".join(f"{name}=={version}" for name, version in pins)
+    return line + (f" --index-url {index_url}" if index_url else "")
+
+
+def _torch_pins(release: TorchRelease) -> tuple[tuple[str, str], ...]:
+    pins = [("torch", str(release.version))]
+    if release.torchvision:
+        pins.append(("torchvision", str(release.torchvision)))
+    if release.torchaudio:
+        pins.append(("torchaudio", str(release.torchaudio)))
+    return tuple(pins)
+
+
+def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
+    """Plans for torch (with matching torchvision/torchaudio), best first, and every exclusion."""
+    spec = SpecifierSet(requirement.removeprefix("torch").strip()) if requirement else SpecifierSet()
+    plans: list[tuple[tuple, Plan]] = []
+    excluded: list[Exclusion] = []
+    notes: list[str] = []
+    if c.driver is None:
+        notes.append("driver unknown: plans are not checked against a driver (give --driver)")
+    if not c.gpus:
+        notes.append("no GPU known: plans are not checked against a GPU architecture (give --gpu)")
+    hard = _driver_arch_rule(matrix, c)
+    for release in matrix.torch_releases:
+        name = f"torch {release.version}"
+        if not spec.contains(release.version, prereleases=True):
+            continue
+        python_list = release.python_aarch64 if c.platform == "linux-aarch64" else release.python
+        if not _python_ok(python_list, c.python):
+            excluded.append(Exclusion(name, "python", f"Python {_short(c.python)}", "one of " + ", ".join(python_list)))  # type: ignore[arg-type]
+            continue
+        for candidate_variant, cuda, index_url, label in _torch_candidates(matrix, release, c.platform, excluded):
+            who = f"{name} {label}"
+            problems = list(hard)
+            if c.cuda_ceiling is not None and cuda > c.cuda_ceiling:
+                problems.append(("cuda-ceiling", f"CUDA {_short(cuda)}", f"CUDA <= {c.cuda_ceiling} (--cuda)"))
+            if rule := _driver_rule(matrix, c, cuda):
+                problems.append(rule)
+            archs = matrix.torch_arch_list(release.version, candidate_variant)
+            for gpu in c.gpus:
+                if rule := _gpu_rule(matrix, archs, cuda, gpu):
+                    problems.append(rule)
+            if problems:
+                excluded.extend(Exclusion(who, r, o, q) for r, o, q in problems)
+                continue
+            plans.append(_torch_plan(matrix, c, release, candidate_variant, cuda, index_url, label, archs))
+    ranked = sorted(plans, key=lambda item: item[0], reverse=True)
+    chosen = tuple(plan for _key, plan in ranked[:limit])
+    advice = () if chosen else tuple(_advice(matrix, c, excluded, "torch"))
+    return Suggestion("torch", requirement or "torch", chosen, tuple(excluded), advice, tuple(notes))
+
+
+def _torch_candidates(
+    matrix: CompatMatrix, release: TorchRelease, platform: str, excluded: list[Exclusion]
+) -> list[tuple[str, Version, str | None, str]]:
+    """(variant tag, CUDA, index URL or None for PyPI, label) of every CUDA build of a release."""
+    name = f"torch {release.version}"
+    out: list[tuple[str, Version, str | None, str]] = []
+    if platform == "linux-aarch64":
+        # Only the default PyPI wheel is sourced for aarch64 (compat/torch.toml pypi_aarch64_cuda).
+        if release.pypi_aarch64_cuda is None:
+            excluded.append(Exclusion(name, "platform", "linux-aarch64", "a CUDA wheel for aarch64 (none in data)"))
+        else:
+            tag = f"cu{release.pypi_aarch64_cuda.major}{release.pypi_aarch64_cuda.minor}"
+            out.append((tag, release.pypi_aarch64_cuda, None, "from PyPI (aarch64)"))
+        return out
+    if not release.variants and release.pypi_default_cuda is None:
+        excluded.append(Exclusion(name, "data", "no CUDA variants in compat/torch.toml", "a sourced variant list"))
+    seen_default = False
+    for tag in release.variants:
+        variant = matrix.torch_variants.get(tag)
+        if variant is None or variant.cuda is None:
+            continue  # cpu / rocm builds are not CUDA plans
+        is_default = platform == "linux-x86_64" and release.pypi_default_cuda == variant.cuda
+        if variant.index_url is None and not is_default:
+            excluded.append(
+                Exclusion(f"{name} {tag}", "data", "index URL not in compat/torch.toml", "a sourced index URL")
+            )
+            continue
+        if is_default:
+            seen_default = True
+            out.append((tag, variant.cuda, None, f"from PyPI (CUDA {_short(variant.cuda)})"))
+        else:
+            out.append((tag, variant.cuda, variant.index_url, f"{tag} from PyTorch's index"))
+    if platform == "linux-x86_64" and not seen_default and release.pypi_default_cuda is not None:
+        cuda = release.pypi_default_cuda
+        out.append((f"cu{cuda.major}{cuda.minor}", cuda, None, f"from PyPI (CUDA {_short(cuda)})"))
+    return out
+
+
+def _torch_plan(
+    matrix: CompatMatrix,
+    c: Constraints,
+    release: TorchRelease,
+    variant: str,
+    cuda: Version,
+    index_url: str | None,
+    label: str,
+    archs: tuple[str, ...] | None,
+) -> tuple[tuple, Plan]:
+    pins = _torch_pins(release)
+    why = [f"torch {release.version} {label}"]
+    caveats = []
+    native = c.driver_cuda is not None and (cuda.major, cuda.minor) <= (c.driver_cuda.major, c.driver_cuda.minor)
+    if c.driver is not None:
+        if native:
+            why.append(f"driver {c.driver} supports CUDA {c.driver_cuda}, at least the build's {_short(cuda)}")
+        else:
+            floor = matrix.minor_compat(cuda.major)
+            why.append(
+                f"driver {c.driver} runs CUDA {cuda.major}.x builds through minor-version compatibility"
+                + (f" (>= {floor.min_driver_linux})" if floor else "")
+            )
+            caveats.append("minor-version compatibility: code that JIT-compiles newer PTX may need a newer driver")
+    if c.gpus and archs is not None:
+        why.append("the build's GPU targets (" + " ".join(archs) + ") cover " + ", ".join(g.name for g in c.gpus))
+    elif c.gpus:
+        caveats.append(f"the {variant} build's GPU architecture list for {release.version} is not in compat data")
+    if len(pins) < 3:
+        caveats.append("matching torchvision/torchaudio versions are not all in compat data; pin them yourself")
+    keeps = (
+        c.installed_torch is not None
+        and Version(c.installed_torch.public) == release.version
+        and (c.installed_torch_variant in (None, variant))
+    )
+    if keeps:
+        why.insert(0, "keeps the installed torch")
+    commands = (_install_line("pip", pins, index_url), _install_line("uv", pins, index_url))
+    plan = Plan(
+        "torch", pins, variant if index_url else "pypi", cuda, index_url, commands, tuple(why), tuple(caveats), keeps
+    )
+    # A plan whose GPU coverage is verified from data ranks above one that is not (correct beats new).
+    verified = archs is not None or not c.gpus
+    key = (keeps, verified, release.version, native, cuda)
+    return key, plan
+
+
+def _advice(matrix: CompatMatrix, c: Constraints, excluded: list[Exclusion], target: str) -> list[str]:
+    """What would have to change, from the rules that excluded candidates."""
+    rules = {e.rule for e in excluded}
+    out = []
+    floors = sorted({e.required for e in excluded if e.rule in ("driver-floor", "driver-too-old-for-gpu")})
+    if floors:
+        out.append(
+            f"upgrade the NVIDIA driver: the builds need {floors[-1] if len(floors) == 1 else ' or '.join(floors)}"
+        )
+    if "gpu-arch-list" in rules or "cuda-dropped-arch" in rules:
+        gpus = ", ".join(f"{g.name} ({g.compute_capability})" for g in c.gpus)
+        out.append(f"no {target} build in compat data has kernels for {gpus}")
+    if "python" in rules and not out:
+        out.append(f"no {target} release in compat data has wheels for Python {_short(c.python) if c.python else '?'}")
+    if "cuda-ceiling" in rules and not out:
+        out.append("raise --cuda: every build that fits otherwise needs a newer CUDA")
+    if not out:
+        out.append(f"no {target} candidate fits; see the exclusions for each rule")
+    return out

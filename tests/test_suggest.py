@@ -1,0 +1,146 @@
+"""suggest: plans for described machines, offline, from compat/ data; every rule and exclusion."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from packaging.version import Version
+from typer.testing import CliRunner
+
+from cudadoctor.cli import app
+from cudadoctor.matrix import CompatMatrix
+from cudadoctor.model import DriverVersion
+from cudadoctor.suggest import Constraints, Gpu, suggest_torch
+
+M = CompatMatrix()
+
+
+def _c(driver: str | None, *gpus: tuple[str, str], python: str | None = "3.12", **kw) -> Constraints:
+    drv = DriverVersion(driver) if driver else None
+    return Constraints(
+        driver=drv,
+        driver_cuda=M.cuda_for_driver(drv) if drv else None,
+        gpus=tuple(Gpu(n, cc, "--gpu") for n, cc in gpus),
+        python=Version(python) if python else None,
+        **kw,
+    )
+
+
+def test_old_driver_and_rtx_3090_get_a_cuda11_build():
+    s = suggest_torch(M, _c("470.82.01", ("RTX 3090", "8.6"), python="3.10"))
+    assert s.plans, s.advice
+    assert all(p.index_url and p.index_url.endswith(("/cu117", "/cu118")) for p in s.plans)
+    top = s.plans[0]
+    assert top.commands[0].startswith("python -m pip install torch==")
+    assert any("minor-version compatibility" in w for w in top.why)
+    assert {e.rule for e in s.excluded} >= {"driver-floor"}
+
+
+def test_gtx_1080_ti_on_a_new_driver_gets_cu126_never_cu128_or_newer():
+    s = suggest_torch(M, _c("580.95.05", ("GTX 1080 Ti", "6.1")))
+    assert s.plans
+    assert {p.variant for p in s.plans} == {"cu126"}
+    newer = [e for e in s.excluded if any(t in e.candidate for t in ("cu128", "cu130", "cu132", "PyPI"))]
+    assert newer and {e.rule for e in newer} <= {"gpu-arch-list", "cuda-dropped-arch", "data"}
+
+
+def test_rtx_5090_gets_only_cuda_12_8_or_newer():
+    s = suggest_torch(M, _c("575.57.08", ("RTX 5090", "12.0")))
+    assert s.plans
+    assert all(p.cuda >= Version("12.8") for p in s.plans)
+    assert any(e.rule == "cuda-predates-arch" and "cu126" in e.candidate for e in s.excluded)
+
+
+def test_python_3_13_only_releases_with_cp313_wheels():
+    s = suggest_torch(M, _c("580.95.05", ("H100", "9.0"), python="3.13"))
+    assert s.plans
+    for plan in s.plans:
+        release = M.torch_release(Version(plan.packages[0][1]))
+        assert "3.13" in release.python
+    assert any(e.rule == "python" and e.candidate == "torch 2.1.2" for e in s.excluded)
+
+
+def test_aarch64_only_builds_published_for_it():
+    s = suggest_torch(M, _c("580.95.05", ("GH200", "9.0"), platform="linux-aarch64"))
+    assert s.plans
+    for plan in s.plans:
+        assert plan.index_url is None  # the aarch64 CUDA wheels in data are PyPI's
+        assert M.torch_release(Version(plan.packages[0][1])).pypi_aarch64_cuda == plan.cuda
+    assert any(e.rule == "platform" for e in s.excluded)
+
+
+def test_cuda_ceiling():
+    s = suggest_torch(M, _c("580.95.05", ("H100", "9.0"), cuda_ceiling=Version("12.6")))
+    assert s.plans and all(p.cuda <= Version("12.6") for p in s.plans)
+    assert any(e.rule == "cuda-ceiling" for e in s.excluded)
+
+
+def test_requirement_narrows_releases():
+    s = suggest_torch(M, _c("580.95.05", ("H100", "9.0")), "torch>=2.5,<2.6")
+    assert {p.packages[0][1] for p in s.plans} <= {"2.5.0", "2.5.1"}
+
+
+def test_keeps_a_compatible_installed_torch():
+    c = _c("580.95.05", ("H200", "9.0"), installed_torch=Version("2.11.0+cu130"), installed_torch_variant="cu130")
+    s = suggest_torch(M, c)
+    assert s.plans[0].keeps_installed
+    assert s.plans[0].packages[0] == ("torch", "2.11.0")
+    assert s.plans[0].why[0] == "keeps the installed torch"
+
+
+def test_nothing_fits_names_the_driver_upgrade():
+    s = suggest_torch(M, _c("418.40.04", ("V100", "7.0")))
+    assert s.plans == ()
+    assert s.advice[0].startswith("upgrade the NVIDIA driver: the builds need driver >= ")
+
+
+# --- the command line ----------------------------------------------------------------------------------
+
+
+def _run(*args: str):
+    return CliRunner().invoke(app, ["suggest", "--no-probe", *args])
+
+
+def test_cli_json_explains_every_exclusion():
+    result = _run("--target", "torch", "--driver", "470.82.01", "--gpu", "RTX 3090", "--python", "3.10", "-f", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["kind"] == "cudadoctor-suggestion"
+    assert doc["constraints"]["driver"] == "470.82.01"
+    for exclusion in doc["suggestion"]["excluded"]:
+        assert set(exclusion) == {"candidate", "rule", "observed", "required"}
+        assert all(exclusion.values())
+
+
+def test_cli_commands_and_dockerfile():
+    args = ("--target", "torch>=2.9", "--driver", "580.95.05", "--gpu", "H100", "--python", "3.12")
+    commands = _run(*args, "-f", "commands").stdout
+    assert commands.count("\n") == 1 and commands.startswith("python -m pip install torch==")
+    dockerfile = _run(*args, "-f", "dockerfile").stdout
+    assert dockerfile.splitlines()[1] == "FROM python:3.12-slim"
+    assert dockerfile.splitlines()[2].startswith("RUN pip install --no-cache-dir torch==")
+
+
+def test_cli_nothing_fits_exits_1():
+    result = _run("--target", "torch", "--driver", "418.40.04", "--gpu", "V100", "--python", "3.12")
+    assert result.exit_code == 1
+    assert "Nothing fits." in result.stdout and "to change: upgrade the NVIDIA driver" in result.stdout
+    quiet = _run("--target", "torch", "--driver", "418.40.04", "--gpu", "V100", "-f", "commands")
+    assert quiet.exit_code == 1 and quiet.stdout == "" and "nothing fits" in quiet.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--target", "tensorflow"], "suggest plans torch so far"),
+        (["--target", "torch>>2"], "not a requirement"),
+        (["--target", "torch", "--gpu", "Voodoo"], "--gpu 'Voodoo'"),
+        (["--target", "torch", "--platform", "solaris"], "--platform 'solaris'"),
+        (["--target", "torch", "--python", "three"], "--python 'three'"),
+    ],
+)
+def test_cli_usage_errors(args, message):
+    result = _run(*args)
+    assert result.exit_code == 2
+    assert message in result.stderr

@@ -7,6 +7,7 @@
 #   CD104  CUDA_VISIBLE_DEVICES leaves at least one GPU visible
 #   CD111  the driver can run the CUDA major the frameworks were built for
 #   CD112  every GPU is still supported by that CUDA major
+#   CD113  the installed torch build has GPU code for every GPU (its published arch list)
 
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ import re
 
 from packaging.version import Version
 
+from cudadoctor.archs import covers
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.findings import Problem, Remediation, Status
 from cudadoctor.matrix import CompatMatrix
 from cudadoctor.model import DriverInfo, DriverVersion, GpuInfo, HostInfo, InstalledPackage, LibcudaFile, VisibleDevices
 
-__all__ = ["CD101", "CD102", "CD103", "CD104", "CD111", "CD112", "effective_cuda", "parse_visible_devices"]
+__all__ = ["CD101", "CD102", "CD103", "CD104", "CD111", "CD112", "CD113", "effective_cuda", "parse_visible_devices"]
 
 
 def _loaded_file(driver: DriverInfo) -> LibcudaFile | None:
@@ -410,4 +412,47 @@ class CD112(Check):
             "; ".join(problems),
             evidence,
             Remediation(f"Install builds for CUDA {last_major}.x or older (e.g. torch from a cu12x index).", ()),
+        )
+
+
+class CD113(Check):
+    """The installed torch build has GPU code for every GPU.
+
+    What it checks: the GPU architectures PyTorch compiled the installed release and variant for (its
+    published arch list, compat/torch.toml) against each GPU's compute capability, with CUDA's binary
+    compatibility rules (a cubin runs on the same major with an equal or newer minor; PTX is compiled
+    just in time for newer GPUs). Skipped where the data has no arch list for that build; `check --deep`
+    asks torch itself (CD805).
+
+    Why it matters: a GPU outside the list gets "no kernel image is available for execution on the
+    device" at the first kernel, or torch warns that the GPU "is not compatible with the current PyTorch
+    installation".
+
+    How to fix: install a variant whose arch list covers the GPU (older GPUs: cu126; Blackwell: cu128 or
+    newer), e.g. with the command from `cudadoctor suggest --target torch`.
+    """
+
+    name = "torch-build-covers-gpus"
+    category = "gpus"
+
+    def check(self, torch: InstalledPackage, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix) -> Problem | None:
+        variant = torch.cuda_variant
+        version = torch.torch_build.version if torch.torch_build and torch.torch_build.version else torch.version
+        if not variant or not variant.startswith("cu"):
+            raise Skip("torch is not a CUDA build")
+        archs = matrix.torch_arch_list(version, variant)
+        if archs is None:
+            raise Skip(f"no arch list for torch {version.public} {variant} in compat/torch.toml")
+        families = {a.compute_capability: a.family_runs_on for a in matrix.gpu_archs.values() if a.family_runs_on}
+        missing = [g for g in gpus if g.compute_capability and covers(archs, g.compute_capability, families) is None]
+        if not missing:
+            return None
+        names = ", ".join(f"GPU {g.index} {g.name} (compute capability {g.compute_capability})" for g in missing)
+        return Problem(
+            f"torch {version} ({variant}) has no GPU code for {names}: its build targets are {' '.join(archs)}; "
+            'kernels fail with "no kernel image is available for execution on the device"',
+            {"torch": f"{version} ({variant}, {torch.cuda_variant_source})", "arch list": " ".join(archs)},
+            Remediation(
+                "Install a torch variant whose arch list covers the GPU: cudadoctor suggest --target torch", ()
+            ),
         )

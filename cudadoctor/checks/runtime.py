@@ -18,6 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from cudadoctor.archs import covers
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.packages import unmet_requirements
 from cudadoctor.findings import Problem, Remediation, Status
@@ -649,26 +650,16 @@ class CD804(Check):
 _ARCH = re.compile(r"(sm|compute)_(\d+)(\d)([af]?)")
 
 
-def arch_runs_on(entry: str, compute_capability: str) -> str | None:
+def arch_runs_on(entry: str, compute_capability: str, families: dict[str, tuple[str, ...]] | None = None) -> str | None:
     """How code for ``entry`` (``sm_90``, ``sm_90a``, ``sm_100f``, ``compute_80``) runs on a GPU.
 
-    The CUDA Programming Guide's binary compatibility rules: a cubin for X.y runs on X.z with z >= y;
-    an architecture-specific cubin (``a``) only on exactly X.y; a family-specific one (``f``) on the
-    same major with a minor at least its own; PTX for X.y is compiled just in time for any newer GPU.
-
-    :return: ``"native"``, ``"ptx"`` (runs after JIT compilation), or None when it does not run.
+    The rules are :func:`cudadoctor.archs.covers`; ``families`` (from compat/gpu_archs.toml) says where
+    family-specific code runs. :return: ``"native"``, ``"ptx"`` (after JIT compilation) or None.
     """
-    match = _ARCH.fullmatch(entry.strip())
-    cc = re.fullmatch(r"(\d+)\.(\d+)[af]?", compute_capability.strip())
-    if match is None or cc is None:
+    found = covers([entry], compute_capability, families)
+    if found is None:
         return None
-    kind, major, minor, suffix = match.group(1), int(match.group(2)), int(match.group(3)), match.group(4)
-    device = (int(cc.group(1)), int(cc.group(2)))
-    if suffix == "a":
-        return ("native" if kind == "sm" else "ptx") if (major, minor) == device else None
-    if kind == "compute":
-        return "ptx" if (major, minor) <= device and not (suffix == "f" and major != device[0]) else None
-    return "native" if major == device[0] and minor <= device[1] else None
+    return "ptx" if found.lower().startswith("compute_") else "native"
 
 
 class CD805(Check):
@@ -692,7 +683,10 @@ class CD805(Check):
     name = "framework-code-runs-on-gpu"
     category = "gpus"
 
-    def check(self, runtime: RuntimeInfo, packages: dict[str, InstalledPackage]) -> Problem | None:
+    def check(
+        self, runtime: RuntimeInfo, packages: dict[str, InstalledPackage], matrix: CompatMatrix
+    ) -> Problem | None:
+        families = {a.compute_capability: a.family_runs_on for a in matrix.gpu_archs.values() if a.family_runs_on}
         judged = [fw for fw in _gpu_frameworks(runtime) if fw.arch_list and fw.devices]
         if not judged:
             raise Skip("no framework reported both its architecture list and its GPUs")
@@ -704,7 +698,7 @@ class CD805(Check):
             for device in fw.devices:
                 if not device.compute_capability:
                     continue
-                ways = {arch_runs_on(a, device.compute_capability) for a in fw.arch_list}
+                ways = {arch_runs_on(a, device.compute_capability, families) for a in fw.arch_list}
                 if "native" in ways:
                     continue
                 evidence[f"{label} architectures"] = " ".join(fw.arch_list)

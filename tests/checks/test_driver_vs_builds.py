@@ -113,3 +113,24 @@ def test_cd112_pascal_with_a_cu126_torch_is_fine(h200):
 
 def test_cd112_hopper_is_fine(h200):
     assert run_check("CD112", h200).status is Status.OK
+
+
+def test_cd113_h200_is_covered(h200):
+    assert run_check("CD113", h200).status is Status.OK
+
+
+def test_cd113_pascal_with_torch_cu130(h200):
+    finding = run_check("CD113", replace(h200, gpus=_gpu("NVIDIA GeForce GTX 1080 Ti", "6.1")))
+    assert finding.status is Status.FAIL
+    assert "torch 2.11.0+cu130 (cu130) has no GPU code for GPU 0 NVIDIA GeForce GTX 1080 Ti" in finding.message
+    assert "no kernel image is available" in finding.message
+
+
+def test_cd113_ada_runs_ampere_cubins(h200):
+    assert run_check("CD113", replace(h200, gpus=_gpu("NVIDIA GeForce RTX 4090", "8.9"))).status is Status.OK
+
+
+def test_cd113_skipped_without_an_arch_list(h200):
+    facts = replace(h200, packages=_torch(h200, "cu118", "11.8"))
+    finding = run_check("CD113", facts)
+    assert finding.status is Status.SKIP and "no arch list" in finding.skip_reason

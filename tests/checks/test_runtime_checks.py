@@ -421,7 +421,8 @@ def test_cd805_ptx_only_warns(h200):
     ],
 )
 def test_arch_runs_on(entry, cc, expected):
-    assert arch_runs_on(entry, cc) == expected
+    families = {a.compute_capability: a.family_runs_on for a in CompatMatrix().gpu_archs.values()}
+    assert arch_runs_on(entry, cc, families) == expected
 
 
 @pytest.mark.parametrize(

@@ -177,6 +177,7 @@ def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *
     if not c.gpus:
         notes.append("no GPU known: plans are not checked against a GPU architecture (give --gpu)")
     hard = _driver_arch_rule(matrix, c)
+    driver_only: list[tuple[Version, str, tuple[DriverVersion, str]]] = []  # (release, candidate, driver needed)
     for release in matrix.torch_releases:
         name = f"torch {release.version}"
         if not spec.contains(release.version, prereleases=True):
@@ -198,11 +199,15 @@ def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *
                     problems.append(rule)
             if problems:
                 excluded.extend(Exclusion(who, r, o, q) for r, o, q in problems)
+                if {r for r, _o, _q in problems} <= _DRIVER_RULES:
+                    needs = _needed_driver(matrix, c, cuda)
+                    if needs is not None:
+                        driver_only.append((release.version, who, needs))
                 continue
             plans.append(_torch_plan(matrix, c, release, candidate_variant, cuda, index_url, label, archs))
     ranked = sorted(plans, key=lambda item: item[0], reverse=True)
     chosen = tuple(plan for _key, plan in ranked[:limit])
-    advice = () if chosen else tuple(_advice(matrix, c, excluded, "torch"))
+    advice = () if chosen else tuple(_advice(c, excluded, "torch", driver_only))
     return Suggestion("torch", requirement or "torch", chosen, tuple(excluded), advice, tuple(notes))
 
 
@@ -291,18 +296,51 @@ def _torch_plan(
     return key, plan
 
 
-def _advice(matrix: CompatMatrix, c: Constraints, excluded: list[Exclusion], target: str) -> list[str]:
+_DRIVER_RULES = {"driver-floor", "driver-too-old-for-gpu"}
+
+
+def _needed_driver(matrix: CompatMatrix, c: Constraints, cuda: Version) -> tuple[DriverVersion, str] | None:
+    """The oldest driver a candidate failing only driver rules would need: (comparable bound, words)."""
+    needs: list[tuple[DriverVersion, str]] = []
+    floor = matrix.minor_compat(cuda.major)
+    if floor is not None:
+        minimum = floor.min_driver_windows if c.platform == "windows" else floor.min_driver_linux
+        if minimum is not None and (c.driver is None or c.driver < minimum):
+            needs.append((minimum, f"{minimum} or newer"))
+    for gpu in c.gpus:
+        arch = matrix.gpu_archs.get(gpu.compute_capability.rstrip("af"))
+        if (
+            arch is not None
+            and arch.min_driver_branch
+            and c.driver is not None
+            and c.driver.major < arch.min_driver_branch
+        ):
+            needs.append(
+                (
+                    DriverVersion(f"{arch.min_driver_branch}.0"),
+                    f"branch R{arch.min_driver_branch} or newer (for {gpu.name})",
+                )
+            )
+    return max(needs, key=lambda n: n[0]) if needs else None
+
+
+def _advice(
+    c: Constraints,
+    excluded: list[Exclusion],
+    target: str,
+    driver_only: list[tuple[Version, str, tuple[DriverVersion, str]]],
+) -> list[str]:
     """What would have to change, from the rules that excluded candidates."""
     rules = {e.rule for e in excluded}
     out = []
-    floors = sorted({e.required for e in excluded if e.rule in ("driver-floor", "driver-too-old-for-gpu")})
-    if floors:
-        out.append(
-            f"upgrade the NVIDIA driver: the builds need {floors[-1] if len(floors) == 1 else ' or '.join(floors)}"
-        )
-    if "gpu-arch-list" in rules or "cuda-dropped-arch" in rules:
+    if driver_only:
+        # The smallest upgrade that makes something fit, and with it the newest release it allows.
+        smallest = min(needs[0] for _r, _c, needs in driver_only)
+        _release, candidate, needs = max((d for d in driver_only if d[2][0] == smallest), key=lambda d: d[0])
+        out.append(f"upgrade the NVIDIA driver to {needs[1]}: then {candidate} fits")
+    elif rules & {"gpu-arch-list", "cuda-dropped-arch", "cuda-predates-arch"}:
         gpus = ", ".join(f"{g.name} ({g.compute_capability})" for g in c.gpus)
-        out.append(f"no {target} build in compat data has kernels for {gpus}")
+        out.append(f"no {target} build in compat data has GPU code for {gpus} that this driver can run")
     if "python" in rules and not out:
         out.append(f"no {target} release in compat data has wheels for Python {_short(c.python) if c.python else '?'}")
     if "cuda-ceiling" in rules and not out:

@@ -92,7 +92,18 @@ def test_keeps_a_compatible_installed_torch():
 def test_nothing_fits_names_the_driver_upgrade():
     s = suggest_torch(M, _c("418.40.04", ("V100", "7.0")))
     assert s.plans == ()
-    assert s.advice[0].startswith("upgrade the NVIDIA driver: the builds need driver >= ")
+    assert s.advice[0].startswith("upgrade the NVIDIA driver to ")
+    assert s.advice[0].endswith("fits")
+
+
+def test_b200_on_driver_550_gets_nothing_and_the_driver_upgrade_named():
+    s = suggest_torch(M, _c("550.54.15", ("B200", "10.0")))
+    assert s.plans == ()
+    assert s.advice == (
+        "upgrade the NVIDIA driver to branch R570 or newer (for B200): then torch 2.11.0 cu128 from "
+        "PyTorch's index fits",
+    )
+    assert any(e.rule == "driver-too-old-for-gpu" and e.required == "driver branch R570 or newer" for e in s.excluded)
 
 
 # --- the command line ----------------------------------------------------------------------------------
@@ -125,7 +136,7 @@ def test_cli_commands_and_dockerfile():
 def test_cli_nothing_fits_exits_1():
     result = _run("--target", "torch", "--driver", "418.40.04", "--gpu", "V100", "--python", "3.12")
     assert result.exit_code == 1
-    assert "Nothing fits." in result.stdout and "to change: upgrade the NVIDIA driver" in result.stdout
+    assert "Nothing fits." in result.stdout and "to change: upgrade the NVIDIA driver to " in result.stdout
     quiet = _run("--target", "torch", "--driver", "418.40.04", "--gpu", "V100", "-f", "commands")
     assert quiet.exit_code == 1 and quiet.stdout == "" and "nothing fits" in quiet.stderr
 

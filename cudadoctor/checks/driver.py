@@ -8,6 +8,7 @@
 #   CD111  the driver can run the CUDA major the frameworks were built for
 #   CD112  every GPU is still supported by that CUDA major
 #   CD113  the installed torch build has GPU code for every GPU (its published arch list)
+#   CD114  the driver is new enough for every GPU's architecture
 
 from __future__ import annotations
 
@@ -22,7 +23,18 @@ from cudadoctor.findings import Problem, Remediation, Status
 from cudadoctor.matrix import CompatMatrix
 from cudadoctor.model import DriverInfo, DriverVersion, GpuInfo, HostInfo, InstalledPackage, LibcudaFile, VisibleDevices
 
-__all__ = ["CD101", "CD102", "CD103", "CD104", "CD111", "CD112", "CD113", "effective_cuda", "parse_visible_devices"]
+__all__ = [
+    "CD101",
+    "CD102",
+    "CD103",
+    "CD104",
+    "CD111",
+    "CD112",
+    "CD113",
+    "CD114",
+    "effective_cuda",
+    "parse_visible_devices",
+]
 
 
 def _loaded_file(driver: DriverInfo) -> LibcudaFile | None:
@@ -455,4 +467,46 @@ class CD113(Check):
             Remediation(
                 "Install a torch variant whose arch list covers the GPU: cudadoctor suggest --target torch", ()
             ),
+        )
+
+
+class CD114(Check):
+    """The driver is new enough to run every GPU's architecture at all.
+
+    What it checks: the driver's branch against the oldest branch that supports each GPU's architecture
+    (compat/gpu_archs.toml; for example Blackwell GPUs such as the B200 and the RTX 50 series need R570 or
+    newer, whatever the CUDA version). Where the data has no minimum for an architecture, nothing is claimed.
+
+    Why it matters: a driver older than the GPU does not know it: the GPU is missing from nvidia-smi or CUDA
+    reports no usable device, and no choice of wheel helps.
+
+    How to fix: upgrade the driver to the branch named or newer.
+    """
+
+    name = "driver-supports-gpu-architecture"
+    category = "driver"
+
+    def check(self, driver: DriverInfo, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix) -> Problem | None:
+        if driver.version is None:
+            raise Skip("the driver version is unknown")
+        too_old = []
+        for gpu in gpus:
+            arch = matrix.gpu_archs.get((gpu.compute_capability or "").rstrip("af"))
+            if (
+                arch is not None
+                and arch.min_driver_branch is not None
+                and driver.version.major < arch.min_driver_branch
+            ):
+                too_old.append((gpu, arch))
+        if not too_old:
+            return None
+        needed = max(arch.min_driver_branch or 0 for _g, arch in too_old)
+        return Problem(
+            f"driver {driver.version} is older than the R{needed} branch that "
+            + ", ".join(
+                f"GPU {g.index} {g.name} ({a.name}, compute capability {g.compute_capability})" for g, a in too_old
+            )
+            + " needs",
+            {f"GPU {g.index}": f"{g.name}: {a.name} needs driver branch R{a.min_driver_branch}+" for g, a in too_old},
+            Remediation(f"Upgrade the NVIDIA driver to the R{needed} branch or newer.", ()),
         )

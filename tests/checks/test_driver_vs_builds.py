@@ -134,3 +134,18 @@ def test_cd113_skipped_without_an_arch_list(h200):
     facts = replace(h200, packages=_torch(h200, "cu118", "11.8"))
     finding = run_check("CD113", facts)
     assert finding.status is Status.SKIP and "no arch list" in finding.skip_reason
+
+
+def test_cd114_b200_needs_r570(h200):
+    facts = replace(h200, driver=_driver("550.54.15"), gpus=_gpu("NVIDIA B200", "10.0"))
+    finding = run_check("CD114", facts)
+    assert finding.status is Status.FAIL
+    assert finding.message.startswith(
+        "driver 550.54.15 is older than the R570 branch that GPU 0 NVIDIA B200 (Blackwell"
+    )
+    assert run_check("CD114", replace(facts, driver=_driver("570.86.15"))).status is Status.OK
+
+
+def test_cd114_claims_nothing_without_data(h200):
+    # No sourced minimum for Hopper: an old driver is not flagged by this check.
+    assert run_check("CD114", replace(h200, driver=_driver("470.82.01"))).status is Status.OK

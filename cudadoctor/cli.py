@@ -417,7 +417,7 @@ def suggest(
             "--target",
             "-t",
             metavar="TARGET",
-            help="What to install: torch, optionally with a requirement ('torch>=2.6').",
+            help="What to install: torch or vllm, optionally with a requirement ('torch>=2.6', 'vllm==0.30.0').",
         ),
     ],
     driver: Annotated[
@@ -466,17 +466,19 @@ def suggest(
         render_suggestion_json,
         render_suggestion_text,
     )
-    from cudadoctor.suggest import suggest_torch
+    from cudadoctor.suggest import suggest_torch, suggest_vllm
 
     name = re.split(r"[<>=!~ \[]", target.strip(), maxsplit=1)[0].lower()
-    if name != "torch":
+    planners = {"torch": suggest_torch, "vllm": suggest_vllm}
+    if name not in planners:
         raise UsageError(
-            f"--target {target!r}: suggest plans torch so far (vllm, tensorrt and jax need data not yet shipped)"
+            f"--target {target!r}: suggest plans {' and '.join(planners)} so far "
+            "(tensorrt, jax, tensorflow, cupy and onnxruntime-gpu are not planned yet)"
         )
     matrix = CompatMatrix()
     constraints = _constraints(matrix, driver, gpu or [], python_version, platform_name, cuda, probe=not no_probe)
     try:
-        result = suggest_torch(matrix, constraints, target.strip())
+        result = planners[name](matrix, constraints, target.strip())
     except InvalidSpecifier:
         raise UsageError(f"--target {target!r}: not a requirement such as 'torch>=2.6'") from None
     if output_format is SuggestFormat.JSON:

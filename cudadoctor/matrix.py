@@ -39,6 +39,7 @@ __all__ = [
     "MinorCompat",
     "TorchRelease",
     "TorchVariant",
+    "VllmRelease",
     "compat_dir",
     "load_table",
     "table_names",
@@ -520,6 +521,20 @@ def _v(value: Any) -> Version | None:
     return Version(value) if isinstance(value, str) else None
 
 
+@dataclass(frozen=True)
+class VllmRelease:
+    """One vLLM release: its torch pin, Python range, the CUDA its wheel was built with, the GPU floor."""
+
+    version: Version
+    torch: SpecifierSet | None  #: the Requires-Dist pin of the Linux x86_64 wheel
+    requires_python: SpecifierSet | None
+    python: tuple[str, ...]  #: CPython tags of its wheels (an abi3 wheel lists its floor)
+    abi3: bool
+    linux_x86_64_tag: str | None  #: None when no Linux x86_64 wheel was published
+    cuda: Version | None
+    min_compute_capability: str | None
+
+
 def _driver(value: Any) -> DriverVersion | None:
     return DriverVersion(value) if isinstance(value, str) else None
 
@@ -634,3 +649,21 @@ class CompatMatrix:
             if entry["variant"] == variant and SpecifierSet(entry["releases"]).contains(public, prereleases=True):
                 return tuple(entry["archs"])
         return None
+
+    # --- vLLM ----------------------------------------------------------------------------------------
+
+    @functools.cached_property
+    def vllm_releases(self) -> tuple[VllmRelease, ...]:
+        return tuple(
+            VllmRelease(
+                Version(r["version"]),
+                SpecifierSet(r["torch"]) if r.get("torch") else None,
+                SpecifierSet(r["requires_python"]) if r.get("requires_python") else None,
+                tuple(r.get("python", ())),
+                bool(r.get("abi3")),
+                r.get("linux_x86_64_tag"),
+                _v(r.get("cuda")),
+                r.get("min_compute_capability"),
+            )
+            for r in self.table("vllm").get("release", [])
+        )

@@ -20,7 +20,7 @@ from cudadoctor.archs import covers
 from cudadoctor.matrix import CompatMatrix, TorchRelease
 from cudadoctor.model import DriverVersion
 
-__all__ = ["Constraints", "Exclusion", "Gpu", "Plan", "Suggestion", "suggest_torch"]
+__all__ = ["Constraints", "Exclusion", "Gpu", "Plan", "Suggestion", "suggest_torch", "suggest_vllm"]
 
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows")
 
@@ -348,3 +348,132 @@ def _advice(
     if not out:
         out.append(f"no {target} candidate fits; see the exclusions for each rule")
     return out
+
+
+def _cc_tuple(cc: str) -> tuple[int, int]:
+    major, _, minor = cc.rstrip("af").partition(".")
+    return int(major), int(minor or 0)
+
+
+def suggest_vllm(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
+    """Plans for vLLM: its wheel pulls the torch it pins from PyPI, so both must fit the machine."""
+    spec = SpecifierSet(requirement.removeprefix("vllm").strip()) if requirement else SpecifierSet()
+    plans: list[tuple[tuple, Plan]] = []
+    excluded: list[Exclusion] = []
+    notes: list[str] = []
+    if c.driver is None:
+        notes.append("driver unknown: plans are not checked against a driver (give --driver)")
+    if not c.gpus:
+        notes.append("no GPU known: plans are not checked against a GPU (give --gpu)")
+    hard = _driver_arch_rule(matrix, c)
+    driver_only: list[tuple[Version, str, tuple[DriverVersion, str]]] = []
+    for release in matrix.vllm_releases:
+        who = f"vllm {release.version}"
+        if not spec.contains(release.version, prereleases=True):
+            continue
+        if c.platform != "linux-x86_64" or release.linux_x86_64_tag is None:
+            excluded.append(Exclusion(who, "platform", c.platform, "linux-x86_64 (the only vLLM wheels in data)"))
+            continue
+        if c.python is not None and not _vllm_python_ok(release, c.python):
+            shown = str(release.requires_python) if release.requires_python else ", ".join(release.python)
+            excluded.append(Exclusion(who, "python", f"Python {_short(c.python)}", shown or "unknown"))
+            continue
+        torch = _pinned_torch(matrix, release)
+        if torch is None or torch.pypi_default_cuda is None:
+            excluded.append(
+                Exclusion(who, "data", f"torch pin {release.torch}", "that torch release in compat/torch.toml")
+            )
+            continue
+        cudas = sorted({v for v in (release.cuda, torch.pypi_default_cuda) if v is not None})
+        problems = list(hard)
+        for cuda in cudas:
+            if c.cuda_ceiling is not None and cuda > c.cuda_ceiling:
+                problems.append(("cuda-ceiling", f"CUDA {_short(cuda)}", f"CUDA <= {c.cuda_ceiling} (--cuda)"))
+            if rule := _driver_rule(matrix, c, cuda):
+                problems.append(rule)
+        torch_variant = f"cu{torch.pypi_default_cuda.major}{torch.pypi_default_cuda.minor}"
+        archs = matrix.torch_arch_list(torch.version, torch_variant)
+        floor = release.min_compute_capability
+        if c.gpus and floor is None:
+            # vLLM states a minimum compute capability in every release's docs; where compat data does not
+            # have it for this release, support for the GPU cannot be verified, so the release is not planned.
+            excluded.append(
+                Exclusion(who, "data", "minimum compute capability not in compat/vllm.toml", "a sourced minimum")
+            )
+            continue
+        for gpu in c.gpus:
+            if floor is not None and _cc_tuple(gpu.compute_capability) < _cc_tuple(floor):
+                problems.append(("vllm-min-compute-capability", f"{gpu.name}: {gpu.compute_capability}", f">= {floor}"))
+            elif rule := _gpu_rule(matrix, archs, torch.pypi_default_cuda, gpu):
+                problems.append((rule[0], rule[1], f"{rule[2]} (the torch {torch.version} it pins)"))
+        if problems:
+            excluded.extend(Exclusion(who, r, o, q) for r, o, q in problems)
+            if {r for r, _o, _q in problems} <= _DRIVER_RULES:
+                needs = [n for n in (_needed_driver(matrix, c, cuda) for cuda in cudas) if n]
+                if needs:
+                    driver_only.append((release.version, who, max(needs, key=lambda n: n[0])))
+            continue
+        plans.append(
+            _vllm_plan(c, release, torch, cudas, archs, floor_known=release.min_compute_capability is not None)
+        )
+    ranked = sorted(plans, key=lambda item: item[0], reverse=True)
+    chosen = tuple(plan for _key, plan in ranked[:limit])
+    advice: tuple[str, ...] = ()
+    if not chosen:
+        found = _advice(c, excluded, "vLLM", driver_only)
+        if any(e.rule == "vllm-min-compute-capability" for e in excluded) and not driver_only:
+            best = suggest_torch(matrix, c, limit=1)
+            gpus = ", ".join(f"{g.compute_capability}" for g in c.gpus)
+            tail = (
+                f"; the newest torch that does is {best.plans[0].packages[0][1]} ({best.plans[0].variant})"
+                if best.plans
+                else ""
+            )
+            found = [f"no vLLM release in compat data supports compute capability {gpus}{tail}"]
+        advice = tuple(found)
+    return Suggestion("vllm", requirement or "vllm", chosen, tuple(excluded), advice, tuple(notes))
+
+
+def _vllm_python_ok(release, python: Version) -> bool:  # type: ignore[no-untyped-def]
+    if release.requires_python is not None and not release.requires_python.contains(python, prereleases=True):
+        return False
+    if release.abi3 and release.python:
+        return (python.major, python.minor) >= tuple(int(p) for p in release.python[0].split("."))
+    return not release.python or _short(python) in release.python
+
+
+def _pinned_torch(matrix: CompatMatrix, release) -> TorchRelease | None:  # type: ignore[no-untyped-def]
+    if release.torch is None:
+        return None
+    fitting = [t for t in matrix.torch_releases if release.torch.contains(t.version, prereleases=True)]
+    return max(fitting, key=lambda t: t.version) if fitting else None
+
+
+def _vllm_plan(c, release, torch, cudas, archs, *, floor_known: bool) -> tuple[tuple, Plan]:  # type: ignore[no-untyped-def]
+    pins = (("vllm", str(release.version)),)
+    cuda = cudas[-1]
+    why = [
+        f"vllm {release.version} pins torch {torch.version}, whose PyPI wheel is built for CUDA "
+        f"{_short(torch.pypi_default_cuda)}"
+        + (f"; vLLM's own kernels for CUDA {_short(release.cuda)}" if release.cuda else "")
+    ]
+    caveats = []
+    native = c.driver_cuda is not None and (cuda.major, cuda.minor) <= (c.driver_cuda.major, c.driver_cuda.minor)
+    if c.driver is not None:
+        why.append(
+            f"driver {c.driver} supports CUDA {c.driver_cuda}" if native else
+            f"driver {c.driver} runs CUDA {cuda.major}.x through minor-version compatibility"
+        )  # fmt: skip
+    if c.gpus:
+        if floor_known:
+            why.append(f"every GPU meets vLLM's minimum compute capability {release.min_compute_capability}")
+        else:
+            caveats.append(f"vLLM {release.version}'s minimum compute capability is not in compat data")
+        if archs is None:
+            caveats.append(f"the GPU architecture list of torch {torch.version}'s PyPI wheel is not in compat data")
+    if c.installed_torch is not None and Version(c.installed_torch.public) != torch.version:
+        caveats.append(f"replaces the installed torch {c.installed_torch} with {torch.version} (vLLM pins it)")
+    commands = (_install_line("pip", pins, None), _install_line("uv", pins, None))
+    plan = Plan("vllm", pins, "pypi", cuda, None, commands, tuple(why), tuple(caveats))
+    verified = (floor_known and archs is not None) or not c.gpus
+    return (verified, release.version, native), plan

@@ -144,7 +144,7 @@ def test_cli_nothing_fits_exits_1():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--target", "tensorflow"], "suggest plans torch so far"),
+        (["--target", "tensorflow"], "suggest plans torch and vllm so far"),
         (["--target", "torch>>2"], "not a requirement"),
         (["--target", "torch", "--gpu", "Voodoo"], "--gpu 'Voodoo'"),
         (["--target", "torch", "--platform", "solaris"], "--platform 'solaris'"),
@@ -155,3 +155,54 @@ def test_cli_usage_errors(args, message):
     result = _run(*args)
     assert result.exit_code == 2
     assert message in result.stderr
+
+
+# --- vLLM ----------------------------------------------------------------------------------------------
+
+from cudadoctor.suggest import suggest_vllm  # noqa: E402
+
+
+def test_vllm_on_driver_535_and_h100_is_the_newest_release_for_cuda_12():
+    s = suggest_vllm(M, _c("535.104.05", ("H100", "9.0"), python="3.11"))
+    assert s.plans
+    newest_cuda12 = max(
+        r.version
+        for r in M.vllm_releases
+        if r.cuda is not None
+        and r.cuda.major == 12
+        and r.min_compute_capability is not None
+        and (r.requires_python is None or r.requires_python.contains("3.11"))
+    )
+    assert s.plans[0].packages == (("vllm", str(newest_cuda12)),)
+    # Every CUDA 13 release is excluded by the driver's floor for CUDA 13.x.
+    cuda13 = {f"vllm {r.version}" for r in M.vllm_releases if r.cuda is not None and r.cuda.major == 13}
+    assert cuda13 and cuda13 <= {e.candidate for e in s.excluded if e.rule == "driver-floor"}
+
+
+def test_vllm_on_pascal_nothing_fits_and_the_torch_alternative_is_named():
+    s = suggest_vllm(M, _c("580.95.05", ("GTX 1080 Ti", "6.1")))
+    assert s.plans == ()
+    assert s.advice[0].startswith("no vLLM release in compat data supports compute capability 6.1; the newest torch")
+    assert "(cu126)" in s.advice[0]
+
+
+def test_vllm_b200_on_550_names_the_driver_upgrade():
+    s = suggest_vllm(M, _c("550.54.15", ("B200", "10.0")))
+    assert s.plans == ()
+    assert s.advice[0].startswith("upgrade the NVIDIA driver to branch R570 or newer (for B200): then vllm ")
+
+
+def test_vllm_python_range_and_platform():
+    s = suggest_vllm(M, _c("580.95.05", ("H200", "9.0"), python="3.9"))
+    for plan in s.plans:
+        release = next(r for r in M.vllm_releases if str(r.version) == plan.packages[0][1])
+        assert release.requires_python is None or release.requires_python.contains("3.9")
+    arm = suggest_vllm(M, _c("580.95.05", ("GH200", "9.0"), platform="linux-aarch64"))
+    assert arm.plans == () and {e.rule for e in arm.excluded} == {"platform"}
+
+
+def test_vllm_plan_says_it_replaces_the_installed_torch():
+    c = _c("580.95.05", ("H200", "9.0"), installed_torch=Version("2.11.0+cu130"), installed_torch_variant="cu130")
+    s = suggest_vllm(M, c, "vllm==0.33.0")
+    assert s.plans[0].packages == (("vllm", "0.33.0"),)
+    assert "replaces the installed torch 2.11.0+cu130 with 2.14.0 (vLLM pins it)" in s.plans[0].caveats

@@ -11,7 +11,7 @@ pure: the CLI gathers the constraints and prints the result.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -69,6 +69,8 @@ class Plan:
     why: tuple[str, ...]
     caveats: tuple[str, ...] = ()
     keeps_installed: bool = False
+    #: container images that fit the plan and the host, each with why
+    images: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,7 @@ def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *
                 continue
             plans.append(_torch_plan(matrix, c, release, candidate_variant, cuda, index_url, label, archs))
     ranked = sorted(plans, key=lambda item: item[0], reverse=True)
-    chosen = tuple(plan for _key, plan in ranked[:limit])
+    chosen = tuple(_with_images(matrix, c, plan) for _key, plan in ranked[:limit])
     advice = () if chosen else tuple(_advice(c, excluded, "torch", driver_only))
     return Suggestion("torch", requirement or "torch", chosen, tuple(excluded), advice, tuple(notes))
 
@@ -417,7 +419,7 @@ def suggest_vllm(matrix: CompatMatrix, c: Constraints, requirement: str = "", *,
             _vllm_plan(c, release, torch, cudas, archs, floor_known=release.min_compute_capability is not None)
         )
     ranked = sorted(plans, key=lambda item: item[0], reverse=True)
-    chosen = tuple(plan for _key, plan in ranked[:limit])
+    chosen = tuple(_with_images(matrix, c, plan) for _key, plan in ranked[:limit])
     advice: tuple[str, ...] = ()
     if not chosen:
         found = _advice(c, excluded, "vLLM", driver_only)
@@ -477,3 +479,52 @@ def _vllm_plan(c, release, torch, cudas, archs, *, floor_known: bool) -> tuple[t
     plan = Plan("vllm", pins, "pypi", cuda, None, commands, tuple(why), tuple(caveats))
     verified = (floor_known and archs is not None) or not c.gpus
     return (verified, release.version, native), plan
+
+
+_OS_PREFERENCE = ("ubuntu24.04", "ubuntu22.04", "ubuntu20.04")
+
+
+def _with_images(matrix: CompatMatrix, c: Constraints, plan: Plan) -> Plan:
+    """The plan with the container images (from compat/images.toml) that fit it and the host's driver.
+
+    An nvidia/cuda image sets NVIDIA_REQUIRE_CUDA=cuda>=X.Y (doctor-anchors §8, seen in the 13.0.2
+    image): the driver's own CUDA must be at least the image's, unless cuda-compat applies. pip wheels
+    bring their own CUDA runtime, so the image only has to run on the host.
+    """
+    images: list[tuple[str, str]] = []
+    data = matrix.table("images")
+    if plan.cuda is not None:
+        fitting = []
+        for tag in data.get("nvidia_cuda_tag", []):
+            cuda = Version(tag["cuda"])
+            if tag.get("flavour") != "runtime" or tag.get("variant") or tag.get("os") not in _OS_PREFERENCE:
+                continue
+            if cuda.major != plan.cuda.major or (cuda.major, cuda.minor) > (plan.cuda.major, plan.cuda.minor):
+                continue
+            if c.driver_cuda is not None and (cuda.major, cuda.minor) > (c.driver_cuda.major, c.driver_cuda.minor):
+                continue
+            fitting.append((cuda, -_OS_PREFERENCE.index(tag["os"]), tag["tag"]))
+        if fitting:
+            cuda, _os, tag = max(fitting)
+            why = f"CUDA {cuda} runtime base (requires a driver with CUDA >= {_short(cuda)}"
+            why += f"; this one has {c.driver_cuda})" if c.driver_cuda else ")"
+            images.append((f"nvidia/cuda:{tag}", why))
+    for name, version in plan.packages:
+        if name == "torch":
+            for record in data.get("pytorch_image", []):
+                if record.get("torch") == version and record.get("flavour") == "runtime":
+                    images.append(
+                        (f"pytorch/pytorch:{record['tag']}", f"torch {version} with CUDA {record.get('cuda')}")
+                    )
+        if name == "vllm":
+            known = [r for r in data.get("vllm_image", []) if r.get("vllm") == version]
+            if known:
+                images.append((f"vllm/vllm-openai:{known[0]['tag']}", f"the vLLM {version} image"))
+            elif data.get("vllm_image_scheme"):
+                images.append(
+                    (
+                        f"vllm/vllm-openai:v{version}",
+                        "from vLLM's documented tag scheme (v<version>); its CUDA is not in data",
+                    )
+                )
+    return replace(plan, images=tuple(images))

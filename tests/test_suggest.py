@@ -206,3 +206,13 @@ def test_vllm_plan_says_it_replaces_the_installed_torch():
     s = suggest_vllm(M, c, "vllm==0.33.0")
     assert s.plans[0].packages == (("vllm", "0.33.0"),)
     assert "replaces the installed torch 2.11.0+cu130 with 2.14.0 (vLLM pins it)" in s.plans[0].caveats
+
+
+def test_plans_name_images_that_run_on_the_host():
+    s = suggest_torch(M, _c("550.54.15", ("H100", "9.0"), python="3.11"))
+    images = dict(s.plans[0].images)
+    (base,) = [i for i in images if i.startswith("nvidia/cuda:")]
+    assert base.startswith("nvidia/cuda:12.4.") and base.endswith("-runtime-ubuntu22.04")
+    assert "requires a driver with CUDA >= 12.4; this one has 12.4" in images[base]
+    v = suggest_vllm(M, _c("580.95.05", ("H100", "9.0"), python="3.11"), "vllm==0.33.0")
+    assert ("vllm/vllm-openai:v0.33.0") in dict(v.plans[0].images)

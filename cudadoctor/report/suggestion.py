@@ -36,6 +36,9 @@ def render_suggestion_text(s: Suggestion, c: Constraints, *, verbose: bool = Fal
         out.extend(f"  caveat: {w}" for w in plan.caveats)
         out.append("  install:")
         out.extend(f"    $ {cmd}" for cmd in plan.commands)
+        if plan.images:
+            out.append("  images:")
+            out.extend(f"    {image}  ({why})" for image, why in plan.images)
         out.append("")
     if not s.plans:
         out.append("Nothing fits.")

@@ -168,18 +168,28 @@ def _torch_pins(release: TorchRelease) -> tuple[tuple[str, str], ...]:
     return tuple(pins)
 
 
-def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
-    """Plans for torch (with matching torchvision/torchaudio), best first, and every exclusion."""
-    spec = SpecifierSet(requirement.removeprefix("torch").strip()) if requirement else SpecifierSet()
-    plans: list[tuple[tuple, Plan]] = []
-    excluded: list[Exclusion] = []
+#: (release, candidate, the driver it needs) of candidates that fail only for the driver
+_DriverOnly = list[tuple[Version, str, tuple[DriverVersion, str]]]
+
+
+def _start(target: str, matrix: CompatMatrix, c: Constraints, requirement: str):  # type: ignore[no-untyped-def]
+    """What every planner starts with: the version filter, empty results, the notes about unknowns,
+    and the rules that exclude every candidate whatever the build (a driver older than a GPU)."""
+    spec = SpecifierSet(requirement.removeprefix(target).strip()) if requirement else SpecifierSet()
     notes: list[str] = []
     if c.driver is None:
         notes.append("driver unknown: plans are not checked against a driver (give --driver)")
     if not c.gpus:
-        notes.append("no GPU known: plans are not checked against a GPU architecture (give --gpu)")
-    hard = _driver_arch_rule(matrix, c)
-    driver_only: list[tuple[Version, str, tuple[DriverVersion, str]]] = []  # (release, candidate, driver needed)
+        notes.append("no GPU known: plans are not checked against a GPU (give --gpu)")
+    plans: list[tuple[tuple, Plan]] = []
+    excluded: list[Exclusion] = []
+    driver_only: _DriverOnly = []
+    return spec, plans, excluded, notes, _driver_arch_rule(matrix, c), driver_only
+
+
+def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
+    """Plans for torch (with matching torchvision/torchaudio), best first, and every exclusion."""
+    spec, plans, excluded, notes, hard, driver_only = _start("torch", matrix, c, requirement)
     for release in matrix.torch_releases:
         name = f"torch {release.version}"
         if not spec.contains(release.version, prereleases=True):
@@ -359,16 +369,7 @@ def _cc_tuple(cc: str) -> tuple[int, int]:
 
 def suggest_vllm(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
     """Plans for vLLM: its wheel pulls the torch it pins from PyPI, so both must fit the machine."""
-    spec = SpecifierSet(requirement.removeprefix("vllm").strip()) if requirement else SpecifierSet()
-    plans: list[tuple[tuple, Plan]] = []
-    excluded: list[Exclusion] = []
-    notes: list[str] = []
-    if c.driver is None:
-        notes.append("driver unknown: plans are not checked against a driver (give --driver)")
-    if not c.gpus:
-        notes.append("no GPU known: plans are not checked against a GPU (give --gpu)")
-    hard = _driver_arch_rule(matrix, c)
-    driver_only: list[tuple[Version, str, tuple[DriverVersion, str]]] = []
+    spec, plans, excluded, notes, hard, driver_only = _start("vllm", matrix, c, requirement)
     for release in matrix.vllm_releases:
         who = f"vllm {release.version}"
         if not spec.contains(release.version, prereleases=True):

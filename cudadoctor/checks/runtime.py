@@ -647,8 +647,6 @@ class CD804(Check):
 
 # --- CD805 ----------------------------------------------------------------------------------------
 
-_ARCH = re.compile(r"(sm|compute)_(\d+)(\d)([af]?)")
-
 
 def arch_runs_on(entry: str, compute_capability: str, families: dict[str, tuple[str, ...]] | None = None) -> str | None:
     """How code for ``entry`` (``sm_90``, ``sm_90a``, ``sm_100f``, ``compute_80``) runs on a GPU.

@@ -46,12 +46,35 @@ __all__ = [
 #: ``-cu11``/``-cu12`` suffix. Source: the extras of the ``cuda-toolkit`` 13.0.2 meta-package
 #: (captured METADATA, doctor-anchors §15.9). cuDNN, NCCL, NVSHMEM and cuSPARSELt are separate
 #: products and reported elsewhere.
-CTK_WHEEL_COMPONENTS = frozenset({
-    "cublas", "cuda-cccl", "cuda-crt", "cuda-culibos", "cuda-cupti", "cuda-cuxxfilt", "cuda-nvcc",
-    "cuda-nvrtc", "cuda-opencl", "cuda-profiler-api", "cuda-runtime", "cuda-sanitizer-api", "cufft",
-    "cufile", "curand", "cusolver", "cusparse", "npp", "nvfatbin", "nvjitlink", "nvjpeg",
-    "nvml-dev", "nvptxcompiler", "nvtx", "nvvm",
-})
+CTK_WHEEL_COMPONENTS = frozenset(
+    {
+        "cublas",
+        "cuda-cccl",
+        "cuda-crt",
+        "cuda-culibos",
+        "cuda-cupti",
+        "cuda-cuxxfilt",
+        "cuda-nvcc",
+        "cuda-nvrtc",
+        "cuda-opencl",
+        "cuda-profiler-api",
+        "cuda-runtime",
+        "cuda-sanitizer-api",
+        "cufft",
+        "cufile",
+        "curand",
+        "cusolver",
+        "cusparse",
+        "npp",
+        "nvfatbin",
+        "nvjitlink",
+        "nvjpeg",
+        "nvml-dev",
+        "nvptxcompiler",
+        "nvtx",
+        "nvvm",
+    }
+)
 
 _CU_SUFFIX = re.compile(r"-cu(\d+)$")
 _TRIPLETS = ("x86_64-linux-gnu", "aarch64-linux-gnu")
@@ -247,20 +270,6 @@ def _resolve(ctx: ProbeContext, path: str) -> str | None:
         return None
 
 
-def _is_file(ctx: ProbeContext, path: str) -> bool:
-    try:
-        return ctx.fs.is_file(path)
-    except OSError:  # a link loop inside an image root
-        return False
-
-
-def _is_dir(ctx: ProbeContext, path: str) -> bool:
-    try:
-        return ctx.fs.is_dir(path)
-    except OSError:
-        return False
-
-
 def _read(ctx: ProbeContext, probe: str, path: str) -> str | None:
     try:
         return ctx.fs.read_text(path)
@@ -321,8 +330,11 @@ def _read_dist(ctx: ProbeContext, site: str, path: str) -> _Dist | None:
     try:
         parsed = Version(version or "")
     except InvalidVersion:
-        ctx.fail("libraries", f"METADATA {problem or 'has an invalid Version'}; no version in the "
-                 "dist-info name either", metadata)
+        ctx.fail(
+            "libraries",
+            f"METADATA {problem or 'has an invalid Version'}; no version in the dist-info name either",
+            metadata,
+        )
         return None
     if problem is not None:
         ctx.fail("libraries", f"METADATA {problem}; version taken from the dist-info name", metadata)
@@ -345,7 +357,7 @@ def _component_base(name: str) -> tuple[str, int | None] | None:
     """``nvidia-cublas-cu12`` -> ``("cublas", 12)``; ``nvidia-cublas`` -> ``("cublas", None)``."""
     if not name.startswith("nvidia-"):
         return None
-    base = name[len("nvidia-"):]
+    base = name[len("nvidia-") :]
     major = None
     match = _CU_SUFFIX.search(base)
     if match:
@@ -356,7 +368,7 @@ def _component_base(name: str) -> tuple[str, int | None] | None:
 
 def _unified_dir(ctx: ProbeContext, site: str) -> str | None:
     """The one ``nvidia/cuNN`` directory of the CUDA 13 layout in ``site``, when there is one."""
-    dirs = [d for d in ctx.fs.glob(posixpath.join(site, "nvidia"), "cu[0-9]*") if _is_dir(ctx, d)]
+    dirs = [d for d in ctx.fs.glob(posixpath.join(site, "nvidia"), "cu[0-9]*") if ctx.fs.is_dir(d)]
     return dirs[0] if len(dirs) == 1 else None
 
 
@@ -395,7 +407,7 @@ def probe_cuda_wheels(ctx: ProbeContext) -> CudaWheels | None:
             lib_dir = posixpath.join(unified, "lib") if unified else None
             if unified:
                 layouts[dist.name] = posixpath.basename(unified)
-        if lib_dir is not None and not _is_dir(ctx, lib_dir):
+        if lib_dir is not None and not ctx.fs.is_dir(lib_dir):
             lib_dir = None
         components.append(WheelComponent(dist.name, dist.version, lib_dir, dist.source))
     if not components and toolkit_meta is None:
@@ -508,8 +520,10 @@ class _Places:
         self.conda_prefix = prefix if self.conda else None
         self.toolkits = [real for _root, real, _ways in toolkit.install_roots(ctx)]
         self.tarballs = [
-            real for directory, pattern in spec.tarballs for path in ctx.fs.glob(directory, pattern)
-            if _is_dir(ctx, path) and (real := _resolve(ctx, path))
+            real
+            for directory, pattern in spec.tarballs
+            for path in ctx.fs.glob(directory, pattern)
+            if ctx.fs.is_dir(path) and (real := _resolve(ctx, path))
         ]
 
     def classify(self, real: str) -> tuple[str, str]:
@@ -547,7 +561,7 @@ def _header_items(ctx: ProbeContext, spec: _Spec, places: _Places) -> Iterable[_
     seen: set[str] = set()
     for directory in _header_dirs(ctx, spec, places):
         for tier in spec.headers:
-            paths = [p for pattern in tier for p in ctx.fs.glob(directory, pattern) if _is_file(ctx, p)]
+            paths = [p for pattern in tier for p in ctx.fs.glob(directory, pattern) if ctx.fs.is_file(p)]
             for path in paths:
                 real = _resolve(ctx, path)
                 if real is None or real in seen:
@@ -558,8 +572,7 @@ def _header_items(ctx: ProbeContext, spec: _Spec, places: _Places) -> Iterable[_
                     continue
                 version = spec.parse(text)
                 if version is None:
-                    ctx.fail(spec.library, f"no {spec.library} version macros in {posixpath.basename(path)}",
-                             path)
+                    ctx.fail(spec.library, f"no {spec.library} version macros in {posixpath.basename(path)}", path)
                     continue
                 origin, owner = places.classify(real)
                 yield _Item("header", origin, owner, version, path, Source(SourceKind.FILE, path))
@@ -572,7 +585,7 @@ def _lib_items(ctx: ProbeContext, spec: _Spec, places: _Places) -> Iterable[_Ite
     conda_dirs = [posixpath.join(places.conda_prefix, "lib")] if places.conda_prefix else []
     dirs = [*pip_dirs, *conda_dirs, *loader.search_dirs(ctx)]
     for path in loader.find_in_dirs(ctx, dirs, spec.lib_pattern):
-        if not _is_file(ctx, path):
+        if not ctx.fs.is_file(path):
             ctx.fail(spec.library, "dangling or looping symbolic link", path)
             continue
         real = _resolve(ctx, path) or path
@@ -595,8 +608,9 @@ def _meta_items(ctx: ProbeContext, spec: _Spec, places: _Places) -> Iterable[_It
         if not spec.dist.match(dist.name):
             continue
         site_real = _resolve(ctx, dist.site) or dist.site
-        yield _Item("meta", "pip", site_real, dist.version, dist.path, dist.source, dist.name,
-                    major=_cuda_major_of(dist.name))
+        yield _Item(
+            "meta", "pip", site_real, dist.version, dist.path, dist.source, dist.name, major=_cuda_major_of(dist.name)
+        )
     if places.conda_prefix and places.conda:
         meta_dir = posixpath.join(places.conda_prefix, "conda-meta")
         for name in spec.conda_names:
@@ -627,10 +641,12 @@ def _copies(ctx: ProbeContext, spec: _Spec) -> tuple[LibraryCopy, ...]:
         if item.version is not None:
             matches = [k for k in groups if k[:3] == (item.origin, item.owner, _vkey(item.version))]
         else:  # a SONAME-major name joins the copies of that major in the same place
-            matches = [k for k in groups if k[:2] == (item.origin, item.owner)
-                       and isinstance(k[2], tuple) and k[2][0] == item.major]
-        for key in matches or [(item.origin, item.owner, _vkey(item.version) if item.version else None,
-                                None)]:
+            matches = [
+                k
+                for k in groups
+                if k[:2] == (item.origin, item.owner) and isinstance(k[2], tuple) and k[2][0] == item.major
+            ]
+        for key in matches or [(item.origin, item.owner, _vkey(item.version) if item.version else None, None)]:
             add(key, item)
     copies = [_copy(spec, group) for group in groups.values()]
     copies.sort(key=lambda c: _ORIGIN_ORDER.index(c.origin))
@@ -694,6 +710,14 @@ def probe_tensorrt(ctx: ProbeContext) -> tuple[LibraryCopy, ...]:
     copies = list(_copies(ctx, _TENSORRT))
     for dist in _dists(ctx):
         if dist.name == "tensorrt-llm":
-            copies.append(LibraryCopy(library="tensorrt-llm", version=dist.version, origin="pip",
-                                      path=dist.path, source=dist.source, distribution=dist.name))
+            copies.append(
+                LibraryCopy(
+                    library="tensorrt-llm",
+                    version=dist.version,
+                    origin="pip",
+                    path=dist.path,
+                    source=dist.source,
+                    distribution=dist.name,
+                )
+            )
     return tuple(copies)

@@ -154,20 +154,6 @@ def parse_nvcc_version(text: str) -> tuple[Version, Version] | None:
 # --- file checks ----------------------------------------------------------------------------------
 
 
-def _is_file(ctx: ProbeContext, path: str) -> bool:
-    try:
-        return ctx.fs.is_file(path)
-    except OSError:  # RootFS raises ELOOP for a link loop inside an image root
-        return False
-
-
-def _is_dir(ctx: ProbeContext, path: str) -> bool:
-    try:
-        return ctx.fs.is_dir(path)
-    except OSError:
-        return False
-
-
 # --- nvcc -----------------------------------------------------------------------------------------
 
 
@@ -179,7 +165,7 @@ def _first_nvcc(ctx: ProbeContext) -> str | None:
             if not directory.startswith("/"):
                 continue  # "" and relative entries depend on the caller's working directory
             candidate = posixpath.join(posixpath.normpath(directory), "nvcc")
-            if _is_file(ctx, candidate):
+            if ctx.fs.is_file(candidate):
                 return candidate
         return None
 
@@ -247,18 +233,17 @@ def _candidates(ctx: ProbeContext) -> list[tuple[str, str]]:
 
 
 def _looks_like_conda_cuda(ctx: ProbeContext, prefix: str) -> bool:
-    if _is_file(ctx, posixpath.join(prefix, "bin", "nvcc")):
+    if ctx.fs.is_file(posixpath.join(prefix, "bin", "nvcc")):
         return True
     return any(
-        _is_dir(ctx, posixpath.join(prefix, "targets", target))
-        for target in _CONDA_TARGETS.get(ctx.machine, ())
+        ctx.fs.is_dir(posixpath.join(prefix, "targets", target)) for target in _CONDA_TARGETS.get(ctx.machine, ())
     )
 
 
 def _has_version_file(ctx: ProbeContext, root: str) -> bool:
     paths = [posixpath.join(root, "version.json"), posixpath.join(root, "version.txt")]
     paths += [posixpath.join(d, "cuda.h") for d in include_dirs(ctx, root)]
-    return any(_is_file(ctx, path) for path in paths)
+    return any(ctx.fs.is_file(path) for path in paths)
 
 
 def install_roots(ctx: ProbeContext) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
@@ -275,7 +260,7 @@ def install_roots(ctx: ProbeContext) -> tuple[tuple[str, str, tuple[str, ...]], 
             except OSError as exc:
                 ctx.fail(_PROBE, f"{how}: cannot resolve {path}: {exc.strerror or exc}", path)
                 continue
-            if not _is_dir(ctx, real):
+            if not ctx.fs.is_dir(real):
                 if how in ("CUDA_HOME", "CUDA_PATH"):
                     ctx.fail(_PROBE, f"{how}={path}: no such directory", path)
                 continue
@@ -294,7 +279,7 @@ def include_dirs(ctx: ProbeContext, real_root: str) -> list[str]:
     dirs = [posixpath.join(real_root, "include")]
     for target in ctx.fs.glob(posixpath.join(real_root, "targets"), "*"):
         dirs.append(posixpath.join(target, "include"))
-    return [d for d in dirs if _is_dir(ctx, d)]
+    return [d for d in dirs if ctx.fs.is_dir(d)]
 
 
 # --- versions -------------------------------------------------------------------------------------
@@ -311,7 +296,7 @@ def _read(ctx: ProbeContext, path: str, probe: str = _PROBE) -> str | None:
 
 def _toolkit_version(ctx: ProbeContext, real: str) -> tuple[Version | None, Source | None]:
     path = posixpath.join(real, "version.json")
-    if _is_file(ctx, path):
+    if ctx.fs.is_file(path):
         text = _read(ctx, path)
         if text is not None:
             parsed = parse_version_json(text)
@@ -319,7 +304,7 @@ def _toolkit_version(ctx: ProbeContext, real: str) -> tuple[Version | None, Sour
                 return parsed[0], Source(SourceKind.FILE, f"{path}#{parsed[1]}")
             ctx.fail(_PROBE, "version.json: not JSON with a cuda_cudart, cuda_nvcc or cuda version", path)
     path = posixpath.join(real, "version.txt")
-    if _is_file(ctx, path):
+    if ctx.fs.is_file(path):
         text = _read(ctx, path)
         if text is not None:
             version = parse_version_txt(text)
@@ -329,7 +314,7 @@ def _toolkit_version(ctx: ProbeContext, real: str) -> tuple[Version | None, Sour
     seen: set[str] = set()
     for path in (posixpath.join(d, "cuda.h") for d in include_dirs(ctx, real)):
         # include/ is usually a link to targets/<arch>/include: read each real file once
-        if not _is_file(ctx, path):
+        if not ctx.fs.is_file(path):
             continue
         header = ctx.fs.resolve(path)  # cannot loop: is_file just resolved it
         if header in seen:
@@ -376,12 +361,14 @@ def _probe_toolkits(ctx: ProbeContext) -> tuple[ToolkitInstall, ...]:
         version, source = _toolkit_version(ctx, real)
         if version is None:
             ctx.fail(_PROBE, "no version.json, version.txt or cuda.h with a version", real)
-        installs.append(ToolkitInstall(
-            root=root,
-            version=version,
-            source=source,
-            found_via=ways,
-            nvcc_version=nvcc.version if nvcc is not None and real == nvcc_root else None,
-            real_path=real,
-        ))
+        installs.append(
+            ToolkitInstall(
+                root=root,
+                version=version,
+                source=source,
+                found_via=ways,
+                nvcc_version=nvcc.version if nvcc is not None and real == nvcc_root else None,
+                real_path=real,
+            )
+        )
     return tuple(installs)

@@ -41,6 +41,7 @@ __all__ = [
     "TorchVariant",
     "VllmRelease",
     "compat_dir",
+    "data_as_of",
     "load_table",
     "table_names",
     "validate_meta",
@@ -453,7 +454,12 @@ def load_table(name: str, *, validate: bool = False) -> dict[str, Any]:
     problems = validate_table(where, data) if validate else validate_meta(where, data)
     if problems:
         raise CompatDataError(f"{len(problems)} problem(s) in compat data: " + "; ".join(problems))
+    _LOADED_DATES[name] = data["meta"]["updated"]
     return data
+
+
+#: ``meta.updated`` of each table loaded in this process, for the reports' "data as of" line.
+_LOADED_DATES: dict[str, Any] = {}
 
 
 # --- typed views ----------------------------------------------------------------------------------
@@ -667,3 +673,9 @@ class CompatMatrix:
             )
             for r in self.table("vllm").get("release", [])
         )
+
+
+def data_as_of() -> datetime.date | None:
+    """The oldest ``meta.updated`` among the compat tables this run has loaded (None when none was)."""
+    dates = [d for d in _LOADED_DATES.values() if isinstance(d, datetime.date)]
+    return min(dates) if dates else None

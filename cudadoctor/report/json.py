@@ -31,7 +31,15 @@ def report_document(facts: Facts, findings: list[Finding] | None = None, *, exit
         ],
         "findings": [encode(f) for f in findings or []],
         "exit_code": exit_code,
+        "compat_data_as_of": _as_of(),
     }
+
+
+def _as_of() -> str | None:
+    from cudadoctor.matrix import data_as_of
+
+    date = data_as_of()
+    return date.isoformat() if date else None
 
 
 def render_json(facts: Facts, findings: list[Finding] | None = None, *, exit_code: int = 0) -> str:

@@ -90,6 +90,14 @@ def render_text(
             + "); run with -v for the reasons.",
             highlight=False,
         )
+    from cudadoctor.matrix import data_as_of
+
+    as_of = data_as_of()
+    if as_of is not None and findings:
+        console.print(
+            f"[dim]compatibility data as of {as_of} (cudadoctor {facts.tool_version or ''})[/dim]".replace(" )", ")"),
+            highlight=False,
+        )
     probes = {k: v for k, v in facts.timings.items() if k != "total"}
     if verbose and probes:
         slowest = max(probes, key=lambda k: probes[k])

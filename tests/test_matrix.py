@@ -93,3 +93,42 @@ def test_minor_version_compatibility_floors():
 def test_min_driver_for_cuda():
     assert str(M.min_driver_for_cuda(Version("12.4"))) == "550.54.14"
     assert str(M.min_driver_for_cuda(Version("13.0"))) == "580.65.06"
+
+
+# --- consistency across tables ------------------------------------------------------------------------
+
+
+def test_every_vllm_torch_pin_exists_in_the_torch_table():
+    versions = [t.version for t in M.torch_releases]
+    missing = [
+        f"vllm {r.version}: torch{r.torch}"
+        for r in M.vllm_releases
+        if r.torch is not None and r.version >= Version("0.4.0") and not any(r.torch.contains(v) for v in versions)
+        # torch 2.0 is the oldest release the torch table covers (issue scope: 2.0 to newest)
+        and not all(s.version < "2.0" for s in r.torch if s.operator == "==")
+    ]
+    assert missing == []
+
+
+def test_every_torch_variant_cuda_is_in_the_driver_table():
+    majors_minors = {(r.version.major, r.version.minor) for r in M.cuda_releases}
+    for variant in M.torch_variants.values():
+        if variant.cuda is not None:
+            assert (variant.cuda.major, variant.cuda.minor) in majors_minors, variant.tag
+    for release in M.torch_releases:
+        for cuda in (release.pypi_default_cuda, release.pypi_aarch64_cuda):
+            if cuda is not None:
+                assert (cuda.major, cuda.minor) in majors_minors, release.version
+
+
+def test_every_torch_release_variant_is_defined():
+    for release in M.torch_releases:
+        assert set(release.variants) <= set(M.torch_variants), release.version
+
+
+def test_gpu_models_name_known_architectures():
+    from cudadoctor.gpu_models import load_models
+
+    known = set(M.gpu_archs)
+    unknown = {m.compute_capability for m in load_models()} - known
+    assert unknown == set()

@@ -53,7 +53,9 @@ def _image_root(tmp_path) -> str:
     dist = site / "torch-2.5.1.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text(metadata)
-    for name, version in re.findall(r"^Requires-Dist: (nvidia-[\w-]+) \(==([\d.]+)\)", metadata, flags=re.MULTILINE):
+    # What `pip install torch==2.5.1` brings along: every wheel it pins (nvidia-*, triton).
+    pinned = r"^Requires-Dist: (nvidia-[\w-]+|triton) \(==([\d.]+)\)"
+    for name, version in re.findall(pinned, metadata, flags=re.MULTILINE):
         wheel = site / f"{name.replace('-', '_')}-{version}.dist-info"
         wheel.mkdir()
         (wheel / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
@@ -153,3 +155,30 @@ def test_project_settings_ignore_and_require(tmp_path, monkeypatch):
     (tmp_path / ".cudadoctor.toml").write_text('fail_on = "warning"\n')
     bad = _run(["check", "--from", str(snap)])
     assert bad.exit_code == 2 and "unknown setting(s) fail_on" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    "driver",
+    ["550.54.15", "535.104.05"],  # CUDA 12.4 natively; 12.2 + minor-version compatibility for a cu124 build
+    ids=["native", "minor-version-compatibility"],
+)
+def test_a_healthy_cuda12_machine_has_no_errors_or_warnings(image, driver):
+    root, env_file, _argv, _args = image
+    result = _run(
+        ["check"],
+        "--root",
+        root,
+        "--env-file",
+        env_file,
+        "--assume-driver",
+        driver,
+        "--assume-gpu",
+        "H100",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["facts"]["packages"]["torch"]["cuda_build"] == "12.4"
+    assert [f for f in doc["findings"] if f["status"] not in ("ok", "skip")] == []
+    assert {f["code"]: f["status"] for f in doc["findings"]}["CD111"] == "ok"

@@ -3,15 +3,20 @@
 # CD7xx: container and environment
 #   CD701  the image's NVIDIA_REQUIRE_* requirements are met by this driver and these GPUs
 #   CD702  NVIDIA_DISABLE_REQUIRE is spelled the way the NVIDIA Container Toolkit reads it
+#   CD703  the image's CUDA_VERSION / NV_CUDNN_VERSION / NCCL_VERSION agree with what is installed
 
 from __future__ import annotations
 
+import re
+
+from packaging.version import InvalidVersion, Version
+
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.findings import Problem, Remediation, Status
-from cudadoctor.model import DriverInfo, GpuInfo, HostInfo
+from cudadoctor.model import DriverInfo, Facts, GpuInfo, HostInfo
 from cudadoctor.nvreq import RequirementError, brand_token, evaluate, parse_requirement
 
-__all__ = ["CD701", "CD702"]
+__all__ = ["CD701", "CD702", "CD703"]
 
 _TRUE = {"1", "true", "yes", "on", "t", "y"}
 
@@ -123,4 +128,64 @@ class CD702(Check):
             "the setting has no effect",
             {"NVIDIA_DISABLE_REQUIRES": env["NVIDIA_DISABLE_REQUIRES"]},
             Remediation("Rename it.", (f"export NVIDIA_DISABLE_REQUIRE={env['NVIDIA_DISABLE_REQUIRES']}",)),
+        )
+
+
+#: Image variables that describe what the image's packages installed (nvidia/cuda images), and the
+#: library copy each one describes.
+_IMAGE_CLAIMS = (("CUDA_VERSION", "toolkit"), ("NV_CUDNN_VERSION", "cudnn"), ("NCCL_VERSION", "nccl"))
+
+
+def _claimed(value: str) -> Version | None:
+    match = re.match(r"(\d+(?:\.\d+){1,3})", value.strip())
+    try:
+        return Version(match.group(1)) if match else None
+    except InvalidVersion:
+        return None
+
+
+def _same(claim: Version, found: Version) -> bool:
+    """9.14.0.64 claims the same as 9.14.0 (a file name keeps three parts): compare the common prefix."""
+    n = min(len(claim.release), len(found.release))
+    return claim.release[:n] == found.release[:n]
+
+
+class CD703(Check):
+    """The image's version variables agree with what is installed.
+
+    What it checks: CUDA_VERSION, NV_CUDNN_VERSION and NCCL_VERSION (set by nvidia/cuda images) against the
+    system toolkit, cuDNN and NCCL cudadoctor found; pip wheels are not what these variables describe.
+
+    Why it matters: after a package upgrade or removal in a derived image these variables keep describing the
+    base image, and tools and people that trust them (vLLM's collect-env prints NCCL_VERSION) report the wrong
+    version.
+
+    How to fix: update or unset the variable in the Dockerfile (ENV), or reinstall the version it names.
+    """
+
+    name = "image-env-matches-installed"
+    category = "host"
+    severity = Status.WARN
+
+    def check(self, host: HostInfo, facts: Facts) -> Problem | None:
+        env = {v.name: v.value for v in host.env}
+        found_by_kind = {
+            "toolkit": [t.version for t in facts.toolkits if t.version is not None],
+            "cudnn": [c.version for c in facts.cudnn if c.origin == "system" and c.version is not None],
+            "nccl": [c.version for c in facts.nccl if c.origin == "system" and c.version is not None],
+        }
+        drift = {}
+        for name, kind in _IMAGE_CLAIMS:
+            claim = _claimed(env.get(name, ""))
+            found = found_by_kind[kind]
+            if claim is None or not found:
+                continue
+            if not any(_same(claim, f) for f in found):
+                drift[name] = f"says {env[name]}, installed: {', '.join(str(f) for f in found)}"
+        if not drift:
+            return None
+        return Problem(
+            "image variables contradict what is installed: " + "; ".join(f"{k} {v}" for k, v in drift.items()),
+            drift,
+            Remediation("Update or unset these ENV lines in the Dockerfile.", ()),
         )

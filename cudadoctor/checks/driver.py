@@ -5,6 +5,7 @@
 #   CD102  no cuda-compat libcuda older than the kernel module on the search path
 #   CD103  the loader does not pick the toolkit's stub libcuda
 #   CD104  CUDA_VISIBLE_DEVICES leaves at least one GPU visible
+#   CD105  forward compatibility only on GPUs that support it
 #   CD111  the driver can run the CUDA major the frameworks were built for
 #   CD112  every GPU is still supported by that CUDA major
 #   CD113  the installed torch build has GPU code for every GPU (its published arch list)
@@ -509,4 +510,46 @@ class CD114(Check):
             + " needs",
             {f"GPU {g.index}": f"{g.name}: {a.name} needs driver branch R{a.min_driver_branch}+" for g, a in too_old},
             Remediation(f"Upgrade the NVIDIA driver to the R{needed} branch or newer.", ()),
+        )
+
+
+class CD105(Check):
+    """Forward compatibility (a newer cuda-compat libcuda) is only used on GPUs that support it.
+
+    What it checks: whether the loader picks a cuda-compat libcuda newer than the kernel module (forward
+    compatibility) while a GeForce GPU is present (compat/gpus.toml segment).
+
+    Why it matters: NVIDIA supports forward compatibility on data-center GPUs (and select NGC-ready RTX and
+    Jetson parts) only; elsewhere cuInit fails with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804).
+
+    How to fix: take the cuda-compat directory off the loader's path and upgrade the driver itself to one
+    that supports the CUDA version, or use an image built for the CUDA version the driver supports.
+    """
+
+    name = "forward-compat-on-supported-gpu"
+    category = "driver"
+    live_only = True
+
+    def check(self, driver: DriverInfo, gpus: tuple[GpuInfo, ...]) -> Problem | None:
+        loaded = _loaded_file(driver)
+        kernel = driver.kernel_module.version if driver.kernel_module else None
+        if loaded is None or loaded.kind != "compat" or loaded.version is None or kernel is None:
+            return None
+        if loaded.version <= kernel:
+            return None  # not forward compatibility (CD102 judges an older copy)
+        from cudadoctor import gpu_models
+
+        table = gpu_models.load_models()
+        consumer = []
+        for gpu in gpus:
+            model = gpu_models.lookup(gpu.name, table)
+            if model is not None and model.segment == "geforce":
+                consumer.append(gpu)
+        if not consumer:
+            return None
+        return Problem(
+            f"the loader picks cuda-compat libcuda {loaded.version} (forward compatibility over driver {kernel}), "
+            f"which GeForce GPUs do not support ({', '.join(g.name for g in consumer)}): cuInit fails with 804",
+            {"compat libcuda": loaded.path, "GPU": consumer[0].name},
+            Remediation("Remove the compat directory from the loader's path and upgrade the driver instead.", ()),
         )

@@ -2,6 +2,7 @@
 
 # CD9xx: cudadoctor
 #   CD901  every --require assertion holds
+#   CD902  the compatibility data is recent
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ from packaging.version import Version
 from cudadoctor.checks._base import Check
 from cudadoctor.checks.driver import effective_cuda
 from cudadoctor.errors import UsageError
-from cudadoctor.findings import Problem, Remediation
+from cudadoctor.findings import Problem, Remediation, Status
 from cudadoctor.matrix import CompatMatrix
 from cudadoctor.model import Facts
 
-__all__ = ["CD901", "Assertion", "parse_assertion"]
+__all__ = ["CD901", "CD902", "STALE_AFTER_DAYS", "Assertion", "parse_assertion"]
 
 #: Names that are not packages: the CUDA version applications get, and the driver's version.
 _SPECIAL = ("cuda", "driver")
@@ -100,3 +101,48 @@ class CD901(Check):
             evidence,
             Remediation("Install what the assertion names, or fix the assertion.", tuple(commands)),
         )
+
+
+#: Compatibility data older than this many days earns a warning: torch and vLLM release monthly.
+STALE_AFTER_DAYS = 180
+
+
+class CD902(Check):
+    """The compatibility data is recent.
+
+    What it checks: the as-of date of the compatibility data this cudadoctor ships (compat/*.toml), against
+    today; a refreshed index cache (`cudadoctor update`) counts too.
+
+    Why it matters: torch, vLLM and NVIDIA ship releases every month; old data cannot know a new release's
+    pins, CUDA variants or drivers, so suggestions go stale and new releases look unknown.
+
+    How to fix: run `cudadoctor update`, or upgrade cudadoctor.
+    """
+
+    name = "compat-data-recent"
+    category = "host"
+    severity = Status.WARN
+
+    def check(self, matrix: CompatMatrix) -> Problem | None:
+        import datetime
+
+        updated = [matrix.table(n)["meta"]["updated"] for n in ("cuda", "torch", "vllm")]
+        oldest = min(updated)
+        newest_cache = _cache_date()
+        as_of = max(oldest, newest_cache) if newest_cache else oldest
+        age = (datetime.date.today() - as_of).days
+        if age <= STALE_AFTER_DAYS:
+            return None
+        return Problem(
+            f"the compatibility data is {age} days old (as of {as_of}); releases since then are unknown to it",
+            {"compat data": str(oldest), "index cache": str(newest_cache) if newest_cache else "none"},
+            Remediation("Refresh it.", ("cudadoctor update",)),
+        )
+
+
+def _cache_date():  # type: ignore[no-untyped-def]
+    """The date of the index cache written by `cudadoctor update`, or None."""
+    from cudadoctor.update import default_cache_dir, load_cache
+
+    data, _warning = load_cache(default_cache_dir())
+    return data.updated if data is not None else None

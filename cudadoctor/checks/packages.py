@@ -3,16 +3,24 @@
 # CD4xx: Python packages
 #   CD401  every pinned dependency between the examined packages is installed at the pinned version
 #   CD402  torch is a CUDA build where an NVIDIA GPU is present
+#   CD403  JAX's CUDA plugin matches jaxlib; the cuDNN wheel meets the plugin's minimum
+# CD5xx: vLLM
+#   CD501  every GPU meets the installed vLLM's minimum compute capability
 
 from __future__ import annotations
 
+import re
+
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import Version
 
-from cudadoctor.checks._base import Check
+from cudadoctor.checks._base import Check, Skip
 from cudadoctor.findings import Problem, Remediation, Status
+from cudadoctor.matrix import CompatMatrix
 from cudadoctor.model import GpuInfo, InstalledPackage
+from cudadoctor.probes.packages import is_interesting
 
-__all__ = ["CD401", "CD402", "unmet_requirements"]
+__all__ = ["CD401", "CD402", "CD403", "CD501", "unmet_requirements"]
 
 
 def unmet_requirements(
@@ -31,9 +39,13 @@ def unmet_requirements(
             except InvalidRequirement:
                 continue
             target = packages.get(_canonical(req.name))
-            if target is None or not req.specifier:
+            if target is None:
+                # Missing altogether: judged only for names the package probe looks for, so a
+                # dependency it never scans is not reported as missing.
+                if is_interesting(_canonical(req.name)) and req.specifier:
+                    unmet.append((dependent, req, None))
                 continue
-            if not req.specifier.contains(target.version, prereleases=True):
+            if req.specifier and not req.specifier.contains(target.version, prereleases=True):
                 unmet.append((dependent, req, target))
     return unmet
 
@@ -64,7 +76,11 @@ class CD401(Check):
         unmet = unmet_requirements(packages)
         if not unmet:
             return None
-        lines = [f"{d.name} {d.version} requires {r}, but {t.name} {t.version} is installed" for d, r, t in unmet]
+        lines = [
+            f"{d.name} {d.version} requires {r}, but "
+            + (f"{t.name} {t.version} is installed" if t is not None else "it is not installed")
+            for d, r, t in unmet
+        ]
         pins = sorted({f"{r.name}{r.specifier}" for _d, r, _t in unmet})
         return Problem(
             "; ".join(lines),
@@ -108,4 +124,88 @@ class CD402(Check):
                 (),
             ),
             status=Status.WARN if variant == "cpu" else Status.FAIL,
+        )
+
+
+class CD403(Check):
+    """JAX's CUDA plugin matches jaxlib, and the cuDNN wheel meets the plugin's minimum.
+
+    What it checks: the jax-cudaNN-plugin / -pjrt version against jaxlib's (they are released together and
+    must be equal), and the installed nvidia-cudnn-cuNN wheel against the minimum the plugin release asks for
+    (compat/ecosystem.toml, from the plugin's Requires-Dist).
+
+    Why it matters: a plugin from another jaxlib release fails to load, and JAX silently falls back to the CPU
+    ("An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed"); a cuDNN below
+    the minimum fails at the first convolution. JAX's own cuDNN version check has compared the wrong units since
+    2024 (doctor-anchors §9), so it does not catch this.
+
+    How to fix: install matching versions: pip install -U "jax[cuda13]" (or cuda12).
+    """
+
+    name = "jax-plugin-matches-jaxlib"
+    category = "python"
+
+    def check(self, packages: dict[str, InstalledPackage], matrix: CompatMatrix) -> Problem | None:
+        jaxlib = packages.get("jaxlib")
+        plugins = [p for n, p in packages.items() if re.fullmatch(r"jax-cuda\d+-(plugin|pjrt)", n)]
+        if jaxlib is None or not plugins:
+            raise Skip("JAX's CUDA plugin is not installed")
+        problems = [
+            f"{p.name} {p.version} does not match jaxlib {jaxlib.version}"
+            for p in plugins
+            if p.version != jaxlib.version
+        ]
+        record = next(
+            (r for r in matrix.table("ecosystem").get("jax", []) if Version(r["version"]) == jaxlib.version), None
+        )
+        for plugin in plugins:
+            major = re.search(r"cuda(\d+)", plugin.name).group(1)  # type: ignore[union-attr]
+            minimum = (record or {}).get("min_cudnn", {}).get(f"cuda{major}")
+            cudnn = packages.get(f"nvidia-cudnn-cu{major}")
+            if minimum and cudnn is not None and cudnn.version < Version(minimum) and plugin.name.endswith("plugin"):
+                problems.append(
+                    f"nvidia-cudnn-cu{major} {cudnn.version} is below {minimum}, the minimum of {plugin.name}"
+                )
+        if not problems:
+            return None
+        major = re.search(r"cuda(\d+)", plugins[0].name).group(1)  # type: ignore[union-attr]
+        return Problem(
+            "; ".join(problems),
+            {"jaxlib": str(jaxlib.version), **{p.name: str(p.version) for p in plugins}},
+            Remediation("Install matching JAX packages.", (f"python -m pip install -U 'jax[cuda{major}]'",)),
+        )
+
+
+class CD501(Check):
+    """Every GPU meets the installed vLLM release's minimum compute capability.
+
+    What it checks: each GPU's compute capability against the minimum vLLM states for the installed release
+    (compat/vllm.toml). Skipped where the data has no minimum for that release.
+
+    Why it matters: below the floor vLLM's kernels are not built for the GPU: it fails at start-up or at the
+    first attention kernel, whatever torch says.
+
+    How to fix: run vLLM on a GPU that meets the floor; `cudadoctor suggest --target vllm` says what fits.
+    """
+
+    name = "vllm-compute-capability-floor"
+    category = "python"
+
+    def check(self, vllm: InstalledPackage, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix) -> Problem | None:
+        release = next((r for r in matrix.vllm_releases if r.version == Version(vllm.version.public)), None)
+        if release is None or release.min_compute_capability is None:
+            raise Skip(f"no minimum compute capability for vLLM {vllm.version} in compat/vllm.toml")
+        floor = tuple(int(x) for x in release.min_compute_capability.split("."))
+        below = [
+            g
+            for g in gpus
+            if g.compute_capability and tuple(int(x) for x in g.compute_capability.rstrip("af").split(".")) < floor
+        ]
+        if not below:
+            return None
+        return Problem(
+            f"vLLM {vllm.version} needs compute capability {release.min_compute_capability} or higher; "
+            + ", ".join(f"GPU {g.index} {g.name} is {g.compute_capability}" for g in below),
+            {"vLLM": f"{vllm.version} (minimum {release.min_compute_capability}, compat/vllm.toml)"},
+            Remediation("Use a GPU that meets the floor (cudadoctor suggest --target vllm).", ()),
         )

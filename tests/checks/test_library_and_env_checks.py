@@ -1,0 +1,156 @@
+"""CD105, CD201, CD301-303, CD403, CD501, CD703, CD902 and CD401's missing pins, on the real H200's facts."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import replace
+
+import pytest
+from packaging.version import Version
+
+from cudadoctor.checks import meta
+from cudadoctor.findings import Status
+from cudadoctor.model import (
+    DriverVersion,
+    GpuInfo,
+    InstalledPackage,
+    KernelModule,
+    LibcudaFile,
+    NvccInfo,
+    Source,
+    SourceKind,
+)
+from cudadoctor.testing import run_check
+from tests.checks.conftest import with_env
+
+MD = Source(SourceKind.METADATA, "/site/x.dist-info/METADATA")
+
+
+def _pkg(name: str, version: str, **kw) -> InstalledPackage:
+    return InstalledPackage(name, Version(version), "/site", MD, **kw)
+
+
+@pytest.mark.parametrize("code", ["CD105", "CD201", "CD301", "CD302", "CD303", "CD403", "CD703", "CD902"])
+def test_healthy_h200_is_clean(h200, code):
+    assert run_check(code, h200).status in (Status.OK, Status.SKIP)
+
+
+def test_cd201_nvcc_major_differs_from_torch(h200):
+    nvcc = NvccInfo(
+        "/usr/local/cuda-12.4/bin/nvcc", Version("12.4"), Version("12.4.131"), Source(SourceKind.COMMAND, "nvcc")
+    )
+    finding = run_check("CD201", replace(h200, nvcc=nvcc))
+    assert finding.status is Status.WARN
+    assert "nvcc on PATH is CUDA 12.4" in finding.message and "torch was built with CUDA 13.0" in finding.message
+    minor = replace(nvcc, release=Version("13.1"), version=Version("13.1.80"))
+    assert run_check("CD201", replace(h200, nvcc=minor)).status is Status.OK
+
+
+def test_cd301_cu12_and_cu13_of_one_library(h200):
+    packages = {**h200.packages, "nvidia-cudnn-cu12": _pkg("nvidia-cudnn-cu12", "9.1.0.70")}
+    finding = run_check("CD301", replace(h200, packages=packages))
+    assert finding.status is Status.WARN
+    assert "nvidia-cudnn-cu12 9.1.0.70 and nvidia-cudnn-cu13 9.19.0.56" in finding.message
+    runtime12 = {**h200.packages, "nvidia-cuda-runtime-cu12": _pkg("nvidia-cuda-runtime-cu12", "12.4.127")}
+    assert (
+        "nvidia-cuda-runtime-cu12 12.4.127 and nvidia-cuda-runtime 13.0.96"
+        in run_check("CD301", replace(h200, packages=runtime12)).message
+    )
+
+
+def test_cd302_system_cudnn_on_ld_library_path_shadows_the_pin(h200):
+    facts = with_env(h200, LD_LIBRARY_PATH="/usr/lib/x86_64-linux-gnu:/usr/local/nvidia/lib64")
+    system = next(c for c in facts.cudnn if c.origin == "system")
+    moved = replace(system, lib_paths=("/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0",))
+    facts = replace(facts, cudnn=tuple(moved if c is system else c for c in facts.cudnn))
+    finding = run_check("CD302", facts)
+    assert finding.status is Status.WARN
+    assert (
+        "cuDNN 9.14.0 in /usr/lib/x86_64-linux-gnu (on LD_LIBRARY_PATH) is loaded before the cuDNN 9.19.0.56"
+        in finding.message
+    )
+    # In the ld cache only (not LD_LIBRARY_PATH): torch's RUNPATH wins, nothing to report.
+    assert run_check("CD302", replace(facts, host=h200.host)).status is Status.OK
+
+
+def test_cd303_cupy_without_its_cuda_major(h200):
+    packages = {**h200.packages, "cupy-cuda12x": _pkg("cupy-cuda12x", "13.3.0")}
+    finding = run_check("CD303", replace(h200, packages=packages))
+    assert finding.status is Status.FAIL
+    assert "cupy-cuda12x 13.3.0 needs CUDA 12 libraries, but this environment provides CUDA 13" in finding.message
+    assert finding.remediation.commands == ("python -m pip install 'cupy-cuda12x[ctk]'",)
+
+
+def test_cd403_plugin_and_jaxlib_mismatch(h200):
+    plugin = replace(h200.packages["jax-cuda13-plugin"], version=Version("0.11.1"))
+    finding = run_check("CD403", replace(h200, packages={**h200.packages, "jax-cuda13-plugin": plugin}))
+    assert finding.status is Status.FAIL
+    assert "jax-cuda13-plugin 0.11.1 does not match jaxlib 0.11.2" in finding.message
+    assert finding.remediation.commands == ("python -m pip install -U 'jax[cuda13]'",)
+
+
+def test_cd403_cudnn_below_the_plugins_minimum(h200):
+    cudnn = replace(h200.packages["nvidia-cudnn-cu13"], version=Version("9.10.0.1"))
+    finding = run_check("CD403", replace(h200, packages={**h200.packages, "nvidia-cudnn-cu13": cudnn}))
+    assert "nvidia-cudnn-cu13 9.10.0.1 is below 9.12.0.46, the minimum of jax-cuda13-plugin" in finding.message
+
+
+def test_cd501_vllm_below_its_floor(h200):
+    packages = {**h200.packages, "vllm": _pkg("vllm", "0.33.0")}
+    facts = replace(h200, packages=packages, gpus=(GpuInfo(0, "Tesla V100-SXM2-16GB", "7.0", MD),))
+    finding = run_check("CD501", facts)
+    assert finding.status is Status.FAIL
+    assert finding.message.startswith("vLLM 0.33.0 needs compute capability 7.5 or higher; GPU 0 Tesla V100")
+    assert run_check("CD501", replace(facts, gpus=h200.gpus)).status is Status.OK
+    unknown = {**h200.packages, "vllm": _pkg("vllm", "0.4.0")}
+    assert run_check("CD501", replace(facts, packages=unknown)).status is Status.SKIP
+
+
+def test_cd703_image_env_contradicts_installed(h200):
+    assert run_check("CD703", h200).status is Status.OK  # NV_CUDNN_VERSION 9.14.0.64 vs apt 9.14.0: agrees
+    finding = run_check("CD703", with_env(h200, NCCL_VERSION="2.21.5-1"))
+    assert finding.status is Status.WARN
+    assert "NCCL_VERSION says 2.21.5-1, installed: 2.28.3" in finding.message
+
+
+def test_cd105_forward_compat_on_geforce(h200):
+    compat = "/usr/local/cuda-13.0/compat/libcuda.so.580.95.05"
+    driver = replace(
+        h200.driver,
+        kernel_module=KernelModule(DriverVersion("550.54.15"), "open", "x86_64", Source(SourceKind.FILE, "/proc")),
+        libcuda_files=(LibcudaFile(compat, DriverVersion("580.95.05"), "compat", True),),
+        loaded_libcuda=compat,
+    )
+    geforce = (GpuInfo(0, "NVIDIA GeForce RTX 4090", "8.9", MD),)
+    finding = run_check("CD105", replace(h200, driver=driver, gpus=geforce))
+    assert finding.status is Status.FAIL and "cuInit fails with 804" in finding.message
+    assert run_check("CD105", replace(h200, driver=driver)).status is Status.OK  # H200: data center
+
+
+def test_cd902_data_age(h200, monkeypatch):
+    assert run_check("CD902", h200).status is Status.OK
+    monkeypatch.setattr(meta, "_cache_date", lambda: None)
+
+    class _Later(datetime.date):
+        @classmethod
+        def today(cls):
+            return datetime.date(2027, 12, 1)
+
+    monkeypatch.setattr(datetime, "date", _Later)
+    finding = run_check("CD902", h200)
+    assert finding.status is Status.WARN
+    assert finding.remediation.commands == ("cudadoctor update",)
+
+
+def test_cd401_pinned_wheel_not_installed(h200):
+    packages = {n: p for n, p in h200.packages.items() if n != "nvidia-nccl-cu13"}
+    finding = run_check("CD401", replace(h200, packages=packages))
+    assert finding.status is Status.FAIL
+    assert (
+        "torch 2.11.0 requires nvidia-nccl-cu13==2.28.9" in finding.message and "it is not installed" in finding.message
+    )
+
+
+def test_no_false_alarm_for_unscanned_dependencies(h200):
+    # torch also requires sympy, filelock ...: never scanned, never reported missing.
+    assert "sympy" not in run_check("CD401", h200).message

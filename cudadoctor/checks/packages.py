@@ -4,6 +4,7 @@
 #   CD401  every pinned dependency between the examined packages is installed at the pinned version
 #   CD402  torch is a CUDA build where an NVIDIA GPU is present
 #   CD403  JAX's CUDA plugin matches jaxlib; the cuDNN wheel meets the plugin's minimum
+#   CD404  the installed torch and vLLM releases publish wheels for this Python
 # CD5xx: vLLM
 #   CD501  every GPU meets the installed vLLM's minimum compute capability
 
@@ -17,10 +18,10 @@ from packaging.version import Version
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.findings import Problem, Remediation, Status
 from cudadoctor.matrix import CompatMatrix
-from cudadoctor.model import GpuInfo, InstalledPackage
+from cudadoctor.model import GpuInfo, InstalledPackage, PythonEnv
 from cudadoctor.probes.packages import is_interesting
 
-__all__ = ["CD401", "CD402", "CD403", "CD501", "unmet_requirements"]
+__all__ = ["CD401", "CD402", "CD403", "CD404", "CD501", "unmet_requirements"]
 
 
 def unmet_requirements(
@@ -208,4 +209,50 @@ class CD501(Check):
             + ", ".join(f"GPU {g.index} {g.name} is {g.compute_capability}" for g in below),
             {"vLLM": f"{vllm.version} (minimum {release.min_compute_capability}, compat/vllm.toml)"},
             Remediation("Use a GPU that meets the floor (cudadoctor suggest --target vllm).", ()),
+        )
+
+
+class CD404(Check):
+    """The installed torch and vLLM releases publish wheels for this Python version.
+
+    What it checks: the examined interpreter's Python version against the CPython versions the installed torch
+    and vLLM releases have wheels for on the package index (compat/torch.toml, compat/vllm.toml).
+
+    Why it matters: without a wheel, pip builds from source (hours, and usually without the CUDA kernels) or
+    resolves to an older release; an environment that has the release anyway was built by hand and will not
+    reinstall the same way.
+
+    How to fix: use a Python version the release has wheels for, or a release that has wheels for this Python
+    (cudadoctor suggest --target torch).
+    """
+
+    name = "python-has-wheels"
+    category = "python"
+    severity = Status.WARN
+
+    def check(self, python: PythonEnv, packages: dict[str, InstalledPackage], matrix: CompatMatrix) -> Problem | None:
+        if python.version is None:
+            raise Skip("the Python version is unknown")
+        short = f"{python.version.major}.{python.version.minor}"
+        missing = []
+        torch = packages.get("torch")
+        if torch is not None:
+            release = matrix.torch_release(torch.version)
+            if release is not None and release.python and short not in release.python:
+                missing.append(f"torch {release.version} has wheels for Python {', '.join(release.python)}")
+        vllm = packages.get("vllm")
+        if vllm is not None:
+            release = next((r for r in matrix.vllm_releases if r.version == Version(vllm.version.public)), None)
+            if (
+                release is not None
+                and release.requires_python is not None
+                and not release.requires_python.contains(python.version, prereleases=True)
+            ):
+                missing.append(f"vLLM {release.version} requires Python {release.requires_python}")
+        if not missing:
+            return None
+        return Problem(
+            f"Python {short}: " + "; ".join(missing),
+            {"python": f"{python.version} ({python.executable})"},
+            Remediation("Use a Python version with wheels for these releases.", ()),
         )

@@ -154,3 +154,11 @@ def test_cd401_pinned_wheel_not_installed(h200):
 def test_no_false_alarm_for_unscanned_dependencies(h200):
     # torch also requires sympy, filelock ...: never scanned, never reported missing.
     assert "sympy" not in run_check("CD401", h200).message
+
+
+def test_cd404_python_without_wheels(h200):
+    assert run_check("CD404", h200).status is Status.OK  # torch 2.11.0 has cp312 wheels
+    python = replace(h200.python, version=Version("3.9.18"))
+    finding = run_check("CD404", replace(h200, python=python))
+    assert finding.status is Status.WARN
+    assert finding.message.startswith("Python 3.9: torch 2.11.0 has wheels for Python 3.10, 3.11, 3.12, 3.13, 3.14")

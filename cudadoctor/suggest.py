@@ -291,6 +291,8 @@ def _torch_plan(
         caveats.append(f"the {variant} build's GPU architecture list for {release.version} is not in compat data")
     if len(pins) < 3:
         caveats.append("matching torchvision/torchaudio versions are not all in compat data; pin them yourself")
+    if release.derived:
+        caveats.append(f"torch {release.version} is known from the package index ({release.derived}), not curated data")
     keeps = (
         c.installed_torch is not None
         and Version(c.installed_torch.public) == release.version
@@ -474,6 +476,8 @@ def _vllm_plan(c, release, torch, cudas, archs, *, floor_known: bool) -> tuple[t
             caveats.append(f"vLLM {release.version}'s minimum compute capability is not in compat data")
         if archs is None:
             caveats.append(f"the GPU architecture list of torch {torch.version}'s PyPI wheel is not in compat data")
+    if release.derived:
+        caveats.append(f"vLLM {release.version} is known from the package index ({release.derived}), not curated data")
     if c.installed_torch is not None and Version(c.installed_torch.public) != torch.version:
         caveats.append(f"replaces the installed torch {c.installed_torch} with {torch.version} (vLLM pins it)")
     commands = (_install_line("pip", pins, None), _install_line("uv", pins, None))

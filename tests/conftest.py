@@ -96,6 +96,12 @@ def runner() -> FakeRunner:
 
 
 @pytest.fixture(autouse=True)
+def _no_user_cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Tests never read the user's `cudadoctor update` cache: results depend on shipped data only."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
+@pytest.fixture(autouse=True)
 def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rendering tests must not depend on the caller's colour settings or terminal width."""
     for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "TERM"):

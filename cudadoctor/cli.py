@@ -417,7 +417,8 @@ def suggest(
             "--target",
             "-t",
             metavar="TARGET",
-            help="What to install: torch or vllm, optionally with a requirement ('torch>=2.6', 'vllm==0.30.0').",
+            help="What to install: torch, vllm, jax or tensorrt, optionally with a requirement ('torch>=2.6', "
+            "'vllm==0.30.0').",
         ),
     ],
     driver: Annotated[
@@ -466,14 +467,14 @@ def suggest(
         render_suggestion_json,
         render_suggestion_text,
     )
-    from cudadoctor.suggest import suggest_torch, suggest_vllm
+    from cudadoctor.suggest import suggest_jax, suggest_tensorrt, suggest_torch, suggest_vllm
 
     name = re.split(r"[<>=!~ \[]", target.strip(), maxsplit=1)[0].lower()
-    planners = {"torch": suggest_torch, "vllm": suggest_vllm}
+    planners = {"torch": suggest_torch, "vllm": suggest_vllm, "jax": suggest_jax, "tensorrt": suggest_tensorrt}
     if name not in planners:
         raise UsageError(
-            f"--target {target!r}: suggest plans {' and '.join(planners)} so far "
-            "(tensorrt, jax, tensorflow, cupy and onnxruntime-gpu are not planned yet)"
+            f"--target {target!r}: suggest plans {', '.join(planners)} "
+            "(tensorflow, cupy and onnxruntime-gpu are not planned yet)"
         )
     matrix = CompatMatrix()
     constraints = _constraints(matrix, driver, gpu or [], python_version, platform_name, cuda, probe=not no_probe)

@@ -10,6 +10,7 @@ pure: the CLI gathers the constraints and prints the result.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -20,7 +21,17 @@ from cudadoctor.archs import covers
 from cudadoctor.matrix import CompatMatrix, TorchRelease
 from cudadoctor.model import DriverVersion
 
-__all__ = ["Constraints", "Exclusion", "Gpu", "Plan", "Suggestion", "suggest_torch", "suggest_vllm"]
+__all__ = [
+    "Constraints",
+    "Exclusion",
+    "Gpu",
+    "Plan",
+    "Suggestion",
+    "suggest_jax",
+    "suggest_tensorrt",
+    "suggest_torch",
+    "suggest_vllm",
+]
 
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows")
 
@@ -533,3 +544,110 @@ def _with_images(matrix: CompatMatrix, c: Constraints, plan: Plan) -> Plan:
                     )
                 )
     return replace(plan, images=tuple(images))
+
+
+# --- JAX and TensorRT: one wheel per CUDA major -------------------------------------------------------------
+
+
+def _per_major_plans(
+    target: str,
+    matrix: CompatMatrix,
+    c: Constraints,
+    requirement: str,
+    candidates: list[tuple[Version, str | None, tuple[str, ...], list[tuple[int, str]]]],
+    limit: int,
+) -> Suggestion:
+    """Plans for packages published once per CUDA major (``jax[cuda12]``, ``tensorrt-cu12``).
+
+    ``candidates``: (version, requires-python, python versions, [(CUDA major, package to install)]). The
+    exact CUDA minor of these wheels is not in compat data, so only rules that need the major apply: the
+    driver's floor for that major, the CUDA major that dropped a GPU's architecture, the driver branch a GPU
+    needs, and the Python version. The GPU floor of each package is not in data and is said so.
+    """
+    spec, plans, excluded, notes, hard, driver_only = _start(target, matrix, c, requirement)
+    if c.platform != "linux-x86_64":
+        notes.append(f"{target}: only Linux x86_64 CUDA wheels are in compat data")
+    for version, requires_python, pythons, majors in candidates:
+        who = f"{target} {version}"
+        if not spec.contains(version, prereleases=True):
+            continue
+        if c.platform != "linux-x86_64":
+            excluded.append(Exclusion(who, "platform", c.platform, "linux-x86_64"))
+            continue
+        if c.python is not None and (
+            (requires_python and not SpecifierSet(requires_python).contains(c.python, prereleases=True))
+            or (pythons and _short(c.python) not in pythons)
+        ):
+            excluded.append(
+                Exclusion(who, "python", f"Python {_short(c.python)}", requires_python or ", ".join(pythons))
+            )
+            continue
+        for major, install in sorted(majors, reverse=True):
+            cuda = Version(f"{major}.0")
+            name = f"{who} (CUDA {major})"
+            problems = list(hard)
+            if c.cuda_ceiling is not None and major > c.cuda_ceiling.major:
+                problems.append(("cuda-ceiling", f"CUDA {major}.x", f"CUDA <= {c.cuda_ceiling} (--cuda)"))
+            if rule := _driver_rule(matrix, c, cuda):
+                problems.append(rule)
+            for gpu in c.gpus:
+                rule = _gpu_rule(matrix, None, cuda, gpu)
+                if rule and rule[0] == "cuda-dropped-arch":
+                    problems.append(rule)
+            if problems:
+                excluded.extend(Exclusion(name, r, o, q) for r, o, q in problems)
+                if {r for r, _o, _q in problems} <= _DRIVER_RULES and (needs := _needed_driver(matrix, c, cuda)):
+                    driver_only.append((version, name, needs))
+                continue
+            why = [f"{target} {version} for CUDA {major}.x"]
+            if c.driver is not None:
+                why.append(f"driver {c.driver} runs CUDA {major}.x builds (minor-version compatibility floor met)")
+            caveats = [f"{target}'s minimum GPU compute capability is not in compat data"] if c.gpus else []
+            commands = (f"python -m pip install '{install}=={version}'", f"uv pip install '{install}=={version}'")
+            plan = Plan(
+                target,
+                ((install, str(version)),),
+                f"cuda{major}",
+                Version(f"{major}.0"),
+                None,
+                commands,
+                tuple(why),
+                tuple(caveats),
+            )
+            plans.append(((version, major), plan))
+    ranked = sorted(plans, key=lambda item: item[0], reverse=True)
+    chosen = tuple(plan for _key, plan in ranked[:limit])
+    advice = () if chosen else tuple(_advice(c, excluded, target, driver_only))
+    return Suggestion(target, requirement or target, chosen, tuple(excluded), advice, tuple(notes))
+
+
+def suggest_jax(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
+    """``jax[cudaNN]`` plans from compat/ecosystem.toml (the CUDA plugins published per release)."""
+    candidates = []
+    for r in matrix.table("ecosystem").get("jax", []):
+        if r.get("yanked"):
+            continue
+        majors = []
+        for plugin in r.get("cuda_plugins", []):
+            match = re.fullmatch(r"jax-cuda(\d+)-plugin", plugin)
+            if match:
+                majors.append((int(match.group(1)), f"jax[cuda{match.group(1)}]"))
+        if majors:
+            candidates.append((Version(r["version"]), r.get("requires_python"), (), majors))
+    return _per_major_plans("jax", matrix, c, requirement, candidates, limit)
+
+
+def suggest_tensorrt(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
+    """``tensorrt-cuNN`` plans from compat/tensorrt.toml (the per-CUDA packages published per release)."""
+    candidates = []
+    for r in matrix.table("tensorrt").get("release", []):
+        if r.get("early_access"):
+            continue
+        majors = []
+        for package in r.get("packages", []):
+            match = re.fullmatch(r"tensorrt-cu(\d+)", package)
+            if match:
+                majors.append((int(match.group(1)), package))
+        if majors:
+            candidates.append((Version(r["version"]), r.get("requires_python"), tuple(r.get("python", ())), majors))
+    return _per_major_plans("tensorrt", matrix, c, requirement, candidates, limit)

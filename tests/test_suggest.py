@@ -144,7 +144,7 @@ def test_cli_nothing_fits_exits_1():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--target", "tensorflow"], "suggest plans torch and vllm so far"),
+        (["--target", "tensorflow"], "suggest plans torch, vllm, jax, tensorrt"),
         (["--target", "torch>>2"], "not a requirement"),
         (["--target", "torch", "--gpu", "Voodoo"], "--gpu 'Voodoo'"),
         (["--target", "torch", "--platform", "solaris"], "--platform 'solaris'"),
@@ -216,3 +216,40 @@ def test_plans_name_images_that_run_on_the_host():
     assert "requires a driver with CUDA >= 12.4; this one has 12.4" in images[base]
     v = suggest_vllm(M, _c("580.95.05", ("H100", "9.0"), python="3.11"), "vllm==0.33.0")
     assert ("vllm/vllm-openai:v0.33.0") in dict(v.plans[0].images)
+
+
+# --- JAX and TensorRT ------------------------------------------------------------------------------------
+
+from cudadoctor.suggest import suggest_jax, suggest_tensorrt  # noqa: E402
+
+
+def test_jax_picks_the_plugin_for_the_drivers_cuda_major():
+    s = suggest_jax(M, _c("550.54.15", ("H100", "9.0")))
+    assert s.plans and all(p.packages[0][0] == "jax[cuda12]" for p in s.plans)
+    assert any(e.rule == "driver-floor" and "(CUDA 13)" in e.candidate for e in s.excluded)
+    new = suggest_jax(M, _c("580.95.05", ("H100", "9.0")))
+    assert new.plans[0].packages[0][0] == "jax[cuda13]"
+    assert new.plans[0].commands[0].startswith("python -m pip install 'jax[cuda13]==")
+
+
+def test_jax_python_floor():
+    from packaging.specifiers import SpecifierSet
+
+    s = suggest_jax(M, _c("580.95.05", ("H100", "9.0"), python="3.9"))
+    assert s.plans
+    for plan in s.plans:
+        record = next(r for r in M.table("ecosystem")["jax"] if r["version"] == plan.packages[0][1])
+        assert SpecifierSet(record["requires_python"]).contains("3.9")
+    newest = M.table("ecosystem")["jax"][0]
+    assert any(e.rule == "python" and e.candidate == f"jax {newest['version']}" for e in s.excluded)
+
+
+def test_tensorrt_never_plans_a_cuda13_package_for_pascal():
+    s = suggest_tensorrt(M, _c("580.95.05", ("GTX 1080 Ti", "6.1")))
+    assert s.plans and all(p.packages[0][0] != "tensorrt-cu13" for p in s.plans)
+    assert any(e.rule == "cuda-dropped-arch" and "(CUDA 13)" in e.candidate for e in s.excluded)
+
+
+def test_tensorrt_on_an_old_driver_names_the_upgrade():
+    s = suggest_tensorrt(M, _c("418.40.04", ("V100", "7.0")))
+    assert s.plans == () and s.advice[0].startswith("upgrade the NVIDIA driver to ")

@@ -417,8 +417,8 @@ def suggest(
             "--target",
             "-t",
             metavar="TARGET",
-            help="What to install: torch, vllm, jax or tensorrt, optionally with a requirement ('torch>=2.6', "
-            "'vllm==0.30.0').",
+            help="What to install: torch, vllm, jax, tensorrt, tensorflow, cupy or onnxruntime-gpu, optionally "
+            "with a requirement ('torch>=2.6', 'vllm==0.30.0').",
         ),
     ],
     driver: Annotated[
@@ -460,6 +460,7 @@ def suggest(
     a flag overrides the probed fact. Plans are ranked: keep a compatible installed torch, then the newest
     release, a CUDA the driver supports natively before one that relies on minor-version compatibility.
     """
+    from cudadoctor import suggest as planner
     from cudadoctor.matrix import CompatMatrix
     from cudadoctor.report.suggestion import (
         render_commands,
@@ -467,15 +468,19 @@ def suggest(
         render_suggestion_json,
         render_suggestion_text,
     )
-    from cudadoctor.suggest import suggest_jax, suggest_tensorrt, suggest_torch, suggest_vllm
 
     name = re.split(r"[<>=!~ \[]", target.strip(), maxsplit=1)[0].lower()
-    planners = {"torch": suggest_torch, "vllm": suggest_vllm, "jax": suggest_jax, "tensorrt": suggest_tensorrt}
+    planners = {
+        "torch": planner.suggest_torch,
+        "vllm": planner.suggest_vllm,
+        "jax": planner.suggest_jax,
+        "tensorrt": planner.suggest_tensorrt,
+        "cupy": planner.suggest_cupy,
+        "onnxruntime-gpu": planner.suggest_onnxruntime_gpu,
+        "tensorflow": planner.suggest_tensorflow,
+    }
     if name not in planners:
-        raise UsageError(
-            f"--target {target!r}: suggest plans {', '.join(planners)} "
-            "(tensorflow, cupy and onnxruntime-gpu are not planned yet)"
-        )
+        raise UsageError(f"--target {target!r}: suggest plans {', '.join(planners)}")
     matrix = CompatMatrix()
     constraints = _constraints(matrix, driver, gpu or [], python_version, platform_name, cuda, probe=not no_probe)
     try:

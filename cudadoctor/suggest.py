@@ -27,7 +27,10 @@ __all__ = [
     "Gpu",
     "Plan",
     "Suggestion",
+    "suggest_cupy",
     "suggest_jax",
+    "suggest_onnxruntime_gpu",
+    "suggest_tensorflow",
     "suggest_tensorrt",
     "suggest_torch",
     "suggest_vllm",
@@ -565,6 +568,8 @@ def _per_major_plans(
     needs, and the Python version. The GPU floor of each package is not in data and is said so.
     """
     spec, plans, excluded, notes, hard, driver_only = _start(target, matrix, c, requirement)
+    if target == "onnxruntime-gpu":  # the requirement names the package, which has a dash
+        spec = SpecifierSet(requirement.removeprefix("onnxruntime-gpu").strip()) if requirement else SpecifierSet()
     if c.platform != "linux-x86_64":
         notes.append(f"{target}: only Linux x86_64 CUDA wheels are in compat data")
     for version, requires_python, pythons, majors in candidates:
@@ -651,3 +656,35 @@ def suggest_tensorrt(matrix: CompatMatrix, c: Constraints, requirement: str = ""
         if majors:
             candidates.append((Version(r["version"]), r.get("requires_python"), tuple(r.get("python", ())), majors))
     return _per_major_plans("tensorrt", matrix, c, requirement, candidates, limit)
+
+
+def suggest_cupy(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
+    """``cupy-cudaNNx`` plans (compat/ecosystem.toml: one package per CUDA major, its newest release)."""
+    candidates = [
+        (Version(r["last_version"]), r.get("latest_requires_python"), (), [(int(r["cuda_major"]), r["package"])])
+        for r in matrix.table("ecosystem").get("cupy", [])
+        if r.get("last_version")
+    ]
+    return _per_major_plans("cupy", matrix, c, requirement, candidates, limit)
+
+
+def suggest_onnxruntime_gpu(
+    matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3
+) -> Suggestion:
+    """``onnxruntime-gpu`` plans (compat/ecosystem.toml: the CUDA major of each release's PyPI wheel)."""
+    candidates = [
+        (Version(r["version"]), r.get("requires_python"), (), [(int(r["cuda_major"]), "onnxruntime-gpu")])
+        for r in matrix.table("ecosystem").get("onnxruntime_gpu", [])
+        if r.get("cuda_major")
+    ]
+    return _per_major_plans("onnxruntime-gpu", matrix, c, requirement, candidates, limit)
+
+
+def suggest_tensorflow(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
+    """``tensorflow[and-cuda]`` plans (compat/ecosystem.toml: the CUDA each release was tested with)."""
+    candidates = [
+        (Version(r["version"]), r.get("requires_python"), (), [(Version(r["cuda"]).major, "tensorflow[and-cuda]")])
+        for r in matrix.table("ecosystem").get("tensorflow", [])
+        if r.get("cuda")
+    ]
+    return _per_major_plans("tensorflow", matrix, c, requirement, candidates, limit)

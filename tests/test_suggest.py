@@ -253,3 +253,14 @@ def test_tensorrt_never_plans_a_cuda13_package_for_pascal():
 def test_tensorrt_on_an_old_driver_names_the_upgrade():
     s = suggest_tensorrt(M, _c("418.40.04", ("V100", "7.0")))
     assert s.plans == () and s.advice[0].startswith("upgrade the NVIDIA driver to ")
+
+
+@pytest.mark.parametrize(
+    ("target", "package"),
+    [("cupy", "cupy-cuda12x"), ("onnxruntime-gpu", "onnxruntime-gpu"), ("tensorflow", "tensorflow[and-cuda]")],
+)
+def test_other_targets_fit_the_drivers_cuda_major(target, package):
+    result = _run("--target", target, "--driver", "550.54.15", "--gpu", "H100", "--python", "3.11", "-f", "json")
+    assert result.exit_code == 0, result.output
+    plans = json.loads(result.stdout)["suggestion"]["plans"]
+    assert plans and all(p["packages"][0][0] == package and p["cuda"].startswith("12.") for p in plans)

@@ -196,6 +196,10 @@ if extra:
     at = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
     sys.path[at:at] = extra
 out.update(probe="framework", framework=name, imported=False, gpu_op=None, reported={})
+import importlib
+def load(module):
+    # Frameworks are imported here, in this child process only, never in cudadoctor's own.
+    return importlib.import_module(module)
 def devices_torch(torch):
     found = []
     for i in range(torch.cuda.device_count()):
@@ -218,7 +222,7 @@ def torch_op(torch):
     torch.cuda.synchronize()
     return value == 16.0
 def run_torch():
-    import torch
+    torch = load("torch")
     out["imported"] = True
     out["version"], out["cuda_runtime"] = torch.__version__, torch.version.cuda
     out["gpu_build"] = torch.version.cuda is not None
@@ -231,17 +235,17 @@ def run_torch():
     out["gpu_op"] = torch_op(torch)
     out["devices"] = devices_torch(torch)
 def run_jax():
-    import jax
+    jax = load("jax")
     out["imported"] = True
     out["version"] = jax.__version__
     try:
-        import jaxlib
+        jaxlib = load("jaxlib")
         out["reported"]["jaxlib"] = getattr(jaxlib, "__version__", None) or jaxlib.version.__version__
     except Exception:
         pass
     stage("versions")
     try:
-        from jax._src.lib import cuda_versions as cv
+        cv = load("jax._src.lib.cuda_versions")
     except Exception:
         cv = None
     for key, fn in (("cuda_runtime", "cuda_runtime_get_version"), ("cuda_runtime_build", "cuda_runtime_build_version"),
@@ -256,11 +260,11 @@ def run_jax():
     out["gpu_build"] = True
     out["devices"] = [{"index": i, "name": d.device_kind, "cc": getattr(d, "compute_capability", None)}
                       for i, d in enumerate(devs)]
-    import jax.numpy as jnp
+    jnp = load("jax.numpy")
     x = jax.device_put(jnp.ones(8), devs[0])
     out["gpu_op"] = float((x * 2).sum().block_until_ready()) == 16.0
 def run_cupy():
-    import cupy
+    cupy = load("cupy")
     out["imported"] = True
     out["version"] = cupy.__version__
     out["gpu_build"] = True
@@ -276,7 +280,7 @@ def run_cupy():
         except Exception:
             pass
     try:
-        from cupy.cuda import nccl
+        nccl = load("cupy.cuda.nccl")
         out["nccl"], out["nccl_build"] = nccl.get_version(), nccl.get_build_version()
     except Exception:
         pass
@@ -291,13 +295,13 @@ def run_cupy():
                       "cc": "%d.%d" % (props["major"], props["minor"])})
     out["devices"] = found
 def with_torch():
-    import torch
+    torch = load("torch")
     out["reported"]["torch"] = torch.__version__
     out["gpu_build"] = torch.version.cuda is not None
     return torch
 def run_vllm():
     torch = with_torch()
-    import vllm._C
+    load("vllm._C")
     out["imported"] = True
     out["version"] = getattr(sys.modules.get("vllm"), "__version__", None)
     stage("gpu")
@@ -314,7 +318,7 @@ def run_vllm():
         out["gpu_op"] = torch_op(torch)
     out["devices"] = devices_torch(torch)
 def run_tensorrt():
-    import tensorrt as trt
+    trt = load("tensorrt")
     out["imported"] = True
     out["version"] = trt.__version__
     out["gpu_build"] = True
@@ -330,8 +334,8 @@ def attention_inputs(torch):
     return torch.randn(1, 8, 2, 64, device="cuda", dtype=torch.float16)
 def run_flash_attn():
     torch = with_torch()
-    import flash_attn
-    from flash_attn import flash_attn_func
+    flash_attn = load("flash_attn")
+    flash_attn_func = flash_attn.flash_attn_func
     out["imported"] = True
     out["version"] = flash_attn.__version__
     stage("gpu")
@@ -343,8 +347,8 @@ def run_flash_attn():
     out["devices"] = devices_torch(torch)
 def run_xformers():
     torch = with_torch()
-    import xformers
-    import xformers.ops
+    xformers = load("xformers")
+    load("xformers.ops")
     out["imported"] = True
     out["version"] = xformers.__version__
     out["reported"]["cpp_library"] = str(getattr(xformers, "_has_cpp_library", None))

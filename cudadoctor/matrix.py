@@ -567,9 +567,14 @@ class CompatMatrix:
         """The `cudadoctor update` cache (``IndexData``) or None; a broken cache is ignored, never fatal."""
         if self._cache_dir is False:
             return None
-        from cudadoctor.update import default_cache_dir, load_cache
+        from cudadoctor.cachedir import cache_file
 
-        data, _warning = load_cache(self._cache_dir if isinstance(self._cache_dir, str) else default_cache_dir())
+        directory = self._cache_dir if isinstance(self._cache_dir, str) else None
+        if not os.path.exists(cache_file(directory)):
+            return None  # the common case: no `cudadoctor update` yet; the update module is never imported
+        from cudadoctor.update import load_cache
+
+        data, _warning = load_cache(os.path.dirname(cache_file(directory)))
         return data
 
     def _derived(self, package: str, curated: set[Version]) -> list[Any]:

@@ -54,6 +54,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor import __version__
+from cudadoctor.cachedir import CACHE_FILE, default_cache_dir
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.pipconfig import PYPI_SIMPLE, IndexConfig, redacted
 
@@ -110,7 +111,6 @@ DEFAULT_PACKAGES: tuple[str, ...] = (
 )
 #: Newest releases per package that a refresh reads (older ones already cached are kept).
 DEFAULT_LIMIT = 40
-CACHE_FILE = "index-releases.json"
 CACHE_KIND = "cudadoctor-index-data"
 SCHEMA_VERSION = 1
 
@@ -293,16 +293,6 @@ class UpdateResult:
 
 
 # --- small helpers ----------------------------------------------------------------------------------
-
-
-def default_cache_dir(env: Mapping[str, str] | None = None) -> str:
-    """``$XDG_CACHE_HOME/cudadoctor``, else ``~/.cache/cudadoctor`` (XDG: a relative value is ignored)."""
-    env = os.environ if env is None else env
-    base = env.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        home = env.get("HOME") or os.path.expanduser("~")
-        base = os.path.join(home, ".cache")
-    return os.path.join(base, "cudadoctor")
 
 
 def is_pin(requirement: str) -> bool:

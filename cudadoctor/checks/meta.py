@@ -126,8 +126,9 @@ class CD902(Check):
     def check(self, matrix: CompatMatrix) -> Problem | None:
         import datetime
 
-        updated = [matrix.table(n)["meta"]["updated"] for n in ("cuda", "torch", "vllm")]
-        oldest = min(updated)
+        # The curated tables are refreshed together; the driver table stands for them (the smallest
+        # file that every report loads anyway).
+        oldest = matrix.table("cuda")["meta"]["updated"]
         newest_cache = _cache_date()
         as_of = max(oldest, newest_cache) if newest_cache else oldest
         age = (datetime.date.today() - as_of).days
@@ -142,7 +143,7 @@ class CD902(Check):
 
 def _cache_date():  # type: ignore[no-untyped-def]
     """The date of the index cache written by `cudadoctor update`, or None."""
-    from cudadoctor.update import default_cache_dir, load_cache
+    from cudadoctor.matrix import CompatMatrix
 
-    data, _warning = load_cache(default_cache_dir())
+    data = CompatMatrix().index_data
     return data.updated if data is not None else None

@@ -131,9 +131,7 @@ def parse_proc_driver_version(text: str) -> KernelModule | None:
         after = tokens.index(anchor) + 1
         if after < len(tokens) and _ARCH.match(tokens[after]) and tokens[after] not in ("Open", "Kernel"):
             arch = tokens[after]
-    return KernelModule(
-        version=version, flavour=flavour, arch=arch, source=Source(SourceKind.FILE, PROC_VERSION)
-    )
+    return KernelModule(version=version, flavour=flavour, arch=arch, source=Source(SourceKind.FILE, PROC_VERSION))
 
 
 @dataclass(frozen=True)

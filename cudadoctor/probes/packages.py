@@ -305,8 +305,9 @@ def _venv_layout(ctx: ProbeContext, executable: str, prefix: str, cfg_path: str,
     )
 
 
-def _filter_sys_path(ctx: ProbeContext, paths: list[str], stdlib_prefixes: tuple[str, ...],
-                     version: Version | None) -> list[str]:
+def _filter_sys_path(
+    ctx: ProbeContext, paths: list[str], stdlib_prefixes: tuple[str, ...], version: Version | None
+) -> list[str]:
     """sys.path without the standard library (it holds no distributions) and non-directories."""
     stdlib = {f"{p}/lib/python{_xy(version)}" for p in stdlib_prefixes} if version else set()
     kept = [
@@ -455,8 +456,15 @@ def _choose(ctx: ProbeContext) -> PythonEnv:
     found = _python_on_path(ctx)
     if found is None:
         ctx.fail(_PROBE, "no python3 or python on the image's PATH", "PATH")
-        return PythonEnv(executable="", version=None, prefix=None, kind="unknown", site_paths=(),
-                         source=Source(SourceKind.ENV, "PATH"), chosen_by="PATH")
+        return PythonEnv(
+            executable="",
+            version=None,
+            prefix=None,
+            kind="unknown",
+            site_paths=(),
+            source=Source(SourceKind.ENV, "PATH"),
+            chosen_by="PATH",
+        )
     return _from_layout(ctx, found, "PATH")
 
 
@@ -493,9 +501,7 @@ class Distribution:
     location: str  #: the site directory holding it
 
 
-_DIST_DIR = re.compile(
-    r"^(?P<name>.+?)(?:-(?P<version>\d[^-]*?)(?:-.*)?)?\.(?:dist-info|egg-info)$", re.IGNORECASE
-)
+_DIST_DIR = re.compile(r"^(?P<name>.+?)(?:-(?P<version>\d[^-]*?)(?:-.*)?)?\.(?:dist-info|egg-info)$", re.IGNORECASE)
 
 
 def parse_dist_dirname(dirname: str) -> tuple[str, str | None] | None:
@@ -749,8 +755,9 @@ def _variant_from_pins(requires: list[str]) -> tuple[str, str, str] | None:
     return best[1:] if best else None
 
 
-def _cuda_variant(name: str, version: Version, requires: list[str],
-                  version_py: dict[str, str | None] | None) -> tuple[str | None, str | None, str | None]:
+def _cuda_variant(
+    name: str, version: Version, requires: list[str], version_py: dict[str, str | None] | None
+) -> tuple[str | None, str | None, str | None]:
     """(variant, CUDA version, how it was established), by the first rule that applies.
 
     1. the local version tag: ``2.5.1+cu124`` -> cu124 / 12.4 (``rocm6.1``, ``cpu``, ``xpu`` too);
@@ -799,9 +806,7 @@ def _cuda_variant(name: str, version: Version, requires: list[str],
 
 def _assignment(name: str) -> re.Pattern[str]:
     # `name = '…'`, `name: Optional[str] = '…'`, `name = None`, `name = True`
-    return re.compile(
-        rf"^{name}\s*(?::[^=\n]*)?=\s*(?:'([^'\n]*)'|\"([^\"\n]*)\"|(None|True|False))\s*$", re.MULTILINE
-    )
+    return re.compile(rf"^{name}\s*(?::[^=\n]*)?=\s*(?:'([^'\n]*)'|\"([^\"\n]*)\"|(None|True|False))\s*$", re.MULTILINE)
 
 
 _VERSION_PY = {key: _assignment(key) for key in ("__version__", "cuda", "hip", "debug", "git_version", "xpu")}
@@ -880,8 +885,9 @@ def _module_version(ctx: ProbeContext, dist: Distribution, module: str) -> tuple
         return None, path
 
 
-def _read_package(ctx: ProbeContext, dist: Distribution, env: dict[str, str],
-                  cache: dict[str, bool]) -> InstalledPackage | None:
+def _read_package(
+    ctx: ProbeContext, dist: Distribution, env: dict[str, str], cache: dict[str, bool]
+) -> InstalledPackage | None:
     read = _read_fields(ctx, dist)
     if read is None:
         return None

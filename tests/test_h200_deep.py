@@ -81,3 +81,17 @@ def test_s3_hidden_devices_is_100_and_names_the_variable():
 def test_framework_failures_point_at_the_cause(name):
     _code, doc = replay(name)
     assert "cuInit itself fails" in failing(doc)["CD802"]
+
+
+def test_two_gpu_machine_reports_both_gpus_fast_and_deep():
+    code, doc = replay("deep-2gpu")
+    assert code == 0 and failing(doc) == {}
+    assert [(g["index"], g["name"], g["compute_capability"]) for g in doc["facts"]["gpus"]] == [
+        (0, "NVIDIA H200", "9.0"),
+        (1, "NVIDIA H200", "9.0"),
+    ]
+    runtime = doc["facts"]["runtime"]
+    assert runtime["driver"]["device_count"] == 2
+    assert [d["compute_capability"] for d in runtime["driver"]["devices"]] == ["9.0", "9.0"]
+    torch = next(f for f in runtime["frameworks"] if f["framework"] == "torch")
+    assert len(torch["devices"]) == 2 and torch["gpu_op"] is True

@@ -42,6 +42,7 @@ __all__ = [
     "VllmRelease",
     "compat_dir",
     "data_as_of",
+    "index_data_as_of",
     "load_table",
     "table_names",
     "validate_meta",
@@ -716,6 +717,12 @@ class CompatMatrix:
             )
             for r in self.table("vllm").get("release", [])
         )
+
+
+def index_data_as_of() -> datetime.date | None:
+    """When `cudadoctor update` last refreshed the user's cache (None: never, or unusable)."""
+    data = CompatMatrix().index_data
+    return data.updated if data is not None else None
 
 
 def data_as_of() -> datetime.date | None:

@@ -69,3 +69,22 @@ def test_a_corrupt_cache_is_ignored(tmp_path):
     assert m.index_data is None
     assert str(m.torch_releases[0].version) == "2.15.0"
     assert CompatMatrix(False).index_data is None
+
+
+def test_reports_state_the_index_data_date(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from cudadoctor.cli import app
+    from tests.conftest import fixture_path
+
+    cache = _cache(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path.parent / "xdg"))
+    target = tmp_path.parent / "xdg" / "cudadoctor"
+    target.mkdir(parents=True)
+    (target / "index-releases.json").write_text((tmp_path / "index-releases.json").read_text())
+    snapshot = fixture_path("h200-device", "snapshot.json")
+    text = CliRunner().invoke(app, ["check", "--from", snapshot]).stdout
+    assert "package-index data read 2027-01-15 (cudadoctor update)" in text
+    doc = json.loads(CliRunner().invoke(app, ["check", "--from", snapshot, "-f", "json"]).stdout)
+    assert (doc["compat_data_as_of"], doc["index_data_as_of"]) == ("2026-11-30", "2027-01-15")
+    assert cache

@@ -32,6 +32,7 @@ def report_document(facts: Facts, findings: list[Finding] | None = None, *, exit
         "findings": [encode(f) for f in findings or []],
         "exit_code": exit_code,
         "compat_data_as_of": _as_of(),
+        "index_data_as_of": _index_as_of(),
     }
 
 
@@ -45,3 +46,10 @@ def _as_of() -> str | None:
 def render_json(facts: Facts, findings: list[Finding] | None = None, *, exit_code: int = 0) -> str:
     document = report_document(facts, findings, exit_code=exit_code)
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _index_as_of() -> str | None:
+    from cudadoctor.matrix import index_data_as_of
+
+    date = index_data_as_of()
+    return date.isoformat() if date else None

@@ -90,14 +90,13 @@ def render_text(
             + "); run with -v for the reasons.",
             highlight=False,
         )
-    from cudadoctor.matrix import data_as_of
+    from cudadoctor.matrix import data_as_of, index_data_as_of
 
     as_of = data_as_of()
     if as_of is not None and findings:
-        console.print(
-            f"[dim]compatibility data as of {as_of} (cudadoctor {facts.tool_version or ''})[/dim]".replace(" )", ")"),
-            highlight=False,
-        )
+        index = index_data_as_of()
+        extra = f"; package-index data read {index} (cudadoctor update)" if index else ""
+        console.print(f"[dim]compatibility data as of {as_of}{extra}[/dim]", highlight=False)
     probes = {k: v for k, v in facts.timings.items() if k != "total"}
     if verbose and probes:
         slowest = max(probes, key=lambda k: probes[k])

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 
 __all__ = ["covers", "parse_target"]
 
-_TARGET = re.compile(r"^(sm|compute)_(\d+)(\d)([af]?)$")
+_TARGET = re.compile(r"^(sm|compute)_([0-9]{1,8})([0-9])([af]?)$")  # few enough digits for int()
 
 
 def parse_target(target: str) -> tuple[str, int, int, str] | None:
@@ -31,7 +31,7 @@ def parse_target(target: str) -> tuple[str, int, int, str] | None:
 
 
 def _cc(cc: str) -> tuple[int, int] | None:
-    match = re.match(r"^(\d+)\.(\d+)", cc.strip())
+    match = re.match(r"^([0-9]{1,9})\.([0-9]{1,9})(?![0-9])", cc.strip())
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 

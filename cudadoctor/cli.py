@@ -98,8 +98,8 @@ NoRedactOpt = Annotated[
     bool,
     typer.Option(
         "--no-redact",
-        help="Show home directories and secret-looking environment values as they are (reports are redacted "
-        "by default: GPU UUIDs, tokens, passwords in URLs, the home directory).",
+        help="Show paths under the home directory as they are instead of as ~ (for local debugging). Tokens, "
+        "secret-looking environment values, credentials in URLs and GPU UUIDs stay masked.",
     ),
 ]
 
@@ -160,9 +160,8 @@ def _gather(
             print("cudadoctor: running --deep probes in child processes…", file=sys.stderr)
             facts = replace(facts, runtime=probe_runtime(ctx, timeout=deep_timeout), errors=tuple(ctx.errors))
     facts = apply_assumptions(facts, driver=assume_driver, gpus=assume_gpu or ())
-    if redact:
-        facts = redact_facts(facts, Redactor.for_this_user())
-    return facts
+    # Secrets, URL credentials and GPU UUIDs are masked always; --no-redact only keeps the home directory.
+    return redact_facts(facts, Redactor.for_this_user() if redact else Redactor())
 
 
 def _read_snapshot(path: str) -> Facts:
@@ -359,7 +358,8 @@ def _write_file(path: str, text: str) -> None:
     """Write ``text`` to ``path`` atomically (a half-written report is never left behind)."""
     tmp = f"{path}.tmp{os.getpid()}"
     try:
-        with open(tmp, "w", encoding="utf-8") as handle:
+        # errors="replace": a name or value that is not UTF-8 (a surrogate escape) must not lose the report.
+        with open(tmp, "w", encoding="utf-8", errors="replace") as handle:
             handle.write(text)
         os.replace(tmp, path)
     except OSError as exc:
@@ -726,4 +726,8 @@ def _root(
 
 def main() -> None:
     """Entry point of the ``cudadoctor`` command."""
+    # A report reaches stdout whatever it holds: a file name or variable that is not UTF-8 (a surrogate
+    # escape) or a terminal that cannot show "✓" prints "?" there, instead of an internal error (exit 3).
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="replace")
     app()

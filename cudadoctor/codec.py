@@ -17,7 +17,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from cudadoctor import model
 from cudadoctor.errors import SnapshotError
@@ -107,14 +107,18 @@ def decode(tp: Any, data: Any, path: str, depth: int = 0) -> Any:
         if not isinstance(data, dict):
             raise SnapshotError(f"{path}: expected an object")
         _key, item = typing.get_args(tp)
-        return {str(k): decode(item, v, f"{path}.{k}", depth + 1) for k, v in data.items()}
+        # A key that is not printable ("a\nb") is quoted, so an error naming it stays on one line.
+        return {
+            str(k): decode(item, v, f"{path}.{k}" if k.isprintable() else f"{path}[{k!r}]", depth + 1)
+            for k, v in data.items()
+        }
     if isinstance(tp, type) and issubclass(tp, Version):
         if not isinstance(data, str):
             raise SnapshotError(f"{path}: expected a version string")
         try:
             return tp(data)
-        except InvalidVersion:
-            raise SnapshotError(f"{path}: {data!r} is not a version") from None
+        except ValueError:  # InvalidVersion, or a number too long for int() ("9" * 5000)
+            raise SnapshotError(f"{path}: {data[:60]!r} is not a version") from None
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         try:
             return tp(data)
@@ -145,6 +149,8 @@ def facts_from_json(text: str, *, origin: str = "snapshot") -> Facts:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SnapshotError(f"{origin}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except ValueError as exc:  # a number too long for int() (Python's 4300-digit limit)
+        raise SnapshotError(f"{origin}: not a cudadoctor snapshot ({str(exc).split(';')[0]})") from None
     except RecursionError:
         raise SnapshotError(f"{origin}: nested too deeply") from None
     if not isinstance(document, dict) or document.get("kind") not in _READABLE_KINDS:

@@ -37,10 +37,10 @@ __all__ = [
 _NOISE_WORDS = frozenset({"nvidia", "geforce", "tesla", "quadro"})
 
 _SPLIT = re.compile(r"[\s\-_]+")
-_CC = re.compile(r"^(\d+)\.(\d+)$")
+_CC = re.compile(r"^([0-9]{1,9})\.([0-9]{1,9})$")  # ASCII digits, few enough for int()
 #: ``sm_90``, ``sm_90a``, ``sm_100f``, ``compute_89``: the last digit is the minor version
 #: (nvcc ``-arch`` naming; the ``a``/``f`` suffixes select arch- or family-specific features).
-_SM = re.compile(r"^(?:sm|compute)_(\d+)(\d)([af]?)$")
+_SM = re.compile(r"^(?:sm|compute)_([0-9]{1,8})([0-9])([af]?)$")
 
 
 @dataclass(frozen=True)

@@ -575,8 +575,12 @@ class CompatMatrix:
             return None  # the common case: no `cudadoctor update` yet; the update module is never imported
         from cudadoctor.update import load_cache
 
-        data, _warning = load_cache(os.path.dirname(cache_file(directory)))
+        data, warning = load_cache(os.path.dirname(cache_file(directory)))
+        self.index_warning = warning
         return data
+
+    #: why the `cudadoctor update` cache could not be used (a corrupt file), for CD902 to report
+    index_warning: str | None = None
 
     def _derived(self, package: str, curated: set[Version]) -> list[Any]:
         data = self.index_data

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 __all__ = ["Condition", "RequirementError", "brand_token", "evaluate", "parse_requirement"]
 
 _CONDITION = re.compile(r"^(cuda|driver|arch|brand)(<=|>=|!=|=|<|>)(.+)$", re.IGNORECASE)
+#: A dotted version: ASCII digits, few enough for int() (which refuses more than 4300).
+_DOTTED = re.compile(r"[0-9]{1,9}(\.[0-9]{1,9})*")
 
 #: NVML brand names (as cudadoctor records them) -> the tokens the requirement language uses.
 _BRAND_TOKENS = {
@@ -60,7 +62,7 @@ def parse_requirement(text: str) -> list[list[Condition]]:
             prop, op, value = match.group(1).lower(), match.group(2), match.group(3).strip()
             if prop == "brand" and op not in ("=", "!="):
                 raise RequirementError(f"brand takes only = or !=: {factor!r}")
-            if prop != "brand" and not re.fullmatch(r"\d+(\.\d+)*", value):
+            if prop != "brand" and not _DOTTED.fullmatch(value):
                 raise RequirementError(f"{prop} needs a dotted version: {factor!r}")
             conditions.append(Condition(prop, op, value))
         alternatives.append(conditions)
@@ -90,6 +92,8 @@ def _condition(cond: Condition, facts: Mapping[str, str | None]) -> bool | None:
     if cond.prop == "brand":
         same = value.lower() == cond.value.lower()
         return same if cond.op == "=" else not same
+    if not _DOTTED.fullmatch(value):
+        return None  # not a version (a snapshot may hold anything): unknown, as a missing fact
     return _compare(value, cond.op, cond.value)
 
 

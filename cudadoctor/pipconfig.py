@@ -37,7 +37,9 @@ PYPI_SIMPLE = "https://pypi.org/simple/"
 _MAX_CONFIG_BYTES = 1 << 20
 
 _SECRET_QUERY = re.compile(r"signature|^sig$|^pass$|^pwd$", re.IGNORECASE)
-_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/@\s]+)@")
+#: user-info up to the last ``@`` of the word: ``user:tok/en@host`` (an unencoded ``/``, ``#``, ``?`` or ``@``
+#: in a password) is split by urlsplit at the ``/`` and would otherwise be shown whole.
+_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/@\s:]*:\S*@|[^/@\s:]+@)")
 
 
 @dataclass(frozen=True, repr=False)
@@ -80,7 +82,9 @@ def redacted(url: str) -> str:
         pairs = parse_qsl(query, keep_blank_values=True)
         if any(_secret_query(k) for k, _ in pairs):
             query = urlencode([(k, MASK if _secret_query(k) else v) for k, v in pairs], safe="*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    return _USERINFO.sub(
+        lambda m: f"{m.group('scheme')}{MASK}@", urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    )
 
 
 def _secret_query(name: str) -> bool:

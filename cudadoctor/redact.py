@@ -3,8 +3,10 @@
 * GPU and MIG UUIDs and serial-number-like values are replaced (the probes never keep UUIDs,
   but a command's error text or a snapshot written by hand may hold one);
 * values of environment variables whose names look secret (TOKEN, KEY, SECRET, PASSWORD …) are
-  masked, and so are credentials inside URLs (``https://user:pass@mirror/simple``);
-* the home directory shows as ``~``.
+  masked, also where free text says ``NAME=value``, and so are credentials inside URLs
+  (``https://user:pass@mirror/simple``, even with an unencoded ``@`` or ``/`` in the password);
+* the home directory shows as ``~`` (the only part that ``--no-redact`` turns off: a redactor with
+  no home directories still masks secrets and UUIDs).
 
 Redaction works on the encoded (JSON-ready) document, so every output format gets the same.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 __all__ = ["MASK", "Redactor", "is_secret_name"]
@@ -24,7 +26,14 @@ _SECRET_NAME = re.compile(
     r"TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|(?:^|_)KEY(?:$|_)|APIKEY|_PAT$|COOKIE", re.IGNORECASE
 )
 _UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/@\s:]+(?::[^/@\s]*)?)@")
+#: ``scheme://user:password@`` (the password up to the last ``@`` of the word: a token holding ``/`` or
+#: ``@`` unencoded is still a password) or ``scheme://token@``.
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/@\s:]*:\S*@|[^/@\s:]+@)")
+#: ``NAME=value`` in free text (an error message, a child's stderr, a URL query); masked when NAME looks secret.
+_ASSIGNMENT = re.compile(r"(?<!\w)(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?!=)(?P<value>[^\s&'\",;()<>\[\]{}]+)")
+#: A secret shorter than this is masked where it stands but not searched for elsewhere (masking
+#: every "1" or "true" in a report would wreck it).
+_MIN_KNOWN_SECRET = 6
 
 
 def is_secret_name(name: str) -> bool:
@@ -46,28 +55,63 @@ class Redactor:
         homes = [os.path.expanduser("~")]
         if os.environ.get("HOME"):
             homes.append(os.environ["HOME"])
-        return cls(homes)
+        return cls(homes + [os.path.realpath(h) for h in homes])  # /home -> /nfs/home: both spellings
 
-    def text(self, value: str) -> str:
+    def text(self, value: str, secrets: Sequence[str] = ()) -> str:
+        """``value`` redacted; ``secrets`` (longest first) are masked wherever they appear in it."""
+        for secret in secrets:
+            value = value.replace(secret, MASK)
         value = _UUID.sub(lambda m: f"{m.group(1)}-<redacted>", value)
         value = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{MASK}@", value)
-        for home in self.homes:
-            value = re.sub(re.escape(home) + r"(?=/|$|[\s:;,\"'])", "~", value)
+        value = _ASSIGNMENT.sub(lambda m: f"{m['name']}={MASK}" if is_secret_name(m["name"]) else m[0], value)
+        for home in self.homes:  # a whole path component: not /data/home/alice, not /home/alice.old
+            value = re.sub(r"(?<![\w.-])" + re.escape(home) + r"(?![\w.-])", "~", value)
         return value
 
     def document(self, data: Any, *, key: str | None = None) -> Any:
-        """A copy of ``data`` with every string redacted and secret-named values masked."""
+        """A copy of ``data`` with every string redacted and secret-named values masked.
+
+        A secret found anywhere in ``data`` (a secret-named value, a URL's password, ``NAME=value``)
+        is masked wherever else it appears too: ``LD_LIBRARY_PATH`` split at ``:`` into the loader's
+        directories cuts ``https://user:pass@host/lib`` into pieces that no pattern recognises.
+        """
+        found: set[str] = set()
+        _collect_secrets(data, found)
+        secrets = sorted((s for s in found if len(s) >= _MIN_KNOWN_SECRET), key=len, reverse=True)
+        return self._walk(data, secrets)
+
+    def _walk(self, data: Any, secrets: Sequence[str]) -> Any:
         if isinstance(data, dict):
             if isinstance(data.get("name"), str) and "value" in data and is_secret_name(data["name"]):
                 masked = dict(data)
                 masked["value"] = MASK
-                return {k: (v if k in ("name", "value") else self.document(v, key=k)) for k, v in masked.items()}
+                return {k: (v if k in ("name", "value") else self._walk(v, secrets)) for k, v in masked.items()}
             return {
-                k: (MASK if isinstance(v, str) and is_secret_name(k) else self.document(v, key=k))
+                k: (MASK if isinstance(v, str) and is_secret_name(k) else self._walk(v, secrets))
                 for k, v in data.items()
             }
         if isinstance(data, list):
-            return [self.document(v, key=key) for v in data]
+            return [self._walk(v, secrets) for v in data]
         if isinstance(data, str):
-            return self.text(data)
+            return self.text(data, secrets)
         return data
+
+
+def _collect_secrets(data: Any, found: set[str]) -> None:
+    """Every secret value in an encoded document, as :meth:`Redactor.document` would mask it."""
+    if isinstance(data, dict):
+        named = data.get("name")
+        for k, v in data.items():
+            by_name = is_secret_name(k) or (k == "value" and isinstance(named, str) and is_secret_name(named))
+            if isinstance(v, str) and by_name:
+                found.add(v)
+            else:
+                _collect_secrets(v, found)
+    elif isinstance(data, list):
+        for v in data:
+            _collect_secrets(v, found)
+    elif isinstance(data, str):
+        for m in _URL_CREDENTIALS.finditer(data):
+            user, sep, password = m["cred"][:-1].partition(":")
+            found.add(password if sep else user)
+        found.update(m["value"] for m in _ASSIGNMENT.finditer(data) if is_secret_name(m["name"]))

@@ -472,13 +472,19 @@ def parse_simple_html(data: bytes, *, base_url: str = "") -> list[IndexFile]:
         raise UpdateError(f"{where}: not parseable HTML ({type(exc).__name__})") from None
     if parser.api_version and parser.api_version.split(".")[0] != "1":
         raise UpdateError(f"{where}: simple API version {parser.api_version} is not supported (1.x is)")
-    base = urljoin(base_url, parser.base) if parser.base else base_url
+    try:  # urljoin and urlsplit raise ValueError for a bad host part ("http://[x")
+        base = urljoin(base_url, parser.base) if parser.base else base_url
+    except ValueError:
+        raise UpdateError(f"{where}: <base href> is not a URL") from None
     result = []
     for i, (attrs, text) in enumerate(parser.anchors):
         href = attrs.get("href")
         if not href:
             continue
-        name = text or unquote(urlsplit(href).path.rstrip("/").rpartition("/")[2])
+        try:
+            name = text or unquote(urlsplit(href).path.rstrip("/").rpartition("/")[2])
+        except ValueError:
+            raise UpdateError(f"{where}: link {i}: bad URL") from None
         filename, url = _checked(f"{where}: link {i}", name, href, base)
         core_attr = "data-core-metadata" if "data-core-metadata" in attrs else "data-dist-info-metadata"
         # data-yanked without a value, or with an empty one, still means yanked
@@ -529,7 +535,7 @@ def parse_core_metadata(data: bytes, *, where: str = "core metadata") -> CoreMet
         raise UpdateError(f"{where}: no Name or Version header; not a METADATA file")
     try:
         Version(version)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
         raise UpdateError(f"{where}: Version {version[:60]!r} is not a PEP 440 version") from None
     requires = tuple(re.sub(r"\s*\n\s*", " ", str(v)).strip() for v in message.get_all("Requires-Dist") or ())
     return CoreMetadata(name, version, one("Requires-Python"), tuple(r for r in requires if r))
@@ -1068,6 +1074,9 @@ def refresh(
     shown = redacted(index_url)
     if not _http_url(index_url):
         raise UpdateError(f"index URL {shown!r} is not an http(s) URL")
+    if "@" in index_url.partition("://")[2] and "@" not in urlsplit(index_url).netloc:
+        # user:pa/ss@host: the URL ends at the "/" and the password would be taken for the host
+        raise UpdateError(f"index URL {shown!r}: %-encode any '/', '#', '?' or '@' in its user name or password")
     if limit < 1 or workers < 1:
         raise UpdateError("limit and workers must be at least 1")
     names: list[str] = []

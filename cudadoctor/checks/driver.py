@@ -239,7 +239,8 @@ def parse_visible_devices(value: str, count: int) -> list[str] | None:
         entry = raw.strip()
         if entry.upper().startswith(("GPU-", "MIG-")):
             return None
-        if not entry.isdigit() or int(entry) >= count or entry in visible:
+        # ASCII digits only (str.isdigit accepts "²", which int refuses); "00" is the same GPU as "0".
+        if not re.fullmatch(r"[0-9]{1,9}", entry) or int(entry) >= count or int(entry) in map(int, visible):
             break
         visible.append(entry)
     return visible

@@ -38,7 +38,8 @@ class Assertion:
 def parse_assertion(text: str) -> Assertion:
     """``torch>=2.6``, ``vllm``, ``cuda>=12.4``, ``driver>=550``; UsageError when it is none of these."""
     raw = text.strip()
-    match = re.fullmatch(r"(cuda|driver)\s*(.*)", raw, flags=re.IGNORECASE)
+    # Not a package that merely starts so ("cuda-python", "driverkit").
+    match = re.fullmatch(r"(cuda|driver)(?![A-Za-z0-9._-])\s*(.*)", raw, flags=re.IGNORECASE)
     if match:
         try:
             return Assertion(raw, match.group(1).lower(), SpecifierSet(match.group(2)))
@@ -111,7 +112,8 @@ class CD902(Check):
     """The compatibility data is recent.
 
     What it checks: the as-of date of the compatibility data this cudadoctor ships (compat/*.toml), against
-    today; a refreshed index cache (`cudadoctor update`) counts too.
+    today; a refreshed index cache (`cudadoctor update`) counts too, and a cache that cannot be read is
+    reported (the bundled data is used instead).
 
     Why it matters: torch, vLLM and NVIDIA ship releases every month; old data cannot know a new release's
     pins, CUDA variants or drivers, so suggestions go stale and new releases look unknown.
@@ -129,7 +131,15 @@ class CD902(Check):
         # The curated tables are refreshed together; the driver table stands for them (the smallest
         # file that every report loads anyway).
         oldest = matrix.table("cuda")["meta"]["updated"]
-        newest_cache = _cache_date()
+        index = matrix.index_data
+        if matrix.index_warning:
+            return Problem(
+                f"the package-index cache cannot be used ({matrix.index_warning}); the bundled data "
+                f"as of {oldest} is used instead",
+                {"compat data": str(oldest)},
+                Remediation("Rebuild the cache.", ("cudadoctor update",)),
+            )
+        newest_cache = index.updated if index is not None else None
         as_of = max(oldest, newest_cache) if newest_cache else oldest
         age = (datetime.date.today() - as_of).days
         if age <= STALE_AFTER_DAYS:
@@ -139,11 +149,3 @@ class CD902(Check):
             {"compat data": str(oldest), "index cache": str(newest_cache) if newest_cache else "none"},
             Remediation("Refresh it.", ("cudadoctor update",)),
         )
-
-
-def _cache_date():  # type: ignore[no-untyped-def]
-    """The date of the index cache written by `cudadoctor update`, or None."""
-    from cudadoctor.matrix import CompatMatrix
-
-    data = CompatMatrix().index_data
-    return data.updated if data is not None else None

@@ -20,7 +20,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from cudadoctor.model import (
     DriverInfo,
@@ -82,7 +82,7 @@ def parse_driver_version(text: str) -> DriverVersion | None:
         return None
     try:
         return DriverVersion(text)
-    except InvalidVersion:  # pragma: no cover - the regex admits only valid versions
+    except ValueError:  # InvalidVersion (\d admits other scripts' digits), or a number past int()'s digit limit
         return None
 
 
@@ -153,6 +153,11 @@ def _smi_value(text: str) -> str | None:
     return None if not text or text.startswith("[") else text
 
 
+#: A number nvidia-smi prints: ASCII digits only (``str.isdigit`` accepts "²", which ``int`` refuses),
+#: and short enough for ``int`` (which refuses more than 4300 digits).
+_SMI_INT = re.compile(r"[0-9]{1,18}")
+
+
 def parse_nvidia_smi_query(text: str) -> tuple[SmiGpu, ...] | None:
     """The rows of :data:`SMI_QUERY_ARGV`'s output; None when no line is a well-formed row.
 
@@ -163,7 +168,7 @@ def parse_nvidia_smi_query(text: str) -> tuple[SmiGpu, ...] | None:
     gpus: list[SmiGpu] = []
     for line in text.splitlines():
         fields = [f.strip() for f in line.split(",")]
-        if len(fields) != 7 or not fields[0].isdigit() or not fields[1]:
+        if len(fields) != 7 or not _SMI_INT.fullmatch(fields[0]) or not fields[1]:
             continue
         index, name, bus, driver, cc, memory, mig = fields
         cc_value = _smi_value(cc)
@@ -174,8 +179,8 @@ def parse_nvidia_smi_query(text: str) -> tuple[SmiGpu, ...] | None:
                 name=name,
                 pci_bus_id=_smi_value(bus),
                 driver_version=parse_driver_version(driver),
-                compute_capability=cc_value if cc_value and re.match(r"^\d+\.\d+$", cc_value) else None,
-                memory_mib=int(memory_value) if memory_value and memory_value.isdigit() else None,
+                compute_capability=cc_value if cc_value and re.fullmatch(r"[0-9]+\.[0-9]+", cc_value) else None,
+                memory_mib=int(memory_value) if memory_value and _SMI_INT.fullmatch(memory_value) else None,
                 mig_mode=_smi_value(mig),
             )
         )

@@ -13,6 +13,7 @@ instances are not listed here.
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 
 from cudadoctor import gpu_models
@@ -68,7 +69,8 @@ def parse_gpu_information(text: str) -> GpuInformation | None:
     return GpuInformation(
         model=model,
         bus_location=fields.get("Bus Location") or None,
-        device_minor=int(minor) if minor.isdigit() else None,
+        # ASCII digits only: str.isdigit accepts "²", which int refuses (as it refuses 4300+ digits).
+        device_minor=int(minor) if re.fullmatch(r"[0-9]{1,9}", minor) else None,
     )
 
 

@@ -84,7 +84,8 @@ _TRIPLETS = ("x86_64-linux-gnu", "aarch64-linux-gnu")
 
 
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])[ \t]*(.*)$", re.MULTILINE)
-_INTEGER = re.compile(r"^\(?\s*(\d+)[uUlL]*\s*\)?$")
+#: ASCII digits, and few enough for int() (which refuses more than 4300 digits).
+_INTEGER = re.compile(r"^\(?\s*([0-9]{1,18})[uUlL]*\s*\)?$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
 
 
@@ -236,7 +237,7 @@ def parse_conda_meta(text: str) -> tuple[str, Version] | None:
         return None
     try:
         return name, Version(version)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
         return None
 
 

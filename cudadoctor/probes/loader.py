@@ -60,8 +60,9 @@ def parse_ld_so_conf_entries(text: str) -> list[tuple[str, str]]:
         elif words[0] == "hwcap":
             continue
         else:
-            # Old glibc allowed "dir=type" and comma/space-separated lists.
-            entries.extend(("dir", p.split("=", 1)[0]) for p in re.split(r"[\s,]+", line) if p)
+            # Old glibc allowed "dir=type" and comma/space-separated lists. A bare "=type" names no
+            # directory and is dropped (normpath would make it ".", the current directory).
+            entries.extend(("dir", p.split("=", 1)[0]) for p in re.split(r"[\s,]+", line) if p.split("=", 1)[0])
     return entries
 
 
@@ -101,15 +102,14 @@ def search_dirs(ctx: ProbeContext) -> tuple[str, ...]:
     """Every directory the loader searches, in order, without duplicates."""
 
     def compute() -> tuple[str, ...]:
-        ordered: list[str] = []
+        # A dict keeps the order and dedupes in linear time: LD_LIBRARY_PATH may hold 100,000 entries.
+        ordered: dict[str, None] = {}
         for directory in (
             *ld_library_path(ctx.env.get("LD_LIBRARY_PATH")),
             *_conf_dirs(ctx, "/etc/ld.so.conf", 0, set()),
             *default_dirs(ctx.machine),
         ):
-            normal = posixpath.normpath(directory)
-            if normal not in ordered:
-                ordered.append(normal)
+            ordered.setdefault(posixpath.normpath(directory), None)
         return tuple(ordered)
 
     return ctx.once("loader.search_dirs", compute)

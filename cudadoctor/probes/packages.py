@@ -838,7 +838,7 @@ def parse_torch_version_py(text: str, where: str = "torch/version.py") -> TorchB
         return None
     try:
         version = Version(fields["__version__"]) if fields.get("__version__") else None
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
         version = None
     debug = fields.get("debug")
     return TorchBuild(

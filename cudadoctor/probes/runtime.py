@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from cudadoctor.model import InstalledPackage, Source, SourceKind
 from cudadoctor.probes.context import ProbeContext
@@ -470,7 +470,7 @@ def _version(text: Any) -> Version | None:
         return None
     try:
         return Version(text)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
         return None
 
 

@@ -18,7 +18,7 @@ import json
 import posixpath
 import re
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from cudadoctor.model import NvccInfo, Source, SourceKind, ToolkitInstall
 from cudadoctor.probes.context import ProbeContext
@@ -89,7 +89,7 @@ def parse_version_json(text: str) -> tuple[Version, str] | None:
         if isinstance(entry, dict) and isinstance(entry.get("version"), str):
             try:
                 return Version(entry["version"].strip()), key
-            except InvalidVersion:
+            except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
                 continue
     return None
 
@@ -105,10 +105,15 @@ def parse_version_txt(text: str) -> Version | None:
         CUDA Version 9.0.176
     """
     match = _VERSION_TXT.search(text)
-    return Version(match.group(1)) if match else None
+    if not match:
+        return None
+    try:
+        return Version(match.group(1))
+    except ValueError:  # \d admits other scripts' digits, which Version refuses; or a number past int()'s limit
+        return None
 
 
-_CUDA_VERSION_DEFINE = re.compile(r"^\s*#\s*define\s+CUDA_VERSION\s+(\d+)\b", re.MULTILINE)
+_CUDA_VERSION_DEFINE = re.compile(r"^\s*#\s*define\s+CUDA_VERSION\s+([0-9]{1,9})\b", re.MULTILINE)
 
 
 def parse_cuda_h(text: str) -> Version | None:
@@ -148,7 +153,10 @@ def parse_nvcc_version(text: str) -> tuple[Version, Version] | None:
     match = _NVCC_RELEASE.search(text)
     if not match:
         return None
-    return Version(f"{match.group(1)}.{match.group(2)}"), Version(match.group(3))
+    try:
+        return Version(f"{match.group(1)}.{match.group(2)}"), Version(match.group(3))
+    except ValueError:  # \d admits other scripts' digits, which Version refuses; or a number past int()'s limit
+        return None
 
 
 # --- file checks ----------------------------------------------------------------------------------

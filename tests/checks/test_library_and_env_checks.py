@@ -8,7 +8,6 @@ from dataclasses import replace
 import pytest
 from packaging.version import Version
 
-from cudadoctor.checks import meta
 from cudadoctor.findings import Status
 from cudadoctor.model import (
     DriverVersion,
@@ -129,7 +128,6 @@ def test_cd105_forward_compat_on_geforce(h200):
 
 def test_cd902_data_age(h200, monkeypatch):
     assert run_check("CD902", h200).status is Status.OK
-    monkeypatch.setattr(meta, "_cache_date", lambda: None)
 
     class _Later(datetime.date):
         @classmethod
@@ -162,3 +160,13 @@ def test_cd404_python_without_wheels(h200):
     finding = run_check("CD404", replace(h200, python=python))
     assert finding.status is Status.WARN
     assert finding.message.startswith("Python 3.9: torch 2.11.0 has wheels for Python 3.10, 3.11, 3.12, 3.13, 3.14")
+
+
+def test_cd902_names_a_corrupt_update_cache(h200, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    (tmp_path / "cudadoctor").mkdir()
+    (tmp_path / "cudadoctor" / "index-releases.json").write_text("{not json")
+    finding = run_check("CD902", h200)
+    assert finding.status is Status.WARN
+    assert finding.message.startswith("the package-index cache cannot be used (")
+    assert finding.remediation.commands == ("cudadoctor update",)

@@ -258,7 +258,7 @@ def _stable(doc: dict) -> str:  # type: ignore[type-arg]
 
 @pytest.mark.parametrize("case", CACHE_FAULTS, ids=[c.id for c in CACHE_FAULTS])
 def test_corrupt_update_cache_subprocess(case, h200_template: str, clean_audit, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    env_file, clean_text, clean_json = clean_audit
+    env_file, _clean_text, clean_json = clean_audit
     env = _environ(tmp_path)
     case.make(os.path.join(env["XDG_CACHE_HOME"], "cudadoctor"))
     text, js = text_and_json("check", "--root", h200_template, "--env-file", env_file, tmp_path=tmp_path, env=env)

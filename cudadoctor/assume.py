@@ -27,8 +27,8 @@ def parse_driver_version(text: str) -> DriverVersion:
         raise UsageError(f"--assume-driver {text!r}: expected a driver version such as 550.54.15 or 535.104")
     try:
         return DriverVersion(text.strip())
-    except InvalidVersion:  # pragma: no cover - guarded by the digit check
-        raise UsageError(f"--assume-driver {text!r}: not a version") from None
+    except (InvalidVersion, ValueError):  # e.g. a number too long for int()
+        raise UsageError(f"--assume-driver {text[:40]!r}: not a driver version") from None
 
 
 def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence[str] = ()) -> Facts:

@@ -49,7 +49,8 @@ def parse_settings(path: str, table: dict[str, Any]) -> Settings:
         raise UsageError(f"{path}: fail-on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
     unknown = sorted(set(table) - _KEYS)
     if unknown:
-        raise UsageError(f"{path}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(_KEYS))})")
+        shown = ", ".join(k if k.isprintable() else repr(k) for k in unknown)
+        raise UsageError(f"{path}: unknown setting(s) {shown} (known: {', '.join(sorted(_KEYS))})")
     return Settings(
         ignore=_strings(path, "ignore", table.get("ignore", [])),
         select=_strings(path, "select", table.get("select", [])),

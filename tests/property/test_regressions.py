@@ -182,14 +182,12 @@ def test_snapshot_error_names_a_key_on_one_line() -> None:
 # --- known, not fixed here: config.py and assume.py are outside the parsers this change may fix ---------
 
 
-@pytest.mark.xfail(strict=True, reason="config bug, outside the parsers this change may fix")
 def test_settings_error_names_a_key_on_one_line() -> None:
     with pytest.raises(UsageError) as caught:
         parse_settings("pyproject.toml", {"a\nb": 1})  # from the TOML key "a\nb"
     assert len(str(caught.value).splitlines()) == 1  # 'pyproject.toml: unknown setting(s) a\nb (known: …)'
 
 
-@pytest.mark.xfail(strict=True, reason="assume bug, outside the parsers this change may fix")
 def test_assumed_driver_with_too_many_digits_is_a_usage_error() -> None:
     with pytest.raises(UsageError):  # DriverVersion() raises a plain ValueError, not InvalidVersion
         parse_assumed_driver(f"{HUGE}.1")

@@ -123,6 +123,7 @@ def _gather(
     assume_gpu: list[str] | None,
     redact: bool,
     deep_timeout: float | None = None,
+    nccl: bool = False,
 ) -> Facts:
     """Facts from a snapshot, an image root or this machine, with assumptions and redaction applied."""
     from cudadoctor.assume import apply_assumptions
@@ -158,7 +159,16 @@ def _gather(
             from cudadoctor.probes.runtime import probe_runtime
 
             print("cudadoctor: running --deep probes in child processes…", file=sys.stderr)
-            facts = replace(facts, runtime=probe_runtime(ctx, timeout=deep_timeout), errors=tuple(ctx.errors))
+            runtime = probe_runtime(ctx, timeout=deep_timeout)
+            if nccl and runtime is not None:
+                from cudadoctor.probes.runtime import probe_nccl_smoke
+
+                print("cudadoctor: running the NCCL all-reduce test…", file=sys.stderr)
+                from cudadoctor.probes.runtime import visible_gpus
+
+                smoke = probe_nccl_smoke(ctx, visible_gpus(runtime), timeout=max(deep_timeout, 60.0))
+                runtime = replace(runtime, nccl_smoke=smoke)
+            facts = replace(facts, runtime=runtime, errors=tuple(ctx.errors))
     facts = apply_assumptions(facts, driver=assume_driver, gpus=assume_gpu or ())
     # Secrets, URL credentials and GPU UUIDs are masked always; --no-redact only keeps the home directory.
     return redact_facts(facts, Redactor.for_this_user() if redact else Redactor())
@@ -281,6 +291,14 @@ def check(
     timeout: Annotated[
         float, typer.Option("--timeout", metavar="SECONDS", help="Time allowed to each --deep child process.")
     ] = 30.0,
+    nccl: Annotated[
+        bool,
+        typer.Option(
+            "--nccl",
+            help="With --deep on a machine with two or more GPUs: run an NCCL all-reduce between one process "
+            "per GPU (torch, over 127.0.0.1).",
+        ),
+    ] = False,
 ) -> None:
     """Examine this machine (or an image root, or a snapshot) and judge whether its CUDA stack fits together.
 
@@ -302,6 +320,8 @@ def check(
     for text in requirements:
         parse_assertion(text)  # a bad assertion is a usage error before any probing
     codes = selected(select or settings.select, (*settings.ignore, *(ignore or ())))
+    if nccl and not deep:
+        raise UsageError("--nccl is part of the runtime checks: use it with --deep")
     if deep and (root is not None or from_file is not None):
         raise UsageError("--deep runs code on this machine: it cannot be combined with --root or --from")
     if timeout <= 0:
@@ -309,7 +329,7 @@ def check(
     facts = _gather(
         from_file=from_file, root=root, env_file=env_file, python=python,
         assume_driver=assume_driver, assume_gpu=assume_gpu, redact=not no_redact or output_format is Format.MARKDOWN,
-        deep_timeout=timeout if deep else None,
+        deep_timeout=timeout if deep else None, nccl=nccl,
     )  # fmt: skip
     from cudadoctor.engine import run_checks
     from cudadoctor.findings import Status

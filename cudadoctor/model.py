@@ -24,7 +24,14 @@ from packaging.version import Version
 
 # The runtime facts of `check --deep` live in their own module; imported here so the codec resolves
 # their annotations in this namespace, and re-exported as part of the model.
-from cudadoctor.runtime_model import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeDevice, RuntimeInfo
+from cudadoctor.runtime_model import (
+    DriverApiResult,
+    FrameworkRuntime,
+    LoadedLibrary,
+    NcclSmoke,
+    RuntimeDevice,
+    RuntimeInfo,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -44,6 +51,7 @@ __all__ = [
     "LibcudaFile",
     "LibraryCopy",
     "LoadedLibrary",
+    "NcclSmoke",
     "NvccInfo",
     "ProbeError",
     "PythonEnv",

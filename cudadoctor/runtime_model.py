@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from cudadoctor.model import Source
 
-__all__ = ["DriverApiResult", "FrameworkRuntime", "LoadedLibrary", "RuntimeDevice", "RuntimeInfo"]
+__all__ = ["DriverApiResult", "FrameworkRuntime", "LoadedLibrary", "NcclSmoke", "RuntimeDevice", "RuntimeInfo"]
 
 
 @dataclass(frozen=True)
@@ -125,3 +125,17 @@ class RuntimeInfo:
     driver: DriverApiResult | None = None
     #: one per installed framework, in :data:`cudadoctor.probes.runtime.FRAMEWORKS` order
     frameworks: tuple[FrameworkRuntime, ...] = ()
+    #: the NCCL all-reduce across the GPUs, when asked for (``--nccl``)
+    nccl_smoke: NcclSmoke | None = None
+
+
+@dataclass(frozen=True)
+class NcclSmoke:
+    """A two-process NCCL all-reduce across the GPUs (``check --deep --nccl``)."""
+
+    source: Source
+    world_size: int  #: processes, one per GPU
+    ok: bool | None = None  #: every rank saw the right sum; None when it could not be told
+    nccl: Version | None = None  #: the NCCL version torch reported in the workers
+    error: str | None = None  #: the first rank's failure, one line
+    seconds: float | None = None  #: wall time of the slowest worker

@@ -270,3 +270,8 @@ def test_fail_on_never_reports_but_passes(tmp_path):
     result = run("check", "--from", snap, "--fail-on", "never")
     assert result.exit_code == 0
     assert "CD104" in result.stdout
+
+
+def test_nccl_needs_deep():
+    result = run("check", "--nccl")
+    assert result.exit_code == 2 and "use it with --deep" in result.stderr

@@ -95,3 +95,11 @@ def test_two_gpu_machine_reports_both_gpus_fast_and_deep():
     assert [d["compute_capability"] for d in runtime["driver"]["devices"]] == ["9.0", "9.0"]
     torch = next(f for f in runtime["frameworks"] if f["framework"] == "torch")
     assert len(torch["devices"]) == 2 and torch["gpu_op"] is True
+
+
+def test_nccl_all_reduce_on_two_real_gpus():
+    code, doc = replay("deep-nccl-2gpu")
+    assert code == 0 and failing(doc) == {}
+    smoke = doc["facts"]["runtime"]["nccl_smoke"]
+    assert (smoke["world_size"], smoke["ok"], smoke["nccl"], smoke["error"]) == (2, True, "2.28.9", None)
+    assert {f["code"]: f["status"] for f in doc["findings"]}["CD806"] == "ok"

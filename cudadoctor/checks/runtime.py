@@ -32,6 +32,7 @@ __all__ = [
     "CD803",
     "CD804",
     "CD805",
+    "CD806",
     "CudaErrorInfo",
     "arch_runs_on",
     "cuda_error",
@@ -723,4 +724,37 @@ class CD805(Check):
                 (),
             ),
             status=status,
+        )
+
+
+class CD806(Check):
+    """An NCCL all-reduce between one process per GPU succeeds (check --deep --nccl).
+
+    What it checks: two or more worker processes of the target interpreter, one per GPU, join a torch
+    process group over 127.0.0.1 with the NCCL backend and all-reduce a tensor; every rank must see the
+    right sum within the timeout.
+
+    Why it matters: multi-GPU training and tensor-parallel inference (vLLM) fail or hang in their first
+    collective when NCCL cannot use the GPUs' interconnect, the shared-memory or peer-to-peer path is
+    blocked in a container, or the NCCL copies differ; a single-GPU check never shows it.
+
+    How to fix: read the first rank's error; run with NCCL_DEBUG=INFO; in containers give enough shared
+    memory (--shm-size or --ipc=host); check NCCL_P2P_DISABLE / NCCL_IB_DISABLE and the NCCL copy loaded
+    (CD804).
+    """
+
+    name = "nccl-all-reduce-works"
+    category = "nccl"
+
+    def check(self, runtime: RuntimeInfo) -> Problem | None:
+        smoke = runtime.nccl_smoke
+        if smoke is None:
+            raise Skip("the NCCL test was not run (use --deep --nccl on a machine with two or more GPUs)")
+        if smoke.ok:
+            return None
+        return Problem(
+            f"an NCCL all-reduce across {smoke.world_size} GPUs failed"
+            + (f": {smoke.error}" if smoke.error else " (a rank saw the wrong sum)"),
+            {"NCCL test": f"{smoke.world_size} ranks, {smoke.seconds} s ({smoke.source.where})"},
+            Remediation("Rerun with NCCL_DEBUG=INFO to see where it stops.", ("export NCCL_DEBUG=INFO",)),
         )

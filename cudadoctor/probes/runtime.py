@@ -26,6 +26,7 @@ import os
 import posixpath
 import re
 import signal
+import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -37,7 +38,14 @@ from cudadoctor.model import InstalledPackage, Source, SourceKind
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.packages import probe_packages, target_python
 from cudadoctor.runner import CommandResult
-from cudadoctor.runtime_model import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeDevice, RuntimeInfo
+from cudadoctor.runtime_model import (
+    DriverApiResult,
+    FrameworkRuntime,
+    LoadedLibrary,
+    NcclSmoke,
+    RuntimeDevice,
+    RuntimeInfo,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -379,6 +387,38 @@ with warnings.catch_warnings(record=True) as caught:
     # the ones about CUDA first: they explain a failure, the rest is a framework's chatter
     seen.sort(key=lambda t: not any(k in t.lower() for k in ("cuda", "gpu", "driver", "cudnn", "nccl", "device")))
     out["warnings"] = seen[:5]
+emit()
+"""
+)
+
+
+#: One rank: ``-c NCCL_SCRIPT <rank> <world size> <port> <timeout s> [<site dirs>]``.
+NCCL_SCRIPT = (
+    _COMMON
+    + r"""
+import datetime, importlib
+rank, world, port, limit = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+extra = [p for p in (sys.argv[5].split(os.pathsep) if len(sys.argv) > 5 else []) if p and p not in sys.path]
+if extra:
+    at = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
+    sys.path[at:at] = extra
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+out.update(probe="nccl", rank=rank, world=world, ok=False)
+try:
+    torch = importlib.import_module("torch")  # in this child process only
+    dist = importlib.import_module("torch.distributed")
+    torch.cuda.set_device(rank)
+    stage("init")
+    dist.init_process_group("nccl", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=limit))
+    stage("all_reduce")
+    x = torch.ones(1024, device="cuda:%d" % rank)
+    dist.all_reduce(x)
+    torch.cuda.synchronize()
+    out["ok"] = bool((x == world).all())
+    out["nccl"] = ".".join(str(p) for p in torch.cuda.nccl.version())
+    dist.destroy_process_group()
+except BaseException as exc:
+    out["error"] = one_line(exc)
 emit()
 """
 )
@@ -788,3 +828,88 @@ def probe_runtime(ctx: ProbeContext, *, timeout: float = DEFAULT_TIMEOUT) -> Run
             driver=driver.result(),
             frameworks=tuple(f.result() for f in futures),
         )
+
+
+# --- the NCCL all-reduce (check --deep --nccl) ----------------------------------------------------
+
+
+def parse_worker_output(stdout: str) -> dict[str, object] | None:
+    """One worker's result (rank, ok, nccl, error), or None when it printed no marked line."""
+    parsed = parse_marked_json(stdout)
+    if parsed is None or parsed.get("probe") != "nccl":
+        return None
+    return parsed
+
+
+def visible_gpus(runtime: RuntimeInfo) -> int:
+    """The GPUs CUDA lets a process use (after CUDA_VISIBLE_DEVICES), from the driver-API child.
+
+    Not NVML's count: with CUDA_VISIBLE_DEVICES=0 on a two-GPU machine NVML still lists two, and a
+    second rank would wait for a GPU it cannot have until the timeout (seen on a real 2x H200).
+    """
+    driver = runtime.driver
+    return driver.device_count if driver is not None and driver.device_count else 0
+
+
+def nccl_argv(python: str, rank: int, world: int, port: str, timeout: float, sites: str) -> list[str]:
+    return [python, "-I", "-c", NCCL_SCRIPT, str(rank), str(world), port, str(timeout), sites]
+
+
+def _probe_rank(
+    ctx: ProbeContext, python: str, rank: int, world: int, port: str, timeout: float, sites: str
+) -> tuple[CommandResult, float]:
+    # The worker's own NCCL timeout is ``timeout``; the process gets a margin to report it.
+    return _run(ctx, nccl_argv(python, rank, world, port, timeout, sites), timeout + 15)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def probe_nccl_smoke(
+    ctx: ProbeContext, gpus: int, *, timeout: float = 60.0, port: int | None = None
+) -> NcclSmoke | None:
+    """All-reduce across ``min(gpus, 8)`` ranks; None (with a recorded reason) when it cannot run."""
+    if not ctx.live:
+        ctx.fail("runtime", "the NCCL test runs only on the machine itself")
+        return None
+    if gpus < 2:
+        ctx.fail("runtime", f"the NCCL test needs two GPUs; {gpus} found")
+        return None
+    env = target_python(ctx)
+    world = min(gpus, 8)
+    port = str(port or _free_port())
+    sites = os.pathsep.join(env.site_paths)
+    where = f"{env.executable} -I -c <NCCL all-reduce, rank r of {world}>"
+    python = env.executable
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=world, thread_name_prefix="cudadoctor-nccl") as pool:
+        runs = list(pool.map(lambda rank: _probe_rank(ctx, python, rank, world, port, timeout, sites), range(world)))
+    results = [result for result, _seconds in runs]
+    seconds = round(time.perf_counter() - start, 3)
+    outputs = [parse_worker_output(r.stdout) if r.error is None else None for r in results]
+    errors = []
+    for rank, (result, parsed) in enumerate(zip(results, outputs, strict=True)):
+        if parsed is None:
+            errors.append(f"rank {rank}: {result.describe() if result.error or result.returncode else 'no result'}")
+        elif parsed.get("error"):
+            errors.append(f"rank {rank}: {parsed['error']}")
+    nccl = None
+    for parsed in outputs:
+        if parsed and isinstance(parsed.get("nccl"), str):
+            try:
+                nccl = Version(parsed["nccl"])
+            except ValueError:  # InvalidVersion
+                nccl = None
+            break
+    ok = None if any(p is None for p in outputs) and not errors else all(bool(p and p.get("ok")) for p in outputs)
+    return NcclSmoke(
+        source=Source(SourceKind.RUNTIME, where),
+        world_size=world,
+        ok=False if errors else ok,
+        nccl=nccl,
+        error=errors[0][:500] if errors else None,
+        seconds=seconds,
+    )

@@ -402,7 +402,7 @@ def test_code_that_imports_frameworks_exists_only_as_the_runtime_child_scripts()
 
 
 RUNTIME = os.path.join("probes", "runtime.py")
-SCRIPTS = ("DRIVER_SCRIPT", "FRAMEWORK_SCRIPT")
+SCRIPTS = ("DRIVER_SCRIPT", "FRAMEWORK_SCRIPT", "NCCL_SCRIPT")
 
 
 def test_the_child_scripts_are_code_that_imports_frameworks() -> None:
@@ -425,8 +425,12 @@ def test_the_child_scripts_only_reach_the_runner_as_python_dash_c() -> None:
         for node in ast.walk(func):
             if isinstance(node, ast.Name) and node.id in SCRIPTS and isinstance(node.ctx, ast.Load):
                 uses.setdefault(node.id, []).append(func.name)
-    assert uses == {"DRIVER_SCRIPT": ["driver_argv"], "FRAMEWORK_SCRIPT": ["framework_argv"]}
-    for helper in ("driver_argv", "framework_argv"):
+    assert uses == {
+        "DRIVER_SCRIPT": ["driver_argv"],
+        "FRAMEWORK_SCRIPT": ["framework_argv"],
+        "NCCL_SCRIPT": ["nccl_argv"],
+    }
+    for helper in ("driver_argv", "framework_argv", "nccl_argv"):
         lists = [n for n in ast.walk(_functions(module)[helper]) if isinstance(n, ast.List)]
         assert len(lists) == 1
         elts = lists[0].elts
@@ -440,7 +444,8 @@ def test_the_child_scripts_only_reach_the_runner_as_python_dash_c() -> None:
         ]
         assert users and all(u[:2] == (RUNTIME, "_run") for u in users), users
         assert all(
-            dotted(c.func) != helper or _enclosing(RUNTIME, c).name in ("_probe_driver", "_probe_framework")  # type: ignore[union-attr]
+            dotted(c.func) != helper
+            or _enclosing(RUNTIME, c).name in ("_probe_driver", "_probe_framework", "_probe_rank")  # type: ignore[union-attr]
             for c, _ in calls(RUNTIME)
         )
     run = _functions(module)["_run"]
@@ -457,7 +462,8 @@ def test_the_child_scripts_only_reach_the_runner_as_python_dash_c() -> None:
             continue
         names = {n for _, n in imported_modules(other)}
         assert not any(
-            n.endswith(tuple(f".{s}" for s in (*SCRIPTS, "driver_argv", "framework_argv", "_run"))) for n in names
+            n.endswith(tuple(f".{s}" for s in (*SCRIPTS, "driver_argv", "framework_argv", "nccl_argv", "_run")))
+            for n in names
         )
 
 

@@ -528,20 +528,28 @@ def _dotted(value: Any) -> Version | None:
     return None
 
 
-def decode_cudnn_version(value: Any) -> Version | None:
-    """cuDNN's version number as ``cudnnGetVersion()`` returns it, or a ``[major, minor, patch]`` list.
+def _decode_packed(value: Any, wide_from: int) -> Version | None:
+    """A version packed as one number: X * 10000 + Y * 100 + Z from ``wide_from`` on, else X * 1000 + Y * 100 + Z.
 
-    cuDNN 9 encodes major * 10000 + minor * 100 + patch (91900 -> 9.19.0); cuDNN 8 and older
-    major * 1000 + minor * 100 + patch (8907 -> 8.9.7) (doctor-anchors §15.1).
+    A ``[X, Y, Z]`` list or a version string is taken as it is.
     """
     if (dotted := _dotted(value)) is not None:
         return dotted
     number = _int(value)
     if number is None or number <= 0:
         return _version(value)
-    if number >= 90000:
+    if number >= wide_from:
         return Version(f"{number // 10000}.{(number % 10000) // 100}.{number % 100}")
     return Version(f"{number // 1000}.{(number % 1000) // 100}.{number % 100}")
+
+
+def decode_cudnn_version(value: Any) -> Version | None:
+    """cuDNN's version number as ``cudnnGetVersion()`` returns it, or a ``[major, minor, patch]`` list.
+
+    cuDNN 9 encodes major * 10000 + minor * 100 + patch (91900 -> 9.19.0); cuDNN 8 and older
+    major * 1000 + minor * 100 + patch (8907 -> 8.9.7) (doctor-anchors §15.1).
+    """
+    return _decode_packed(value, wide_from=90000)
 
 
 def decode_nccl_version(value: Any) -> Version | None:
@@ -550,14 +558,7 @@ def decode_nccl_version(value: Any) -> Version | None:
     From NCCL 2.9 on the number is X * 10000 + Y * 100 + Z (22809 -> 2.28.9); before, X * 1000 +
     Y * 100 + Z (2708 -> 2.7.8) (``NCCL_VERSION`` in nccl.h, doctor-anchors §15.1).
     """
-    if (dotted := _dotted(value)) is not None:
-        return dotted
-    number = _int(value)
-    if number is None or number <= 0:
-        return _version(value)
-    if number >= 10000:
-        return Version(f"{number // 10000}.{(number % 10000) // 100}.{number % 100}")
-    return Version(f"{number // 1000}.{(number % 1000) // 100}.{number % 100}")
+    return _decode_packed(value, wide_from=10000)
 
 
 #: Libraries kept from a child's maps: the driver, the CUDA runtime and math libraries, cuDNN (and

@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 from packaging.version import Version
 
-from cudadoctor.checks.engine import injectables, run_check
+from cudadoctor.checks.engine import check_values, run_check
 from cudadoctor.checks.findings import Status
 from cudadoctor.checks.runtime import CD801, CD802, CD803, CD804, CD805, arch_runs_on, cuda_error, symbol_owner
 from cudadoctor.facts.model import InstalledPackage, Source, SourceKind, VisibleDevices
@@ -69,7 +69,7 @@ def rt(drv=None, *fws) -> RuntimeInfo:
 
 
 def run(check, facts, runtime):
-    values = injectables(facts, MATRIX)
+    values = check_values(facts, MATRIX)
     values["runtime"] = runtime
     return run_check(check, values, live=facts.mode == "live")
 

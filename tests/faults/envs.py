@@ -25,10 +25,10 @@ from pyfakefs.fake_filesystem_unittest import Patcher
 from cudadoctor import matrix
 from cudadoctor.checks.engine import run_checks
 from cudadoctor.checks.findings import Finding, Status
-from cudadoctor.collect import collect_facts
 from cudadoctor.facts.codec import redact_facts
 from cudadoctor.facts.model import Facts
 from cudadoctor.matrix import CompatMatrix
+from cudadoctor.probes.collect import collect_facts
 from cudadoctor.probes.native import LibcudaResult, NvmlDevice, NvmlResult
 from cudadoctor.redact import Redactor
 from cudadoctor.report.json import render_json

@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cudadoctor import collect
 from cudadoctor.cli import app
-from cudadoctor.probes import runtime
+from cudadoctor.probes import collect, runtime
 from cudadoctor.probes.native import LibcudaResult, NvmlResult
 from cudadoctor.runner import CommandResult
 from tests.security.planted import build_image

@@ -187,7 +187,7 @@ def test_the_real_runner_is_made_only_for_the_live_machine() -> None:
                         "SubprocessRunner"
                     ):
                         made.append((module, node.name))
-    assert made == [("collect.py", "live_context")]
+    assert made == [("probes/collect.py", "live_context")]
 
 
 # Proving that an expression is an argv list or tuple ------------------------------------------------
@@ -531,7 +531,7 @@ def test_native_libraries_are_loaded_by_fixed_name_in_native_py_only() -> None:
                 if module != os.path.join("probes", "native.py") or not constant or name.endswith("find_library"):
                     found.append(f"{where(module, call)} {name}")
     assert found == []
-    from cudadoctor.collect import root_context
+    from cudadoctor.probes.collect import root_context
     from cudadoctor.probes.native import NullNative
     from cudadoctor.runner import NullRunner
 

@@ -346,6 +346,13 @@ def symbol_owner(symbol: str) -> str | None:
 _TORCH_EXTENSIONS = ("vllm", "flash-attn", "xformers")
 
 
+def _installed(req: Requirement, target: InstalledPackage | None, verb: str = "") -> str:
+    """``torch 2.8.0 [is ]installed``, or ``torch [is ]not installed`` when the pinned package is missing."""
+    if target is None:
+        return f"{req.name} {verb}not installed"
+    return f"{target.name} {target.version} {verb}installed"
+
+
 def _import_failure(
     fw: FrameworkRuntime, packages: dict[str, InstalledPackage]
 ) -> tuple[str, dict[str, str], tuple[str, ...], str]:
@@ -360,13 +367,14 @@ def _import_failure(
         if unmet:
             dependent, req, target = unmet[0]
             for d, r, t in unmet:
-                evidence[f"{d.name} {d.version}"] = f"requires {r} (Requires-Dist), {t.name} {t.version} installed"
+                evidence[f"{d.name} {d.version}"] = f"requires {r} (Requires-Dist), {_installed(r, t)}"
+            name = req.name if target is None else target.name
             return (
-                f"{head}: {dependent.name} {dependent.version} requires {req}, but {target.name} {target.version} "
-                f"is installed, and {fw.module} was compiled against the pinned {target.name}",
+                f"{head}: {dependent.name} {dependent.version} requires {req}, but "
+                f"{_installed(req, target, 'is ')}, and {fw.module} was compiled against the pinned {name}",
                 evidence,
                 (f"python -m pip install '{req.name}{req.specifier}'",),
-                f"install the {target.name} version {dependent.name} pins",
+                f"install the {name} version {dependent.name} pins",
             )
         torch = packages.get("torch")
         if owner == "torch" and torch is not None and fw.framework in _TORCH_EXTENSIONS:

@@ -253,6 +253,22 @@ def test_cd802_vllm_undefined_symbol_tied_to_the_torch_pin(h200):
     assert finding.remediation.text == "Install the torch version vllm pins."
 
 
+def test_cd802_undefined_symbol_with_the_pinned_package_missing(h200):
+    # Regression (issue #10): a pin on a package that is not installed made CD802 crash with
+    # "AttributeError: 'NoneType' object has no attribute 'name'".
+    facts = replace(h200, packages={"vllm": _pkg("vllm", "0.10.1.1", ("torch==2.7.1",))})
+    runtime = rt(driver("driver-healthy-h200.txt"), framework("vllm-undefined-symbol.txt", "vllm"))
+    finding = run(CD802(), facts, runtime)
+    assert finding.status is Status.FAIL
+    assert finding.message == (
+        "vllm 0.10.1.1: import vllm._C fails with undefined symbol _ZN3c104cuda9SetDeviceEi: vllm 0.10.1.1 "
+        "requires torch==2.7.1, but torch is not installed, and vllm._C was compiled against the pinned torch"
+    )
+    assert finding.evidence["vllm 0.10.1.1"] == "requires torch==2.7.1 (Requires-Dist), torch not installed"
+    assert finding.remediation.commands == ("python -m pip install 'torch==2.7.1'",)
+    assert finding.remediation.text == "Install the torch version vllm pins."
+
+
 def test_cd802_extension_without_a_pin_built_for_another_torch(h200):
     facts = replace(h200, packages={"torch": _pkg("torch", "2.8.0"), "flash-attn": _pkg("flash-attn", "2.8.3")})
     fw = replace(framework("vllm-undefined-symbol.txt", "vllm"), framework="flash-attn", module="flash_attn")

@@ -53,13 +53,13 @@ MATRIX = _Matrix()
 
 
 def driver(name: str):
-    result = parse_driver_output(fixture_text("runtime", name), "python -I -c <driver-API probe>")
+    result = parse_driver_output(fixture_text("runtime", name), "python -I <driver-API probe>")
     assert result is not None
     return result
 
 
 def framework(name: str, fw: str, dist: str | None = None):
-    result = parse_framework_output(fixture_text("runtime", name), fw, dist or fw, "python -I -c <probe>")
+    result = parse_framework_output(fixture_text("runtime", name), fw, dist or fw, "python -I <probe>")
     assert result is not None
     return result
 

@@ -1,7 +1,7 @@
 """Tests for cudadoctor.probes.runtime: the child protocol, its parsers, and the probe over FakeRunner.
 
-The children's outputs are replayed from tests/fixtures/runtime/ (values observed on the real H200,
-doctor-anchors §12.2 and §15.1). Two tests run the child scripts for real with this interpreter,
+The children's outputs are replayed from tests/fixtures/runtime/ (values observed on a real H200; see
+that folder's README.md). Two tests run the child programs for real with this interpreter,
 outside pyfakefs: the driver-API child on this GPU-less machine, and the framework child against a
 fake ``torch`` package.
 """
@@ -430,7 +430,7 @@ def test_no_uuid_is_kept():
     assert result is not None and "GPU-0123" not in repr(result)
 
 
-# --- the child scripts, run for real --------------------------------------------------------------
+# --- the child programs, run for real -------------------------------------------------------------
 
 
 def test_driver_script_runs_here_and_reports_cleanly():

@@ -26,13 +26,15 @@ __all__ = ["CD401", "CD402", "CD403", "CD404", "CD501", "unmet_requirements"]
 
 def unmet_requirements(
     packages: dict[str, InstalledPackage],
-) -> list[tuple[InstalledPackage, Requirement, InstalledPackage]]:
+) -> list[tuple[InstalledPackage, Requirement, InstalledPackage | None]]:
     """(dependent, requirement, installed) for every requirement between examined packages that fails.
+
+    ``installed`` is None when the required package is not installed at all.
 
     Only requirements whose target cudadoctor examined are judged (it does not scan every
     distribution); their markers were already evaluated for the target interpreter by the probe.
     """
-    unmet = []
+    unmet: list[tuple[InstalledPackage, Requirement, InstalledPackage | None]] = []
     for dependent in packages.values():
         for line in dependent.requires:
             try:

@@ -53,13 +53,13 @@ MATRIX = _Matrix()
 
 
 def driver(name: str):
-    result = parse_driver_output(fixture_text("runtime", name), "python -I -c <driver-API probe>")
+    result = parse_driver_output(fixture_text("runtime", name), "python -I <driver-API probe>")
     assert result is not None
     return result
 
 
 def framework(name: str, fw: str, dist: str | None = None):
-    result = parse_framework_output(fixture_text("runtime", name), fw, dist or fw, "python -I -c <probe>")
+    result = parse_framework_output(fixture_text("runtime", name), fw, dist or fw, "python -I <probe>")
     assert result is not None
     return result
 
@@ -249,6 +249,22 @@ def test_cd802_vllm_undefined_symbol_tied_to_the_torch_pin(h200):
         "requires torch==2.7.1, but torch 2.8.0 is installed, and vllm._C was compiled against the pinned torch"
     )
     assert finding.evidence["vllm 0.10.1.1"] == "requires torch==2.7.1 (Requires-Dist), torch 2.8.0 installed"
+    assert finding.remediation.commands == ("python -m pip install 'torch==2.7.1'",)
+    assert finding.remediation.text == "Install the torch version vllm pins."
+
+
+def test_cd802_undefined_symbol_with_the_pinned_package_missing(h200):
+    # Regression (issue #10): a pin on a package that is not installed made CD802 crash with
+    # "AttributeError: 'NoneType' object has no attribute 'name'".
+    facts = replace(h200, packages={"vllm": _pkg("vllm", "0.10.1.1", ("torch==2.7.1",))})
+    runtime = rt(driver("driver-healthy-h200.txt"), framework("vllm-undefined-symbol.txt", "vllm"))
+    finding = run(CD802(), facts, runtime)
+    assert finding.status is Status.FAIL
+    assert finding.message == (
+        "vllm 0.10.1.1: import vllm._C fails with undefined symbol _ZN3c104cuda9SetDeviceEi: vllm 0.10.1.1 "
+        "requires torch==2.7.1, but torch is not installed, and vllm._C was compiled against the pinned torch"
+    )
+    assert finding.evidence["vllm 0.10.1.1"] == "requires torch==2.7.1 (Requires-Dist), torch not installed"
     assert finding.remediation.commands == ("python -m pip install 'torch==2.7.1'",)
     assert finding.remediation.text == "Install the torch version vllm pins."
 

@@ -212,7 +212,8 @@ def _driver(replay: Replay, env: dict[str, Any]) -> None:
     if container == "wsl2":
         _wsl_driver(replay, str(driver.get("windows", version)), gpus)
         return
-    replay.files["/proc/driver/nvidia/version"] = _proc_version(version, driver.get("flavor", "proprietary"), replay.machine)
+    flavor = str(driver.get("flavor", "proprietary"))
+    replay.files["/proc/driver/nvidia/version"] = _proc_version(version, flavor, replay.machine)
     replay.files["/sys/module/nvidia/version"] = version + "\n"
     for device in gpus:
         replay.files[f"/proc/driver/nvidia/gpus/{device.pci_bus_id}/information"] = (
@@ -255,7 +256,7 @@ def _wsl_driver(replay: Replay, windows: str, gpus: tuple[NvmlDevice, ...]) -> N
 def _nvcc_output(version: str) -> str:
     parts = version.split(".")
     release = ".".join(parts[:2])
-    full = ".".join((parts + ["0", "0"])[:3])
+    full = ".".join([*parts, "0", "0"][:3])
     return (
         "nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2024 NVIDIA Corporation\n"
         f"Cuda compilation tools, release {release}, V{full}\nBuild cuda_{release}.r{release}/compiler.0_0\n"
@@ -315,7 +316,8 @@ def _site_dirs(python: dict[str, Any]) -> tuple[str, str, list[str]]:
     kind = python.get("kind", "venv")
     prefix = str(python.get("prefix") or ("/usr" if kind == "system" else "/opt/venv"))
     if kind == "system" or prefix == "/usr":
-        return "/usr/bin/python3", "/usr", [f"/usr/local/lib/python{xy}/dist-packages", "/usr/lib/python3/dist-packages"]
+        sites = [f"/usr/local/lib/python{xy}/dist-packages", "/usr/lib/python3/dist-packages"]
+        return "/usr/bin/python3", "/usr", sites
     return f"{prefix}/bin/python3", prefix, [f"{prefix}/lib/python{xy}/site-packages"]
 
 

@@ -812,7 +812,7 @@ def test_write_failure_leaves_the_previous_cache_intact(
     def fail(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(update.os, "replace", fail)
+    monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(UpdateError, match="No space left on device"):
         refresh(["torch"], index=server.index, cache_dir=str(tmp_path), fetch=fetcher, now=lambda: DAY2)
     assert cache_bytes(str(tmp_path)) == before

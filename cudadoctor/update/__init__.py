@@ -16,33 +16,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cudadoctor.update.orchestrate import (
-        ACCEPT_INDEX,
-        ACCEPT_METADATA,
-        CACHE_FILE,
-        DEFAULT_LIMIT,
-        DEFAULT_PACKAGES,
-        CoreMetadata,
-        Fetch,
-        FetchError,
-        HttpFetcher,
-        IndexData,
-        IndexFile,
-        MetadataRead,
-        PackageSummary,
-        ReleaseRecord,
-        UpdateError,
-        UpdateResult,
-        default_cache_dir,
-        is_pin,
-        load_cache,
-        parse_core_metadata,
-        parse_simple_html,
-        parse_simple_json,
-        refresh,
-        release_records,
-        validate_index_document,
-    )
+    from cudadoctor.cachedir import default_cache_dir
+    from cudadoctor.update.cache import CACHE_FILE, load_cache, validate_index_document
+    from cudadoctor.update.errors import FetchError, UpdateError
+    from cudadoctor.update.fetch import ACCEPT_INDEX, ACCEPT_METADATA, Fetch, HttpFetcher
+    from cudadoctor.update.index import IndexFile, parse_simple_html, parse_simple_json
+    from cudadoctor.update.metadata import CoreMetadata, MetadataRead, parse_core_metadata
+    from cudadoctor.update.names import is_pin
+    from cudadoctor.update.orchestrate import DEFAULT_LIMIT, DEFAULT_PACKAGES, PackageSummary, UpdateResult, refresh
+    from cudadoctor.update.records import IndexData, ReleaseRecord
+    from cudadoctor.update.releases import release_records
 
 __all__ = [
     "ACCEPT_INDEX",
@@ -72,33 +55,33 @@ __all__ = [
     "validate_index_document",
 ]
 
-#: public name -> the submodule that defines it
+#: public name -> the module that defines it
 _HOME: dict[str, str] = {
-    "ACCEPT_INDEX": "orchestrate",
-    "ACCEPT_METADATA": "orchestrate",
-    "CACHE_FILE": "orchestrate",
-    "DEFAULT_LIMIT": "orchestrate",
-    "DEFAULT_PACKAGES": "orchestrate",
-    "CoreMetadata": "orchestrate",
-    "Fetch": "orchestrate",
-    "FetchError": "orchestrate",
-    "HttpFetcher": "orchestrate",
-    "IndexData": "orchestrate",
-    "IndexFile": "orchestrate",
-    "MetadataRead": "orchestrate",
-    "PackageSummary": "orchestrate",
-    "ReleaseRecord": "orchestrate",
-    "UpdateError": "orchestrate",
-    "UpdateResult": "orchestrate",
-    "default_cache_dir": "orchestrate",
-    "is_pin": "orchestrate",
-    "load_cache": "orchestrate",
-    "parse_core_metadata": "orchestrate",
-    "parse_simple_html": "orchestrate",
-    "parse_simple_json": "orchestrate",
-    "refresh": "orchestrate",
-    "release_records": "orchestrate",
-    "validate_index_document": "orchestrate",
+    "ACCEPT_INDEX": "cudadoctor.update.fetch",
+    "ACCEPT_METADATA": "cudadoctor.update.fetch",
+    "CACHE_FILE": "cudadoctor.update.cache",
+    "CoreMetadata": "cudadoctor.update.metadata",
+    "DEFAULT_LIMIT": "cudadoctor.update.orchestrate",
+    "DEFAULT_PACKAGES": "cudadoctor.update.orchestrate",
+    "Fetch": "cudadoctor.update.fetch",
+    "FetchError": "cudadoctor.update.errors",
+    "HttpFetcher": "cudadoctor.update.fetch",
+    "IndexData": "cudadoctor.update.records",
+    "IndexFile": "cudadoctor.update.index",
+    "MetadataRead": "cudadoctor.update.metadata",
+    "PackageSummary": "cudadoctor.update.orchestrate",
+    "ReleaseRecord": "cudadoctor.update.records",
+    "UpdateError": "cudadoctor.update.errors",
+    "UpdateResult": "cudadoctor.update.orchestrate",
+    "default_cache_dir": "cudadoctor.cachedir",
+    "is_pin": "cudadoctor.update.names",
+    "load_cache": "cudadoctor.update.cache",
+    "parse_core_metadata": "cudadoctor.update.metadata",
+    "parse_simple_html": "cudadoctor.update.index",
+    "parse_simple_json": "cudadoctor.update.index",
+    "refresh": "cudadoctor.update.orchestrate",
+    "release_records": "cudadoctor.update.releases",
+    "validate_index_document": "cudadoctor.update.cache",
 }
 
 
@@ -106,7 +89,7 @@ def __getattr__(name: str) -> Any:
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    return getattr(importlib.import_module(home), name)
 
 
 def __dir__() -> list[str]:

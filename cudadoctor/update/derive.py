@@ -24,7 +24,7 @@ from cudadoctor.cachedir import cache_file
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import TorchRelease, VllmRelease
-    from cudadoctor.update.orchestrate import IndexData, ReleaseRecord
+    from cudadoctor.update.records import IndexData, ReleaseRecord
 
 __all__ = ["derived_torch", "derived_vllm", "index_data_as_of", "new_records", "read_index_data"]
 
@@ -55,7 +55,7 @@ def read_index_data(cache_dir: str | bool | None = None) -> tuple[IndexData | No
     path = cache_file(cache_dir if isinstance(cache_dir, str) else None)
     if not os.path.exists(path):
         return None, None  # the common case: no `cudadoctor update` yet; the refresh code is never imported
-    from cudadoctor.update.orchestrate import load_cache
+    from cudadoctor.update.cache import load_cache
 
     return load_cache(os.path.dirname(path))
 

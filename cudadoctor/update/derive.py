@@ -115,16 +115,17 @@ def derived_torch(record: ReleaseRecord) -> TorchRelease | None:
     if "manylinux_x86_64" not in record.platforms:
         return None
     cuda, evidence = _cuda_from_pins(_pins(record))
+    # keywords, not positions: the row types are the data layer's and may gain fields
     return TorchRelease(
-        Version(record.version),
-        _tag_pythons(record.python_tags),
-        (),
-        cuda,
-        evidence,
-        None,
-        (),
-        None,
-        None,
+        version=Version(record.version),
+        python=_tag_pythons(record.python_tags),
+        python_aarch64=(),
+        pypi_default_cuda=cuda,
+        pypi_default_evidence=evidence,
+        pypi_aarch64_cuda=None,
+        variants=(),
+        torchvision=None,
+        torchaudio=None,
         derived=record.fetched,
     )
 
@@ -137,13 +138,13 @@ def derived_vllm(record: ReleaseRecord) -> VllmRelease | None:
     if "torch" not in pins:
         return None
     return VllmRelease(
-        Version(record.version),
-        SpecifierSet(f"=={pins['torch']}"),
-        SpecifierSet(record.requires_python) if record.requires_python else None,
-        _tag_pythons(record.python_tags),
-        record.abi3,
-        "manylinux_x86_64" if "manylinux_x86_64" in record.platforms else None,
-        None,
-        None,
+        version=Version(record.version),
+        torch=SpecifierSet(f"=={pins['torch']}"),
+        requires_python=SpecifierSet(record.requires_python) if record.requires_python else None,
+        python=_tag_pythons(record.python_tags),
+        abi3=record.abi3,
+        linux_x86_64_tag="manylinux_x86_64" if "manylinux_x86_64" in record.platforms else None,
+        cuda=None,
+        min_compute_capability=None,
         derived=record.fetched,
     )

@@ -42,7 +42,6 @@ __all__ = [
     "VllmRelease",
     "compat_dir",
     "data_as_of",
-    "index_data_as_of",
     "load_table",
     "table_names",
     "validate_meta",
@@ -566,28 +565,13 @@ class CompatMatrix:
     @functools.cached_property
     def index_data(self) -> Any:
         """The `cudadoctor update` cache (``IndexData``) or None; a broken cache is ignored, never fatal."""
-        if self._cache_dir is False:
-            return None
-        from cudadoctor.cachedir import cache_file
+        from cudadoctor.update.derive import read_index_data
 
-        directory = self._cache_dir if isinstance(self._cache_dir, str) else None
-        if not os.path.exists(cache_file(directory)):
-            return None  # the common case: no `cudadoctor update` yet; the update module is never imported
-        from cudadoctor.update import load_cache
-
-        data, warning = load_cache(os.path.dirname(cache_file(directory)))
-        self.index_warning = warning
+        data, self.index_warning = read_index_data(self._cache_dir)
         return data
 
     #: why the `cudadoctor update` cache could not be used (a corrupt file), for CD902 to report
     index_warning: str | None = None
-
-    def _derived(self, package: str, curated: set[Version]) -> list[Any]:
-        data = self.index_data
-        if data is None:
-            return []
-        records = data.packages.get(package, {})
-        return [r for v, r in records.items() if Version(v) not in curated and not r.yanked and r.metadata == "read"]
 
     # --- CUDA toolkit and driver ------------------------------------------------------------------
 
@@ -667,8 +651,10 @@ class CompatMatrix:
 
     @functools.cached_property
     def torch_releases(self) -> tuple[TorchRelease, ...]:
+        from cudadoctor.update.derive import derived_torch, new_records
+
         curated = self._curated_torch()
-        derived = [_derived_torch(r) for r in self._derived("torch", {t.version for t in curated})]
+        derived = [derived_torch(r) for r in new_records(self.index_data, "torch", (t.version for t in curated))]
         return tuple(sorted((*curated, *(d for d in derived if d)), key=lambda t: t.version, reverse=True))
 
     def _curated_torch(self) -> tuple[TorchRelease, ...]:
@@ -703,8 +689,10 @@ class CompatMatrix:
 
     @functools.cached_property
     def vllm_releases(self) -> tuple[VllmRelease, ...]:
+        from cudadoctor.update.derive import derived_vllm, new_records
+
         curated = self._curated_vllm()
-        derived = [_derived_vllm(r) for r in self._derived("vllm", {v.version for v in curated})]
+        derived = [derived_vllm(r) for r in new_records(self.index_data, "vllm", (v.version for v in curated))]
         return tuple(sorted((*curated, *(d for d in derived if d)), key=lambda v: v.version, reverse=True))
 
     def _curated_vllm(self) -> tuple[VllmRelease, ...]:
@@ -723,90 +711,7 @@ class CompatMatrix:
         )
 
 
-def index_data_as_of() -> datetime.date | None:
-    """When `cudadoctor update` last refreshed the user's cache (None: never, or unusable)."""
-    data = CompatMatrix().index_data
-    return data.updated if data is not None else None
-
-
 def data_as_of() -> datetime.date | None:
     """The oldest ``meta.updated`` among the compat tables this run has loaded (None when none was)."""
     dates = [d for d in _LOADED_DATES.values() if isinstance(d, datetime.date)]
     return min(dates) if dates else None
-
-
-# --- releases derived from the package index (`cudadoctor update`) ------------------------------------
-
-_PIN = re.compile(r"^\s*([A-Za-z0-9._-]+)(?:\[[^\]]*\])?\s*\(?\s*==\s*([0-9][0-9.]*)")
-
-
-def _pins(record: Any) -> dict[str, str]:
-    """name -> exact pinned version, from Requires-Dist lines whose marker holds on Linux x86_64."""
-    from packaging.markers import Marker
-
-    env = {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64", "extra": ""}
-    out: dict[str, str] = {}
-    for line in record.pins:
-        requirement, _, marker = line.partition(";")
-        if marker.strip():
-            try:
-                if not Marker(marker.strip()).evaluate({**env, "python_version": "3.12"}):
-                    continue
-            except Exception:  # noqa: S112 - an unusual marker: do not guess from it
-                continue
-        match = _PIN.match(requirement)
-        if match:
-            out[match.group(1).lower().replace("_", "-")] = match.group(2)
-    return out
-
-
-def _cuda_from_pins(pins: dict[str, str]) -> tuple[Version | None, str | None]:
-    for name in ("cuda-toolkit", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu11"):
-        if name in pins:
-            parts = pins[name].split(".")
-            return Version(f"{parts[0]}.{parts[1]}"), f"Requires-Dist {name}=={pins[name]} (derived)"
-    return None, None
-
-
-def _tag_pythons(tags: tuple[str, ...]) -> tuple[str, ...]:
-    found = []
-    for tag in tags:
-        match = re.fullmatch(r"cp3(\d+)", tag)
-        if match:
-            found.append(f"3.{match.group(1)}")
-    return tuple(sorted(set(found), key=lambda p: int(p.split(".")[1])))
-
-
-def _derived_torch(record: Any) -> TorchRelease | None:
-    if "manylinux_x86_64" not in record.platforms:
-        return None
-    cuda, evidence = _cuda_from_pins(_pins(record))
-    return TorchRelease(
-        Version(record.version),
-        _tag_pythons(record.python_tags),
-        (),
-        cuda,
-        evidence,
-        None,
-        (),
-        None,
-        None,
-        derived=record.fetched,
-    )
-
-
-def _derived_vllm(record: Any) -> VllmRelease | None:
-    pins = _pins(record)
-    if "torch" not in pins:
-        return None
-    return VllmRelease(
-        Version(record.version),
-        SpecifierSet(f"=={pins['torch']}"),
-        SpecifierSet(record.requires_python) if record.requires_python else None,
-        _tag_pythons(record.python_tags),
-        record.abi3,
-        "manylinux_x86_64" if "manylinux_x86_64" in record.platforms else None,
-        None,
-        None,
-        derived=record.fetched,
-    )

@@ -49,7 +49,7 @@ def render_json(facts: Facts, findings: list[Finding] | None = None, *, exit_cod
 
 
 def _index_as_of() -> str | None:
-    from cudadoctor.matrix import index_data_as_of
+    from cudadoctor.update.derive import index_data_as_of
 
     date = index_data_as_of()
     return date.isoformat() if date else None

@@ -90,7 +90,8 @@ def render_text(
             + "); run with -v for the reasons.",
             highlight=False,
         )
-    from cudadoctor.matrix import data_as_of, index_data_as_of
+    from cudadoctor.matrix import data_as_of
+    from cudadoctor.update.derive import index_data_as_of
 
     as_of = data_as_of()
     if as_of is not None and findings:

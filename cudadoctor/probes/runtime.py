@@ -7,7 +7,8 @@ shadow what is examined; the site directories cudadoctor examined are passed bac
 
 * the driver-API child (:data:`DRIVER_SCRIPT`, standard library only) loads ``libcuda.so.1`` with
   ctypes and calls ``cuDriverGetVersion``, ``cuInit(0)``, ``cuDeviceGetCount`` and, per device,
-  ``cuDeviceGetName`` and the compute-capability attributes (75/76, doctor-anchors §15.2);
+  ``cuDeviceGetName`` and the compute-capability attributes (75/76,
+  https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html);
 * one child per installed framework (:data:`FRAMEWORK_SCRIPT`, argument: the framework) imports
   only that framework, runs one tiny GPU operation and reports the versions the framework itself
   reports at run time.
@@ -515,7 +516,10 @@ def _version(text: Any) -> Version | None:
 
 
 def _cuda_version(value: Any) -> Version | None:
-    """``13000`` -> 13.0 (major * 1000 + minor * 10, doctor-anchors §15.1), ``"13.0"`` -> 13.0."""
+    """``13000`` -> 13.0, ``"13.0"`` -> 13.0.
+
+    The number is major * 1000 + minor * 10 (https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__VERSION.html).
+    """
     if (number := _int(value)) is not None:
         return Version(f"{number // 1000}.{(number % 1000) // 10}") if number > 0 else None
     return _version(value)
@@ -547,7 +551,9 @@ def decode_cudnn_version(value: Any) -> Version | None:
     """cuDNN's version number as ``cudnnGetVersion()`` returns it, or a ``[major, minor, patch]`` list.
 
     cuDNN 9 encodes major * 10000 + minor * 100 + patch (91900 -> 9.19.0); cuDNN 8 and older
-    major * 1000 + minor * 100 + patch (8907 -> 8.9.7) (doctor-anchors §15.1).
+    major * 1000 + minor * 100 + patch (8907 -> 8.9.7) (the ``CUDNN_VERSION`` macro of ``cudnn_version.h``, as in
+    tests/fixtures/h200/tree/usr/include/x86_64-linux-gnu/cudnn_version.h; a cuDNN 8 value in
+    https://github.com/conda-forge/jax-feedstock/issues/149).
     """
     return _decode_packed(value, wide_from=90000)
 
@@ -556,7 +562,7 @@ def decode_nccl_version(value: Any) -> Version | None:
     """NCCL's version: torch's ``(2, 28, 9)``, or ``ncclGetVersion``'s number.
 
     From NCCL 2.9 on the number is X * 10000 + Y * 100 + Z (22809 -> 2.28.9); before, X * 1000 +
-    Y * 100 + Z (2708 -> 2.7.8) (``NCCL_VERSION`` in nccl.h, doctor-anchors §15.1).
+    Y * 100 + Z (2708 -> 2.7.8) (``NCCL_VERSION`` in nccl.h: https://github.com/NVIDIA/nccl/blob/master/src/nccl.h.in).
     """
     return _decode_packed(value, wide_from=10000)
 
@@ -622,7 +628,8 @@ def _maps(data: dict[str, Any]) -> tuple[LoadedLibrary, ...]:
 def parse_driver_output(stdout: str, where: str = "driver-API probe") -> DriverApiResult | None:
     """The driver-API child's result; None when its stdout holds no result line.
 
-    Parse, e.g. (S1 of doctor-anchors §12.2: an older cuda-compat libcuda first on the search path)::
+    Parse, e.g. (an older cuda-compat libcuda first on the search path, measured on a real H200,
+    tests/fixtures/h200-deep/deep-s1.json)::
 
         @@cudadoctor-runtime@@{"probe": "driver", "device_nodes": ["nvidia-uvm", "nvidia0", "nvidiactl"],
         "version_rc": 0, "version": 13000, "init_rc": 803, "init_error_name": "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
@@ -675,7 +682,7 @@ def parse_framework_output(
 ) -> FrameworkRuntime | None:
     """A framework child's result; None when its stdout holds no result line for ``framework``.
 
-    Parse, e.g. (torch 2.11.0+cu130 on the real H200, doctor-anchors §15.1, maps shortened)::
+    Parse, e.g. (torch 2.11.0+cu130 on the real H200, tests/fixtures/h200-device/truth.txt, maps shortened)::
 
         @@cudadoctor-runtime@@{"probe": "framework", "framework": "torch", "imported": true, "gpu_op": true,
         "version": "2.11.0+cu130", "cuda_runtime": "13.0", "gpu_build": true, "cudnn": 91900,

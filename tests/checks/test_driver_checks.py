@@ -1,4 +1,4 @@
-"""CD1xx on the real H200's facts, healthy and broken the ways seen on that machine (doctor-anchors §12.2)."""
+"""CD1xx on the real H200's facts, healthy and broken the ways seen on that machine (tests/fixtures/h200-deep/)."""
 
 from __future__ import annotations
 

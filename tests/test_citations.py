@@ -80,7 +80,10 @@ def test_explain_text_of_every_check_cites_nothing_private(output_format: str):
 
 
 def test_compat_sources_are_public_urls():
-    import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
 
     for path in sorted((ROOT / "compat").glob("*.toml")):
         data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -9,6 +9,8 @@ import zipfile
 
 import pytest
 
+pytestmark = pytest.mark.slow  # builds a wheel with pip and imports it in a child interpreter
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -140,7 +140,7 @@ class CD403(Check):
     Why it matters: a plugin from another jaxlib release fails to load, and JAX silently falls back to the CPU
     ("An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed"); a cuDNN below
     the minimum fails at the first convolution. JAX's own cuDNN version check has compared the wrong units since
-    2024 (doctor-anchors §9), so it does not catch this.
+    2024 (https://github.com/jax-ml/jax/commit/0be07e6aec), so it does not catch this.
 
     How to fix: install matching versions: pip install -U "jax[cuda13]" (or cuda12).
     """

@@ -9,7 +9,8 @@ interpreter need not have cudadoctor installed):
 
 * the driver-API child (:data:`DRIVER_CHILD`, standard library only) loads ``libcuda.so.1`` with
   ctypes and calls ``cuDriverGetVersion``, ``cuInit(0)``, ``cuDeviceGetCount`` and, per device,
-  ``cuDeviceGetName`` and the compute-capability attributes;
+  ``cuDeviceGetName`` and the compute-capability attributes (75/76,
+  https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html);
 * one child per installed framework (:data:`FRAMEWORK_CHILD`, argument: the framework) imports
   only that framework, runs one tiny GPU operation and reports the versions the framework itself
   reports at run time;

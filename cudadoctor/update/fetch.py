@@ -2,7 +2,7 @@
 
 Politeness and safety limits live here: a connect and a read timeout, a total deadline per
 response, size caps enforced while the body streams, and retries with exponential backoff that
-honour ``Retry-After`` (RFC 9110 §10.2.3, https://www.rfc-editor.org/rfc/rfc9110#name-retry-after).
+honour ``Retry-After`` (RFC 9110 section 10.2.3, https://www.rfc-editor.org/rfc/rfc9110#name-retry-after).
 ``requests`` is imported only when the first request is made, so nothing but ``cudadoctor update``
 ever loads it.
 """

@@ -1,8 +1,8 @@
 """Tests for cudadoctor.probes.runtime: the child protocol, its parsers, and the probe over FakeRunner.
 
-The children's outputs are replayed from tests/fixtures/runtime/ (values observed on a real H200; see
-that folder's README.md). Two tests run the child programs for real with this interpreter,
-outside pyfakefs: the driver-API child on this GPU-less machine, and the framework child against a
+The children's outputs are replayed from tests/fixtures/runtime/ (values observed on the real H200,
+tests/fixtures/h200-deep/ and tests/fixtures/h200-device/). Two tests run the child programs for real with
+this interpreter, outside pyfakefs: the driver-API child on this GPU-less machine, and the framework child against a
 fake ``torch`` package.
 """
 
@@ -161,7 +161,7 @@ def test_parse_driver_healthy_h200():
 
 
 def test_parse_driver_s1_compat_first():
-    # doctor-anchors §12.2 S1: cuDriverGetVersion answers 13000 from the compat library, cuInit 803.
+    # tests/fixtures/h200-deep/deep-s1.json: cuDriverGetVersion answers 13000 from the compat library, cuInit 803.
     result = parse_driver_output(out("driver-s1-compat-first.txt"))
     assert result is not None
     assert (result.version_rc, result.cuda_api) == (0, V("13.0"))
@@ -211,7 +211,7 @@ def test_parse_driver_rejects_a_framework_result():
 
 
 def test_parse_torch_healthy_h200():
-    # doctor-anchors §15.1 and tests/fixtures/h200-device/truth.txt
+    # tests/fixtures/h200-device/truth.txt
     result = parse_framework_output(out("torch-healthy-h200.txt"), "torch", "torch")
     assert result is not None
     assert (result.imported, result.gpu_op, result.gpu_build) == (True, True, True)

@@ -35,6 +35,8 @@ from tests.test_update import (  # the server and the no-internet guard of the u
     reply,
 )
 
+pytestmark = pytest.mark.slow  # child processes against a local index server
+
 REPO = Path(__file__).resolve().parents[2]
 
 #: index URL shapes; {pw} is the secret, {host} the server

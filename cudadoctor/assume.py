@@ -1,7 +1,7 @@
 """Describing the host an image will run on: ``--assume-driver`` and ``--assume-gpu``.
 
 A Docker build stage has no GPU and no driver; these flags put the target host's driver and GPUs
-into the facts, marked with :attr:`~cudadoctor.model.SourceKind.ASSUMED`, so the rest of
+into the facts, marked with :attr:`~cudadoctor.facts.model.SourceKind.ASSUMED`, so the rest of
 cudadoctor treats them like probed facts. A flag overrides the probed fact.
 """
 
@@ -14,8 +14,8 @@ from packaging.version import InvalidVersion
 
 from cudadoctor import gpu_models
 from cudadoctor.errors import UsageError
+from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, Facts, GpuInfo, Source, SourceKind
 from cudadoctor.matrix import CompatMatrix
-from cudadoctor.model import DriverInfo, DriverReading, DriverVersion, Facts, GpuInfo, Source, SourceKind
 
 __all__ = ["apply_assumptions", "parse_driver_version"]
 

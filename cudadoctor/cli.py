@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from cudadoctor import __version__
 from cudadoctor.errors import CudadoctorError, UsageError
-from cudadoctor.model import Facts
+from cudadoctor.facts.model import Facts
 from cudadoctor.report import Format
 
 __all__ = ["app", "main"]
@@ -127,7 +127,7 @@ def _gather(
 ) -> Facts:
     """Facts from a snapshot, an image root or this machine, with assumptions and redaction applied."""
     from cudadoctor.assume import apply_assumptions
-    from cudadoctor.codec import redact_facts
+    from cudadoctor.facts.codec import redact_facts
     from cudadoctor.redact import Redactor
 
     if from_file is not None and root is not None:
@@ -175,8 +175,8 @@ def _gather(
 
 
 def _read_snapshot(path: str) -> Facts:
-    from cudadoctor.codec import facts_from_json
     from cudadoctor.errors import SnapshotError
+    from cudadoctor.facts.codec import facts_from_json
 
     try:
         with open(path, "rb") as handle:
@@ -331,8 +331,8 @@ def check(
         assume_driver=assume_driver, assume_gpu=assume_gpu, redact=not no_redact or output_format is Format.MARKDOWN,
         deep_timeout=timeout if deep else None, nccl=nccl,
     )  # fmt: skip
-    from cudadoctor.engine import run_checks
-    from cudadoctor.findings import Status
+    from cudadoctor.checks.engine import run_checks
+    from cudadoctor.checks.findings import Status
     from cudadoctor.matrix import CompatMatrix
 
     findings = run_checks(facts, CompatMatrix(), select=codes, requirements=requirements)
@@ -407,7 +407,7 @@ def snapshot(
     no_redact: NoRedactOpt = False,
 ) -> None:
     """Write every fact, with its source, as JSON: attach it to a bug report; replay it with check --from."""
-    from cudadoctor.codec import facts_to_json
+    from cudadoctor.facts.codec import facts_to_json
 
     facts = _gather(
         from_file=None, root=root, env_file=env_file, python=python,

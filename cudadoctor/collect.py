@@ -1,7 +1,7 @@
-"""Collecting facts: run every probe, each isolated, and assemble one :class:`~cudadoctor.model.Facts`.
+"""Collecting facts: run every probe, each isolated, and assemble one :class:`~cudadoctor.facts.model.Facts`.
 
 A probe is a function ``probe_x(ctx) -> part``. A probe that raises does not stop the others: its
-part is left empty and the exception becomes one :class:`~cudadoctor.model.ProbeError`. Probes run
+part is left empty and the exception becomes one :class:`~cudadoctor.facts.model.ProbeError`. Probes run
 in a small thread pool: the slow parts (nvidia-smi, nvcc, NVML) wait on other processes or C code
 and release the GIL, so the whole collection takes about as long as its slowest probe.
 """
@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from cudadoctor import __version__
-from cudadoctor.model import Facts, HostInfo, VisibleDevices
+from cudadoctor.facts.model import Facts, HostInfo, VisibleDevices
 from cudadoctor.probes import driver, gpus, host, libraries, packages, toolkit
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.native import NullNative, RealNative

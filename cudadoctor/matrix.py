@@ -24,7 +24,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.errors import CompatDataError
-from cudadoctor.model import DriverVersion
+from cudadoctor.facts.model import DriverVersion
 
 if sys.version_info >= (3, 11):
     import tomllib

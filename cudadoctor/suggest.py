@@ -18,8 +18,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.archs import covers
+from cudadoctor.facts.model import DriverVersion
 from cudadoctor.matrix import CompatMatrix, TorchRelease
-from cudadoctor.model import DriverVersion
 
 __all__ = [
     "Constraints",

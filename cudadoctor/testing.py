@@ -9,11 +9,11 @@ Used by cudadoctor's own tests and meant for anyone adding a check::
 from __future__ import annotations
 
 from cudadoctor.checks import ALL_CHECKS
-from cudadoctor.engine import injectables
-from cudadoctor.engine import run_check as _run_check
-from cudadoctor.findings import Finding
+from cudadoctor.checks.engine import injectables
+from cudadoctor.checks.engine import run_check as _run_check
+from cudadoctor.checks.findings import Finding
+from cudadoctor.facts.model import Facts
 from cudadoctor.matrix import CompatMatrix
-from cudadoctor.model import Facts
 
 __all__ = ["run_check"]
 

@@ -10,10 +10,10 @@ import re
 import pytest
 from packaging.version import Version
 
-from cudadoctor import model
-from cudadoctor.codec import SNAPSHOT_KIND, facts_from_json, facts_to_json, redact_facts
 from cudadoctor.errors import SnapshotError
-from cudadoctor.model import (
+from cudadoctor.facts import model
+from cudadoctor.facts.codec import SNAPSHOT_KIND, facts_from_json, facts_to_json, redact_facts
+from cudadoctor.facts.model import (
     DriverInfo,
     DriverReading,
     DriverVersion,

@@ -9,11 +9,11 @@ import pytest
 
 from cudadoctor.checks import ALL_CHECKS, resolve_codes, selected
 from cudadoctor.checks._base import Check, Skip
-from cudadoctor.engine import INJECTABLE, run_check, run_checks
+from cudadoctor.checks.engine import INJECTABLE, run_check, run_checks
+from cudadoctor.checks.findings import Problem, Status
 from cudadoctor.errors import UsageError
-from cudadoctor.findings import Problem, Status
+from cudadoctor.facts.model import Facts, HostInfo
 from cudadoctor.matrix import CompatMatrix
-from cudadoctor.model import Facts, HostInfo
 
 TESTS = os.path.dirname(__file__)
 

@@ -10,8 +10,8 @@ import pytest
 from packaging.version import Version
 
 from cudadoctor.errors import CompatDataError
+from cudadoctor.facts.model import DriverVersion
 from cudadoctor.matrix import SCHEMAS, CompatMatrix, compat_dir, load_table, validate_table
-from cudadoctor.model import DriverVersion
 
 FILES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(compat_dir(), "*.toml")))
 

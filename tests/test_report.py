@@ -6,10 +6,10 @@ import os
 
 from packaging.version import Version
 
-from cudadoctor.codec import facts_from_json
-from cudadoctor.engine import run_checks
+from cudadoctor.checks.engine import run_checks
+from cudadoctor.facts.codec import facts_from_json
+from cudadoctor.facts.model import Facts, HostInfo, InstalledPackage, Source, SourceKind, TorchBuild
 from cudadoctor.matrix import CompatMatrix
-from cudadoctor.model import Facts, HostInfo, InstalledPackage, Source, SourceKind, TorchBuild
 from cudadoctor.report.text import render_text
 from tests.conftest import fixture_text
 

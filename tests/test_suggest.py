@@ -9,8 +9,8 @@ from packaging.version import Version
 from typer.testing import CliRunner
 
 from cudadoctor.cli import app
+from cudadoctor.facts.model import DriverVersion
 from cudadoctor.matrix import CompatMatrix
-from cudadoctor.model import DriverVersion
 from cudadoctor.suggest import Constraints, Gpu, suggest_torch
 
 M = CompatMatrix()

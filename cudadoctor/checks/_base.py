@@ -2,7 +2,7 @@
 
 A check states a healthy condition (the docstring's first line), names the facts it needs as the
 parameters of :meth:`Check.check`, and returns ``None`` when the condition holds or a
-:class:`~cudadoctor.findings.Problem` saying what is wrong, with evidence and the fix. The engine
+:class:`~cudadoctor.checks.findings.Problem` saying what is wrong, with evidence and the fix. The engine
 injects the facts by parameter name and skips the check when a required fact is absent.
 
 Docstring layout (``cudadoctor explain CODE`` prints it)::
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from cudadoctor.findings import Status
+from cudadoctor.checks.findings import Status
 
 __all__ = ["SECTIONS", "Check", "Skip"]
 

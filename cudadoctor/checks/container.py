@@ -12,8 +12,8 @@ import re
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.checks._base import Check, Skip
-from cudadoctor.findings import Problem, Remediation, Status
-from cudadoctor.model import DriverInfo, Facts, GpuInfo, HostInfo
+from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo
 from cudadoctor.nvreq import RequirementError, brand_token, evaluate, parse_requirement
 
 __all__ = ["CD701", "CD702", "CD703"]

@@ -20,9 +20,17 @@ from packaging.version import Version
 
 from cudadoctor.archs import covers
 from cudadoctor.checks._base import Check, Skip
-from cudadoctor.findings import Problem, Remediation, Status
+from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.facts.model import (
+    DriverInfo,
+    DriverVersion,
+    GpuInfo,
+    HostInfo,
+    InstalledPackage,
+    LibcudaFile,
+    VisibleDevices,
+)
 from cudadoctor.matrix import CompatMatrix
-from cudadoctor.model import DriverInfo, DriverVersion, GpuInfo, HostInfo, InstalledPackage, LibcudaFile, VisibleDevices
 
 __all__ = [
     "CD101",

@@ -13,8 +13,8 @@ import posixpath
 import re
 
 from cudadoctor.checks._base import Check, Skip
-from cudadoctor.findings import Problem, Remediation, Status
-from cudadoctor.model import (
+from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.facts.model import (
     CudaWheels,
     HostInfo,
     InstalledPackage,

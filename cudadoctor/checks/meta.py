@@ -15,10 +15,10 @@ from packaging.version import Version
 
 from cudadoctor.checks._base import Check
 from cudadoctor.checks.driver import effective_cuda
+from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.errors import UsageError
-from cudadoctor.findings import Problem, Remediation, Status
+from cudadoctor.facts.model import Facts
 from cudadoctor.matrix import CompatMatrix
-from cudadoctor.model import Facts
 
 __all__ = ["CD901", "CD902", "STALE_AFTER_DAYS", "Assertion", "parse_assertion"]
 

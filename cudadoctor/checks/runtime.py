@@ -20,11 +20,11 @@ from packaging.version import Version
 
 from cudadoctor.archs import covers
 from cudadoctor.checks._base import Check, Skip
+from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.packages import unmet_requirements
-from cudadoctor.findings import Problem, Remediation, Status
+from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, VisibleDevices
+from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
 from cudadoctor.matrix import CompatMatrix
-from cudadoctor.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, VisibleDevices
-from cudadoctor.runtime_model import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
 
 __all__ = [
     "CD801",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from cudadoctor.model import ProbeError
+from cudadoctor.facts.model import ProbeError
 from cudadoctor.probes.native import Native, NullNative
 from cudadoctor.rootfs import RootFS
 from cudadoctor.runner import NullRunner, Runner

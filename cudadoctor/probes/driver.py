@@ -7,7 +7,7 @@ Sources, cheapest first (doctor-anchors §15.2, §15.3):
 * ``cuDriverGetVersion`` of the libcuda the dynamic loader picks, and that file's name;
 * ``nvidia-smi --query-gpu=…`` last, live only; its parsed output is shared with the GPU probe.
 
-Each answer is kept as a :class:`~cudadoctor.model.DriverReading`: after a driver upgrade without
+Each answer is kept as a :class:`~cudadoctor.facts.model.DriverReading`: after a driver upgrade without
 a reboot the kernel module (580.159.04) and user space (libcuda.so.575.x) disagree, and that
 disagreement is the fact a check needs. libcuda files are also listed *by name* (host driver,
 cuda-compat copies, toolkit stubs, the WSL2 driver store) with whether the loader's search path
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from cudadoctor.model import (
+from cudadoctor.facts.model import (
     DriverInfo,
     DriverReading,
     DriverVersion,
@@ -342,10 +342,10 @@ def probe_driver(ctx: ProbeContext) -> DriverInfo | None:
     """The driver as every source saw it; None when there is no trace of an NVIDIA driver at all.
 
     A trace is a kernel module, a libcuda file other than a toolkit stub, a native answer, or an
-    nvidia-smi that ran. Each source that fails adds one :class:`~cudadoctor.model.ProbeError`;
+    nvidia-smi that ran. Each source that fails adds one :class:`~cudadoctor.facts.model.ProbeError`;
     when nothing is found they are folded into one "no NVIDIA driver found" error.
 
-    :return: :class:`~cudadoctor.model.DriverInfo`, or None.
+    :return: :class:`~cudadoctor.facts.model.DriverInfo`, or None.
     """
     problems: list[tuple[str, str | None]] = []
     readings: list[DriverReading] = []

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from cudadoctor import gpu_models
 from cudadoctor.errors import CompatDataError
-from cudadoctor.model import GpuInfo, Source, SourceKind, VisibleDevices
+from cudadoctor.facts.model import GpuInfo, Source, SourceKind, VisibleDevices
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.driver import SmiQuery, query_nvidia_smi
 from cudadoctor.probes.native import NvmlResult

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from cudadoctor.model import ContainerInfo, EnvVar, HostInfo
+from cudadoctor.facts.model import ContainerInfo, EnvVar, HostInfo
 from cudadoctor.probes import loader
 from cudadoctor.probes.context import ProbeContext
 

@@ -7,7 +7,7 @@ of doctor-anchors §15.6-15.10; the H200 capture has two copies of cuDNN (pip 9.
 9.14.0) and of NCCL (pip 2.28.9, apt 2.28.3).
 
 One *copy* is one install: the header, library files and dist-info or conda-meta record of the
-same install and version are merged into a single :class:`~cudadoctor.model.LibraryCopy`. Where a
+same install and version are merged into a single :class:`~cudadoctor.facts.model.LibraryCopy`. Where a
 file was found decides its origin: under a site-packages directory ``pip``, under
 ``$CONDA_PREFIX`` ``conda``, under a CUDA toolkit root ``toolkit``, under a TensorRT tarball
 directory ``tarball``, anywhere else ``system``.
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from cudadoctor.model import CudaWheels, LibraryCopy, Source, SourceKind, WheelComponent
+from cudadoctor.facts.model import CudaWheels, LibraryCopy, Source, SourceKind, WheelComponent
 from cudadoctor.probes import loader, toolkit
 from cudadoctor.probes.context import ProbeContext
 

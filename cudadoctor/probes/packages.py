@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from cudadoctor.model import InstalledPackage, PythonEnv, Source, SourceKind, TorchBuild
+from cudadoctor.facts.model import InstalledPackage, PythonEnv, Source, SourceKind, TorchBuild
 from cudadoctor.probes.context import ProbeContext
 
 __all__ = [

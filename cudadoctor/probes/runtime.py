@@ -34,11 +34,8 @@ from typing import Any
 
 from packaging.version import Version
 
-from cudadoctor.model import InstalledPackage, Source, SourceKind
-from cudadoctor.probes.context import ProbeContext
-from cudadoctor.probes.packages import probe_packages, target_python
-from cudadoctor.runner import CommandResult
-from cudadoctor.runtime_model import (
+from cudadoctor.facts.model import InstalledPackage, Source, SourceKind
+from cudadoctor.facts.runtime import (
     DriverApiResult,
     FrameworkRuntime,
     LoadedLibrary,
@@ -46,6 +43,9 @@ from cudadoctor.runtime_model import (
     RuntimeDevice,
     RuntimeInfo,
 )
+from cudadoctor.probes.context import ProbeContext
+from cudadoctor.probes.packages import probe_packages, target_python
+from cudadoctor.runner import CommandResult
 
 __all__ = [
     "DEFAULT_TIMEOUT",

@@ -20,7 +20,7 @@ import re
 
 from packaging.version import Version
 
-from cudadoctor.model import NvccInfo, Source, SourceKind, ToolkitInstall
+from cudadoctor.facts.model import NvccInfo, Source, SourceKind, ToolkitInstall
 from cudadoctor.probes.context import ProbeContext
 
 __all__ = [

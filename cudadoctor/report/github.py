@@ -6,7 +6,7 @@ workflow-command syntax requires (GitHub docs, "Workflow commands for GitHub Act
 
 from __future__ import annotations
 
-from cudadoctor.findings import Finding, Status
+from cudadoctor.checks.findings import Finding, Status
 
 __all__ = ["render_github"]
 

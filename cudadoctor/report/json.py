@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cudadoctor.codec import encode
-from cudadoctor.findings import Finding
-from cudadoctor.model import SCHEMA_VERSION, Facts
+from cudadoctor.checks.findings import Finding
+from cudadoctor.facts.codec import encode
+from cudadoctor.facts.model import SCHEMA_VERSION, Facts
 from cudadoctor.report.summary import categories
 
 __all__ = ["REPORT_KIND", "render_json", "report_document"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from cudadoctor.codec import encode
-from cudadoctor.findings import Finding, Status
-from cudadoctor.model import Facts
+from cudadoctor.checks.findings import Finding, Status
+from cudadoctor.facts.codec import encode
+from cudadoctor.facts.model import Facts
 from cudadoctor.report.summary import Mark, categories
 
 __all__ = ["render_markdown"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from cudadoctor.codec import encode
+from cudadoctor.facts.codec import encode
 from cudadoctor.suggest import Constraints, Suggestion
 
 __all__ = ["SUGGEST_KIND", "render_commands", "render_dockerfile", "render_suggestion_json", "render_suggestion_text"]

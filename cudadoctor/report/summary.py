@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
-from cudadoctor.findings import Finding, Status
-from cudadoctor.model import Facts, InstalledPackage, LibraryCopy, ProbeError, Source
+from cudadoctor.checks.findings import Finding, Status
+from cudadoctor.facts.model import Facts, InstalledPackage, LibraryCopy, ProbeError, Source
 
 __all__ = ["Category", "Line", "Mark", "categories"]
 

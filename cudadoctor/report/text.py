@@ -12,8 +12,8 @@ import io
 from rich.console import Console
 from rich.markup import escape
 
-from cudadoctor.findings import Finding, Status
-from cudadoctor.model import Facts
+from cudadoctor.checks.findings import Finding, Status
+from cudadoctor.facts.model import Facts
 from cudadoctor.report.summary import Category, Mark, categories
 
 __all__ = ["render_text"]

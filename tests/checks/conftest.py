@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from cudadoctor.codec import facts_from_json
-from cudadoctor.model import EnvVar, Facts
+from cudadoctor.facts.codec import facts_from_json
+from cudadoctor.facts.model import EnvVar, Facts
 from tests.conftest import fixture_text
 
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 from packaging.version import Version
 
-from cudadoctor.findings import Status
-from cudadoctor.model import DriverVersion, GpuInfo, Source, SourceKind
+from cudadoctor.checks.findings import Status
+from cudadoctor.facts.model import DriverVersion, GpuInfo, Source, SourceKind
 from cudadoctor.nvreq import RequirementError, evaluate, parse_requirement
 from cudadoctor.testing import run_check
 from tests.checks.conftest import with_env

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from cudadoctor.checks.driver import parse_visible_devices
-from cudadoctor.findings import Status
-from cudadoctor.model import DriverReading, DriverVersion, LibcudaFile, Source, SourceKind, VisibleDevices
+from cudadoctor.checks.findings import Status
+from cudadoctor.facts.model import DriverReading, DriverVersion, LibcudaFile, Source, SourceKind, VisibleDevices
 from cudadoctor.testing import run_check
 from tests.checks.conftest import with_env
 

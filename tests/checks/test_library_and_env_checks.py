@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 from packaging.version import Version
 
-from cudadoctor.findings import Status
-from cudadoctor.model import (
+from cudadoctor.checks.findings import Status
+from cudadoctor.facts.model import (
     DriverVersion,
     GpuInfo,
     InstalledPackage,

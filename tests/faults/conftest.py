@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from cudadoctor.model import Facts
+from cudadoctor.facts.model import Facts
 from tests.conftest import fixture_path
 from tests.faults.envs import Fault, collect_live, fresh_tree
 from tests.h200_fixture import build_tree, h200_env

@@ -23,12 +23,12 @@ from typing import Any
 from pyfakefs.fake_filesystem_unittest import Patcher
 
 from cudadoctor import matrix
-from cudadoctor.codec import redact_facts
+from cudadoctor.checks.engine import run_checks
+from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.collect import collect_facts
-from cudadoctor.engine import run_checks
-from cudadoctor.findings import Finding, Status
+from cudadoctor.facts.codec import redact_facts
+from cudadoctor.facts.model import Facts
 from cudadoctor.matrix import CompatMatrix
-from cudadoctor.model import Facts
 from cudadoctor.probes.native import LibcudaResult, NvmlDevice, NvmlResult
 from cudadoctor.redact import Redactor
 from cudadoctor.report.json import render_json

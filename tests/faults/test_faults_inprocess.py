@@ -18,9 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cudadoctor import cli, gpu_models, matrix
-from cudadoctor.codec import facts_from_json
 from cudadoctor.collect import collect_facts
 from cudadoctor.errors import SnapshotError
+from cudadoctor.facts.codec import facts_from_json
 from cudadoctor.matrix import CompatMatrix
 from cudadoctor.probes import driver, loader
 from cudadoctor.probes.context import ProbeContext

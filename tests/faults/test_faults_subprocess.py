@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from cudadoctor import cli, matrix
-from cudadoctor.codec import facts_to_json
+from cudadoctor.facts.codec import facts_to_json
 from tests.faults.envs import (
     CACHE_FAULTS,
     CATEGORY_KEYS,

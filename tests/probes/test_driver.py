@@ -8,7 +8,7 @@ import os
 import pytest
 from packaging.version import Version
 
-from cudadoctor.model import LibcudaFile, Source, SourceKind
+from cudadoctor.facts.model import LibcudaFile, Source, SourceKind
 from cudadoctor.probes.driver import (
     SMI_QUERY_ARGV,
     SmiGpu,

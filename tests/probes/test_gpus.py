@@ -11,7 +11,7 @@ import pytest
 
 from cudadoctor import gpu_models
 from cudadoctor.errors import CompatDataError
-from cudadoctor.model import GpuInfo, Source, SourceKind, VisibleDevices
+from cudadoctor.facts.model import GpuInfo, Source, SourceKind, VisibleDevices
 from cudadoctor.probes.driver import probe_driver
 from cudadoctor.probes.gpus import GpuInformation, parse_gpu_information, probe_gpus, probe_visible
 from cudadoctor.probes.native import NvmlDevice, NvmlResult

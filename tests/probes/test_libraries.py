@@ -10,7 +10,7 @@ from packaging.version import Version
 from pyfakefs.fake_filesystem import FakeFilesystem
 from pyfakefs.helpers import reset_ids, set_uid
 
-from cudadoctor.model import CudaWheels, LibraryCopy, Source, SourceKind, WheelComponent
+from cudadoctor.facts.model import CudaWheels, LibraryCopy, Source, SourceKind, WheelComponent
 from cudadoctor.probes import libraries
 from cudadoctor.probes.context import ProbeContext
 from tests.conftest import fixture_path, fixture_text, make_ctx

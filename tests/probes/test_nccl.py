@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from cudadoctor.findings import Status
-from cudadoctor.model import Facts, HostInfo, RuntimeInfo
+from cudadoctor.checks.findings import Status
+from cudadoctor.facts.model import Facts, HostInfo, RuntimeInfo
 from cudadoctor.probes.runtime import MARKER, parse_worker_output, probe_nccl_smoke
 from cudadoctor.probes.runtime import nccl_argv as worker_argv
 from cudadoctor.testing import run_check
@@ -77,7 +77,7 @@ def test_cd806_reports_the_failure_and_skips_when_not_run():
 
 
 def test_world_size_is_what_cuda_sees_not_what_nvml_lists():
-    from cudadoctor.codec import facts_from_json
+    from cudadoctor.facts.codec import facts_from_json
     from cudadoctor.probes.runtime import visible_gpus
     from tests.conftest import fixture_text
 

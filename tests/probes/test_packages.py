@@ -14,7 +14,7 @@ import time
 import pytest
 from packaging.version import Version
 
-from cudadoctor.model import SourceKind
+from cudadoctor.facts.model import SourceKind
 from cudadoctor.probes import packages
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.rootfs import RootFS

@@ -17,10 +17,11 @@ from dataclasses import replace
 import pytest
 from packaging.version import Version
 
-from cudadoctor import codec, model
-from cudadoctor.codec import facts_from_json
 from cudadoctor.collect import PROBES, collect_facts
-from cudadoctor.model import SourceKind
+from cudadoctor.facts import codec, model
+from cudadoctor.facts.codec import facts_from_json
+from cudadoctor.facts.model import SourceKind
+from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeDevice, RuntimeInfo
 from cudadoctor.probes import runtime
 from cudadoctor.probes.runtime import (
     DRIVER_SCRIPT,
@@ -40,7 +41,6 @@ from cudadoctor.probes.runtime import (
     probe_runtime,
 )
 from cudadoctor.runner import SubprocessRunner
-from cudadoctor.runtime_model import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeDevice, RuntimeInfo
 from tests.conftest import FakeRunner, fixture_text, make_ctx
 
 V = Version

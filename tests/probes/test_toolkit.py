@@ -7,7 +7,7 @@ from packaging.version import Version
 from pyfakefs.fake_filesystem import FakeFilesystem
 from pyfakefs.helpers import reset_ids, set_uid
 
-from cudadoctor.model import NvccInfo, Source, SourceKind, ToolkitInstall
+from cudadoctor.facts.model import NvccInfo, Source, SourceKind, ToolkitInstall
 from cudadoctor.probes import toolkit
 from tests.conftest import FakeRunner, fixture_text, make_ctx
 

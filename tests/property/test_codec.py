@@ -1,4 +1,4 @@
-"""The facts JSON (:mod:`cudadoctor.codec`): generated facts round-trip, and ``--from`` reads any document
+"""The facts JSON (:mod:`cudadoctor.facts.codec`): generated facts round-trip, and ``--from`` reads any document
 without an uncaught exception."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from cudadoctor import model
-from cudadoctor.codec import decode, encode, facts_from_json, facts_to_json
 from cudadoctor.errors import SnapshotError
-from cudadoctor.model import DriverVersion, Facts
+from cudadoctor.facts import model
+from cudadoctor.facts.codec import decode, encode, facts_from_json, facts_to_json
+from cudadoctor.facts.model import DriverVersion, Facts
 from tests.property.strategies import (
     any_text,
     assert_one_line,

@@ -10,7 +10,7 @@ from packaging.version import Version
 
 from cudadoctor.assume import parse_driver_version as parse_assumed_driver
 from cudadoctor.errors import UsageError
-from cudadoctor.model import DriverVersion
+from cudadoctor.facts.model import DriverVersion
 from cudadoctor.probes.driver import (
     parse_driver_version,
     parse_nvidia_smi_query,

@@ -16,9 +16,9 @@ from cudadoctor.archs import covers, parse_target
 from cudadoctor.assume import parse_driver_version as parse_assumed_driver
 from cudadoctor.checks.driver import parse_visible_devices
 from cudadoctor.checks.meta import parse_assertion
-from cudadoctor.codec import facts_from_json
 from cudadoctor.config import parse_settings
 from cudadoctor.errors import SnapshotError, UsageError
+from cudadoctor.facts.codec import facts_from_json
 from cudadoctor.gpu_models import load_models, parse_gpu_spec
 from cudadoctor.nvreq import RequirementError, evaluate, parse_requirement
 from cudadoctor.probes.driver import parse_driver_version, parse_nvidia_smi_query, parse_proc_driver_version
@@ -151,7 +151,7 @@ def test_simple_html_with_a_bad_host(page: bytes) -> None:
     assert len(str(caught.value).splitlines()) == 1
 
 
-# --- the facts codec (fixed in cudadoctor/codec.py; also tests/faults snapshot-* cases) -----------------
+# --- the facts codec (fixed in cudadoctor/facts/codec.py; also tests/faults snapshot-* cases) -----------------
 
 
 def _snapshot() -> dict:

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.version import Version
 
+from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime
 from cudadoctor.probes.runtime import (
     MARKER,
     decode_cudnn_version,
@@ -18,7 +19,6 @@ from cudadoctor.probes.runtime import (
     parse_marked_json,
     parse_undefined_symbol,
 )
-from cudadoctor.runtime_model import DriverApiResult, FrameworkRuntime
 from tests.property.strategies import (
     any_text,
     fixture_text,

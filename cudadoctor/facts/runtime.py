@@ -2,13 +2,13 @@
 
 Each fact here was reported by a child process of the target interpreter (``cudadoctor.probes.runtime``):
 one that called the CUDA driver API through ctypes, and one per installed framework that imported it
-and ran one small GPU operation. Their :class:`~cudadoctor.model.Source` is ``runtime``. Like the rest
+and ran one small GPU operation. Their :class:`~cudadoctor.facts.model.Source` is ``runtime``. Like the rest
 of the facts model these hold no judgements, keep no GPU UUID, and record why something is unknown
 instead of guessing.
 
 ``Source`` and ``Version`` are named for type checkers only: the facts codec resolves these
-annotations in :mod:`cudadoctor.model`'s namespace, which imports the classes below, so this module
-needs nothing from :mod:`cudadoctor.model` at run time (and the model can import it without a cycle).
+annotations in :mod:`cudadoctor.facts.model`'s namespace, which imports the classes below, so this module
+needs nothing from :mod:`cudadoctor.facts.model` at run time (and the model can import it without a cycle).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from packaging.version import Version
 
-    from cudadoctor.model import Source
+    from cudadoctor.facts.model import Source
 
 __all__ = ["DriverApiResult", "FrameworkRuntime", "LoadedLibrary", "NcclSmoke", "RuntimeDevice", "RuntimeInfo"]
 

@@ -3,7 +3,7 @@
 Facts hold no judgements. Every version is a :class:`packaging.version.Version`; every group of
 facts carries the :class:`Source` it came from; a probe that could not read something records a
 :class:`ProbeError` instead of guessing. The JSON form (``cudadoctor snapshot``) is produced and
-read back by :mod:`cudadoctor.codec`; its layout is documented in ``docs/facts-schema.md`` and
+read back by :mod:`cudadoctor.facts.codec`; its layout is documented in ``docs/facts-schema.md`` and
 versioned by :data:`SCHEMA_VERSION`.
 
 Names say which version they mean:
@@ -24,7 +24,7 @@ from packaging.version import Version
 
 # The runtime facts of `check --deep` live in their own module; imported here so the codec resolves
 # their annotations in this namespace, and re-exported as part of the model.
-from cudadoctor.runtime_model import (
+from cudadoctor.facts.runtime import (
     DriverApiResult,
     FrameworkRuntime,
     LoadedLibrary,

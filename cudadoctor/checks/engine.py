@@ -14,10 +14,10 @@ from typing import Any
 
 from cudadoctor.checks import ALL_CHECKS, selected
 from cudadoctor.checks._base import Check, Skip
+from cudadoctor.checks.findings import Finding, Problem, Status
 from cudadoctor.errors import CompatDataError
-from cudadoctor.findings import Finding, Problem, Status
+from cudadoctor.facts.model import Facts
 from cudadoctor.matrix import CompatMatrix
-from cudadoctor.model import Facts
 
 __all__ = ["INJECTABLE", "injectables", "run_check", "run_checks"]
 

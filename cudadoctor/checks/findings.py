@@ -1,6 +1,6 @@
 """Judgements: what the checks concluded from the facts, with evidence and the fix.
 
-Facts (:mod:`cudadoctor.model`) say what is there; findings say whether it fits. A finding is
+Facts (:mod:`cudadoctor.facts.model`) say what is there; findings say whether it fits. A finding is
 produced for every check that was evaluated, including the ones that passed or were skipped, so
 a JSON report shows exactly what was examined.
 """

@@ -1,6 +1,6 @@
-"""The facts JSON: turning :class:`~cudadoctor.model.Facts` into plain JSON and back.
+"""The facts JSON: turning :class:`~cudadoctor.facts.model.Facts` into plain JSON and back.
 
-One generic, type-driven codec serves every dataclass in :mod:`cudadoctor.model`, so adding a field
+One generic, type-driven codec serves every dataclass in :mod:`cudadoctor.facts.model`, so adding a field
 to the model needs no serialisation code. Reading is strict about types and forgiving about
 additions: unknown keys are ignored (a newer cudadoctor's snapshot still loads), a missing optional
 field takes its default, and anything else wrong raises :class:`~cudadoctor.errors.SnapshotError`
@@ -19,9 +19,9 @@ from typing import Any
 
 from packaging.version import Version
 
-from cudadoctor import model
 from cudadoctor.errors import SnapshotError
-from cudadoctor.model import SCHEMA_VERSION, Facts
+from cudadoctor.facts import model
+from cudadoctor.facts.model import SCHEMA_VERSION, Facts
 from cudadoctor.redact import Redactor
 
 __all__ = [

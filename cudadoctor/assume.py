@@ -15,7 +15,7 @@ from packaging.version import InvalidVersion
 from cudadoctor import gpu_models
 from cudadoctor.errors import UsageError
 from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, Facts, GpuInfo, Source, SourceKind
-from cudadoctor.matrix import CompatMatrix
+from cudadoctor.data import CompatMatrix
 
 __all__ = ["apply_assumptions", "parse_driver_version"]
 

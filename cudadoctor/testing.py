@@ -13,7 +13,7 @@ from cudadoctor.checks.engine import injectables
 from cudadoctor.checks.engine import run_check as _run_check
 from cudadoctor.checks.findings import Finding
 from cudadoctor.facts.model import Facts
-from cudadoctor.matrix import CompatMatrix
+from cudadoctor.data import CompatMatrix
 
 __all__ = ["run_check"]
 

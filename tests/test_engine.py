@@ -13,7 +13,7 @@ from cudadoctor.checks.engine import INJECTABLE, run_check, run_checks
 from cudadoctor.checks.findings import Problem, Status
 from cudadoctor.errors import UsageError
 from cudadoctor.facts.model import Facts, HostInfo
-from cudadoctor.matrix import CompatMatrix
+from cudadoctor.data import CompatMatrix
 
 TESTS = os.path.dirname(__file__)
 

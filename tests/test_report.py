@@ -9,7 +9,7 @@ from packaging.version import Version
 from cudadoctor.checks.engine import run_checks
 from cudadoctor.facts.codec import facts_from_json
 from cudadoctor.facts.model import Facts, HostInfo, InstalledPackage, Source, SourceKind, TorchBuild
-from cudadoctor.matrix import CompatMatrix
+from cudadoctor.data import CompatMatrix
 from cudadoctor.report.text import render_text
 from tests.conftest import fixture_text
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from cudadoctor.cli import app
 from cudadoctor.facts.model import DriverVersion
-from cudadoctor.matrix import CompatMatrix
+from cudadoctor.data import CompatMatrix
 from cudadoctor.suggest import Constraints, Gpu, suggest_torch
 
 M = CompatMatrix()

@@ -30,7 +30,7 @@ from cudadoctor.facts.model import (
     LibcudaFile,
     VisibleDevices,
 )
-from cudadoctor.matrix import CompatMatrix
+from cudadoctor.data import CompatMatrix
 
 __all__ = [
     "CD101",
@@ -465,7 +465,7 @@ class CD113(Check):
         archs = matrix.torch_arch_list(version, variant)
         if archs is None:
             raise Skip(f"no arch list for torch {version.public} {variant} in compat/torch.toml")
-        families = {a.compute_capability: a.family_runs_on for a in matrix.gpu_archs.values() if a.family_runs_on}
+        families = matrix.arch_families
         missing = [g for g in gpus if g.compute_capability and covers(archs, g.compute_capability, families) is None]
         if not missing:
             return None

@@ -17,7 +17,7 @@ from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.findings import Finding, Problem, Status
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import Facts
-from cudadoctor.matrix import CompatMatrix
+from cudadoctor.data import CompatMatrix
 
 __all__ = ["INJECTABLE", "injectables", "run_check", "run_checks"]
 

@@ -20,7 +20,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data.types import Digits, Pattern
-from cudadoctor.model import DriverVersion
+from cudadoctor.facts.model import DriverVersion
 
 __all__ = ["ANNOTATIONS", "RowField", "build_row", "record_problems", "row_fields"]
 
@@ -81,15 +81,21 @@ def _same(value: Any) -> Any:
     return value
 
 
+# The same strings recur across records (">=3.10", "580.65.06"); the parsed values are immutable, so
+# one object per string serves every row and conversion costs a dict look-up.
+_version = functools.lru_cache(maxsize=None)(Version)
+_specifier = functools.lru_cache(maxsize=None)(SpecifierSet)
+_driver_version = functools.lru_cache(maxsize=None)(DriverVersion)
+
 #: Plain field types: (check, conversion).
 _SCALARS: dict[Any, tuple[Problem, Convert]] = {
     str: (_text, _same),
     int: (_integer, _same),
     bool: (_boolean, _same),
     datetime.date: (_date, _same),
-    Version: (_parsed(Version, "a version", (InvalidVersion,)), Version),
-    SpecifierSet: (_parsed(SpecifierSet, "a version specifier", (InvalidSpecifier,)), SpecifierSet),
-    DriverVersion: (_parsed(_driver, "a driver version", (ValueError,)), DriverVersion),
+    Version: (_parsed(Version, "a version", (InvalidVersion,)), _version),
+    SpecifierSet: (_parsed(SpecifierSet, "a version specifier", (InvalidSpecifier,)), _specifier),
+    DriverVersion: (_parsed(_driver, "a driver version", (ValueError,)), _driver_version),
 }
 
 

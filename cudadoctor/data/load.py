@@ -31,7 +31,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["Table", "compat_dir", "load_table", "table_names", "validate_meta", "validate_table"]
+__all__ = ["Table", "compat_dir", "load_table", "parse_table", "table_names", "validate_meta", "validate_table"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -165,6 +165,12 @@ def _load(directory: str, name: str, validate: bool) -> Table:
         raise CompatDataError(f"{where}: cannot read: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise CompatDataError(f"{where}: not valid TOML: {exc}") from exc
+    return parse_table(name, data, validate=validate)
+
+
+def parse_table(name: str, data: Mapping[str, Any], *, validate: bool = True) -> Table:
+    """A parsed file as a :class:`Table` (``validate``: every record, else the ``[meta]`` block only)."""
+    where = f"compat/{name}.toml"
     problems = validate_table(where, data) if validate else validate_meta(where, data)
     if problems:
         raise CompatDataError(f"{len(problems)} problem(s) in compat data: " + "; ".join(problems))

@@ -19,7 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.data.types import Branch, Cc, PlainCc, in_data
-from cudadoctor.model import DriverVersion
+from cudadoctor.facts.model import DriverVersion
 
 __all__ = [
     "LAYOUTS",

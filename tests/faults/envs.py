@@ -22,13 +22,13 @@ from typing import Any
 
 from pyfakefs.fake_filesystem_unittest import Patcher
 
-from cudadoctor import matrix
+from cudadoctor.data import load as compat_load
 from cudadoctor.checks.engine import run_checks
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.collect import collect_facts
 from cudadoctor.facts.codec import redact_facts
 from cudadoctor.facts.model import Facts
-from cudadoctor.matrix import CompatMatrix
+from cudadoctor.data import CompatMatrix
 from cudadoctor.probes.native import LibcudaResult, NvmlDevice, NvmlResult
 from cudadoctor.redact import Redactor
 from cudadoctor.report.json import render_json
@@ -775,7 +775,7 @@ _unique(FAULTS, SNAPSHOT_FAULTS, CACHE_FAULTS, COMPAT_FAULTS, ENV_FILE_FAULTS)
 def collect_live(tree: str, env: dict[str, str], fault: Fault) -> Facts:
     """The facts of a *live* machine whose files are ``tree`` (copied into pyfakefs), with the fault's
     NVML, libcuda and nvidia-smi. ``needs_non_root`` faults run as a normal user even under root."""
-    compat = matrix.compat_dir()
+    compat = compat_load.compat_dir()
     with Patcher(allow_root_user=not fault.needs_non_root) as patcher:
         patcher.fs.add_real_directory(tree, target_path="/", lazy_read=False)
         patcher.fs.add_real_directory(compat, lazy_read=False)  # the GPU table, if looked up

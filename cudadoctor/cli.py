@@ -29,6 +29,7 @@ from cudadoctor.facts.model import Facts
 from cudadoctor.report import Format
 
 if TYPE_CHECKING:
+    from cudadoctor.checks.findings import Finding
     from cudadoctor.data import DataDates
 
 __all__ = ["app", "main"]
@@ -364,7 +365,14 @@ def check(
 
 
 def _render(
-    fmt: Format, facts: Facts, findings: list, *, exit_code: int, verbose: bool, to_terminal: bool, dates: DataDates  # type: ignore[type-arg]
+    fmt: Format,
+    facts: Facts,
+    findings: list[Finding],
+    *,
+    exit_code: int,
+    verbose: bool,
+    to_terminal: bool,
+    dates: DataDates,
 ) -> str:
     if fmt is Format.JSON:
         from cudadoctor.report.json import render_json

@@ -18,9 +18,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.archs import covers
-from cudadoctor.facts.model import DriverVersion
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
+from cudadoctor.facts.model import DriverVersion
 
 __all__ = [
     "Constraints",

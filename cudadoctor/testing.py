@@ -12,8 +12,8 @@ from cudadoctor.checks import ALL_CHECKS
 from cudadoctor.checks.engine import injectables
 from cudadoctor.checks.engine import run_check as _run_check
 from cudadoctor.checks.findings import Finding
-from cudadoctor.facts.model import Facts
 from cudadoctor.data import CompatMatrix
+from cudadoctor.facts.model import Facts
 
 __all__ = ["run_check"]
 

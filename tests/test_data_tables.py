@@ -1,4 +1,4 @@
-"""compat/: every shipped file validates against its row types, and the loader reports every problem of a bad one at once."""
+"""compat/: every shipped file validates against its row types; the loader reports every problem at once."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import os
 import pytest
 from packaging.version import Version
 
-from cudadoctor.errors import CompatDataError
-from cudadoctor.facts.model import DriverVersion
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.load import compat_dir, load_table, validate_table
 from cudadoctor.data.rows import LAYOUTS
+from cudadoctor.errors import CompatDataError
+from cudadoctor.facts.model import DriverVersion
 
 FILES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(compat_dir(), "*.toml")))
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from cudadoctor.errors import CompatDataError
 from cudadoctor.data.load import parse_table
+from cudadoctor.errors import CompatDataError
 from cudadoctor.gpu_models import GpuModel, load_models, lookup, normalise, parse_gpu_spec
 from tests.conftest import fixture_text
 

@@ -21,6 +21,7 @@ from packaging.version import Version
 from cudadoctor.archs import covers
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import (
     DriverInfo,
     DriverVersion,
@@ -30,7 +31,6 @@ from cudadoctor.facts.model import (
     LibcudaFile,
     VisibleDevices,
 )
-from cudadoctor.data import CompatMatrix
 
 __all__ = [
     "CD101",

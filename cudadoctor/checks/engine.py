@@ -15,9 +15,9 @@ from typing import Any
 from cudadoctor.checks import ALL_CHECKS, selected
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.findings import Finding, Problem, Status
+from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import Facts
-from cudadoctor.data import CompatMatrix
 
 __all__ = ["INJECTABLE", "injectables", "run_check", "run_checks"]
 

@@ -16,9 +16,9 @@ from packaging.version import Version
 from cudadoctor.checks._base import Check
 from cudadoctor.checks.driver import effective_cuda
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import UsageError
 from cudadoctor.facts.model import Facts
-from cudadoctor.data import CompatMatrix
 
 __all__ = ["CD901", "CD902", "STALE_AFTER_DAYS", "Assertion", "parse_assertion"]
 

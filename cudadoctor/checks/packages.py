@@ -13,12 +13,11 @@ from __future__ import annotations
 import re
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.version import Version
 
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.findings import Problem, Remediation, Status
-from cudadoctor.facts.model import GpuInfo, InstalledPackage, PythonEnv
 from cudadoctor.data import CompatMatrix
+from cudadoctor.facts.model import GpuInfo, InstalledPackage, PythonEnv
 from cudadoctor.probes.packages import is_interesting
 
 __all__ = ["CD401", "CD402", "CD403", "CD404", "CD501", "unmet_requirements"]

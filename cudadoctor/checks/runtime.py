@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -22,10 +21,10 @@ from cudadoctor.archs import covers
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.packages import unmet_requirements
-from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, VisibleDevices
-from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import CudaError
+from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, VisibleDevices
+from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
 
 __all__ = [
     "CD801",

@@ -29,7 +29,7 @@ from cudadoctor.errors import CompatDataError
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 __all__ = ["Table", "compat_dir", "load_table", "parse_table", "table_names", "validate_meta", "validate_table"]
 
@@ -76,7 +76,9 @@ def validate_meta(name: str, data: Mapping[str, Any]) -> list[str]:
     meta = data.get("meta")
     if not isinstance(meta, Mapping):
         return [f"{name}: meta: missing [meta] block"]
-    problems.extend(f"{name}: meta.{key}: missing" for key in ("schema", "kind", "covers", "updated", "sources") if key not in meta)
+    problems.extend(
+        f"{name}: meta.{key}: missing" for key in ("schema", "kind", "covers", "updated", "sources") if key not in meta
+    )
     if "updated" in meta and not isinstance(meta["updated"], datetime.date):
         problems.append(f"{name}: meta.updated: not a date")
     sources = meta.get("sources", [])
@@ -93,7 +95,8 @@ def validate_meta(name: str, data: Mapping[str, Any]) -> list[str]:
 def validate_table(name: str, data: Mapping[str, Any]) -> list[str]:
     """Every problem in one file: meta, record fields and types, source ids, order."""
     problems = validate_meta(name, data)
-    meta = data.get("meta") if isinstance(data.get("meta"), Mapping) else {}
+    found = data.get("meta")
+    meta: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     kind = meta.get("kind")
     layout = LAYOUTS.get(kind) if isinstance(kind, str) else None
     if layout is None:
@@ -137,7 +140,7 @@ def _order_problems(where: str, records: list[Any], row_type: type) -> list[str]
     for record in records:
         try:
             versions.append(Version(record["version"]))
-        except Exception:  # noqa: BLE001 - a bad version is reported by the record's own check
+        except Exception:
             return []
     return [
         f"{where}: {a} is listed before {b}; records go newest first" for a, b in itertools.pairwise(versions) if a < b
@@ -190,7 +193,7 @@ def _rows(table: Table, key: str) -> tuple[Any, ...]:
     row_type = _row_type(table, key, single=False)
     try:
         return tuple(build_row(row_type, record) for record in table.data.get(key, ()))
-    except Exception as exc:  # noqa: BLE001 - data the fast path trusted is not what its rows say
+    except Exception as exc:
         raise _invalid(table, exc) from exc
 
 
@@ -199,7 +202,7 @@ def _single(table: Table, key: str) -> Any | None:
     row_type = _row_type(table, key, single=True)
     try:
         return build_row(row_type, table.data[key]) if key in table.data else None
-    except Exception as exc:  # noqa: BLE001 - as in _rows
+    except Exception as exc:
         raise _invalid(table, exc) from exc
 
 

@@ -160,6 +160,33 @@ class CompatMatrix:
     def forward_compat_packages(self) -> tuple[ForwardCompatPackage, ...]:
         return self._rows("cuda", "forward_compat_package")
 
+    def minor_compat_limits(self, cuda_major: int) -> tuple[str, ...]:
+        """What minor-version compatibility does not cover for a CUDA major (NVIDIA's list)."""
+        row = self.minor_compat(cuda_major)
+        return row.limits if row is not None else ()
+
+    def forward_compat_setup(self, cuda: Version) -> dict[str, Any] | None:
+        """How forward compatibility would be set up for ``cuda``, None where it does not exist.
+
+        https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+        """
+        general = self.forward_compat
+        if general is None or cuda < general.introduced_in_cuda:
+            return None
+        fill = {"<cuda_major_version>": str(cuda.major), "<cuda_minor_version>": str(cuda.minor)}
+        fill |= {"<major>": str(cuda.major), "<minor>": str(cuda.minor)}
+        package, directory = general.package, general.install_dir
+        for key, value in fill.items():
+            package, directory = package.replace(key, value), directory.replace(key, value)
+        return {
+            "package": package,
+            "install_dir": directory,
+            "gpus": general.gpus,
+            "needs_newer_than_kernel_driver": general.requires_newer_than_kernel_driver,
+            "unsupported": general.unsupported_features,
+            "errors": general.error_codes,
+        }
+
     def forward_compat_runs_on(self, cuda: Version, branch: int) -> bool | None:
         """Whether ``cuda-compat`` for ``cuda`` runs on driver branch ``branch`` (None: not in data).
 
@@ -353,9 +380,13 @@ class CompatMatrix:
         return None
 
     @staticmethod
-    def tensorrt_plain_install(row: TensorrtRelease, *, windows: bool = False) -> tuple[str | None, str | None, str | None]:
+    def tensorrt_plain_install(
+        row: TensorrtRelease, *, windows: bool = False
+    ) -> tuple[str | None, str | None, str | None]:
         """(what plain ``pip install tensorrt`` is — sdist, wheel —, what it pulls in, from which index)."""
-        pulls = row.plain_tensorrt_pulls_win32 if windows and row.plain_tensorrt_pulls_win32 else row.plain_tensorrt_pulls
+        pulls = (
+            row.plain_tensorrt_pulls_win32 if windows and row.plain_tensorrt_pulls_win32 else row.plain_tensorrt_pulls
+        )
         return row.plain_tensorrt_kind, pulls, row.plain_tensorrt_index
 
     @staticmethod
@@ -389,7 +420,11 @@ class CompatMatrix:
         are never offered (https://peps.python.org/pep-0592/).
         """
         tag = f"cu{cuda_major}"
-        if cuda_major not in row.cuda_majors or row.yanked or row.linux_x86_64.get(tag) is False and platform == "x86_64":
+        if (
+            cuda_major not in row.cuda_majors
+            or row.yanked
+            or (row.linux_x86_64.get(tag) is False and platform == "x86_64")
+        ):
             return None
         if not any(p.endswith(platform) for p in row.wheel_platforms.get(tag, ())):
             return None
@@ -411,6 +446,10 @@ class CompatMatrix:
     @property
     def cuda_errors(self) -> tuple[CudaError, ...]:
         return self._rows("cuda_errors", "error")
+
+    def cuda_errors_for_check(self, code: str) -> tuple[CudaError, ...]:
+        """The error records whose cause a fast-path check (``CD111``) also looks at."""
+        return tuple(e for e in self.cuda_errors if code in e.checks)
 
     # --- the ecosystem (compat/ecosystem.toml) ------------------------------------------------------------
 
@@ -441,7 +480,7 @@ class CompatMatrix:
     @staticmethod
     def flash_attn_wheels(row: FlashAttnRelease) -> tuple[FlashAttnWheel, ...]:
         """The prebuilt wheels of a flash-attn GitHub release: the product of its lists, less the exclusions."""
-        wheels = []
+        wheels: list[FlashAttnWheel] = []
         for cuda_tag in row.wheels_cuda_tag:
             for torch in row.wheels_torch:
                 for python in row.wheels_python:
@@ -451,11 +490,15 @@ class CompatMatrix:
                     ):
                         continue
                     short = ".".join(torch.split(".")[:2])
-                    wheels.extend(FlashAttnWheel(row.version, cuda_tag, short, abi, python) for abi in row.wheels_cxx11abi)
+                    wheels.extend(
+                        FlashAttnWheel(row.version, cuda_tag, short, abi, python) for abi in row.wheels_cxx11abi
+                    )
         return tuple(wheels)
 
     @staticmethod
-    def flash_attn_build(row: FlashAttnRelease) -> tuple[str | None, tuple[Version, ...], tuple[int, ...], tuple[str, ...], str | None]:
+    def flash_attn_build(
+        row: FlashAttnRelease,
+    ) -> tuple[str | None, tuple[Version, ...], tuple[int, ...], tuple[str, ...], str | None]:
         """(the release tag, the CUDA builds, their majors, the build runners' OS, the torch requirement)."""
         return row.release_tag, row.wheels_cuda_build, row.wheels_cuda_majors, row.wheels_os, row.torch_requirement
 
@@ -464,7 +507,7 @@ class CompatMatrix:
         return self._rows("ecosystem", "xformers")
 
     def xformers_for_torch(self, torch: Version, python: Version | None = None) -> tuple[XformersRelease, ...]:
-        """The xformers releases whose torch pin a torch version meets (and Requires-Python, given one), newest first."""
+        """The xformers releases whose torch pin ``torch`` meets (and Requires-Python, given ``python``)."""
         public = Version(torch.public)
         return tuple(
             r
@@ -551,3 +594,51 @@ class CompatMatrix:
     def ngc_pytorch_image(self, release: str) -> NgcPytorchImage | None:
         """An NGC PyTorch container release (``25.12``)."""
         return next((r for r in self.ngc_pytorch_images if r.release == release), None)
+
+    @staticmethod
+    def ngc_pytorch_drivers(image: NgcPytorchImage) -> tuple[str | None, tuple[str, ...]]:
+        """(the driver an NGC release needs, the older drivers it runs on through forward compatibility)."""
+        return image.min_driver_linux, image.forward_compat_drivers
+
+    def nvidia_cuda_references(self, tag: NvidiaCudaTag) -> tuple[str, ...]:
+        """Every registry reference of an nvidia/cuda tag (Docker Hub and NGC publish the same tags)."""
+        scheme = self.nvidia_cuda_scheme
+        repositories = scheme.repositories if scheme is not None else ("docker.io/nvidia/cuda",)
+        return tuple(f"{repository}:{tag.tag}" for repository in repositories)
+
+    def nvidia_cuda_has(self, *, flavour: str | None = None, latest: bool = False) -> bool:
+        """Whether nvidia/cuda publishes a flavour (``runtime``), or a ``latest`` tag."""
+        scheme = self.nvidia_cuda_scheme
+        if scheme is None:
+            return False
+        return scheme.latest_tag if latest else flavour in scheme.flavours
+
+    @staticmethod
+    def pytorch_image_reference(image: PytorchImage) -> str:
+        """The full reference of a pytorch/pytorch image."""
+        return f"{image.registry or 'docker.io/pytorch/pytorch'}:{image.tag}"
+
+    def pytorch_image_tag(self, torch: Version, cuda: Version, cudnn_major: int, image_type: str) -> str | None:
+        """The tag PyTorch's release workflow would give an image, from its tag format; None if it has no such type."""
+        scheme = self.pytorch_image_scheme
+        if scheme is None or scheme.format_in_workflow is None or image_type not in scheme.image_types:
+            return None
+        tag = scheme.format_in_workflow.replace("${PYTORCH_VERSION}", str(torch))
+        tag = tag.replace("${CUDA_VERSION_SHORT}", f"{cuda.major}.{cuda.minor}").replace(
+            "${CUDNN_VERSION}", str(cudnn_major)
+        )
+        return tag.replace("-runtime", f"-{image_type}")
+
+    def pytorch_image_platforms(self, image_type: str) -> tuple[tuple[str, ...], str | None]:
+        """(the platforms PyTorch builds an image type for, the registry its workflow pushes to)."""
+        scheme = self.pytorch_image_scheme
+        if scheme is None:
+            return (), None
+        return scheme.platforms.get(image_type, ()), scheme.workflow_registry
+
+    def vllm_image_reference(self, version: Version) -> str | None:
+        """The vllm/vllm-openai reference of a release by vLLM's documented scheme (``v<version>``)."""
+        scheme = self.vllm_image_scheme
+        if scheme is None or "v<vllm version>" not in scheme.tags:
+            return None
+        return f"{scheme.repository}:v{version}"

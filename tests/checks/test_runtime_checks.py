@@ -16,10 +16,10 @@ from packaging.version import Version
 from cudadoctor.checks.engine import injectables, run_check
 from cudadoctor.checks.findings import Status
 from cudadoctor.checks.runtime import CD801, CD802, CD803, CD804, CD805, arch_runs_on, cuda_error, symbol_owner
-from cudadoctor.facts.model import InstalledPackage, Source, SourceKind, VisibleDevices
-from cudadoctor.facts.runtime import LoadedLibrary, RuntimeDevice, RuntimeInfo
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.load import compat_dir, validate_table
+from cudadoctor.facts.model import InstalledPackage, Source, SourceKind, VisibleDevices
+from cudadoctor.facts.runtime import LoadedLibrary, RuntimeDevice, RuntimeInfo
 from cudadoctor.probes.runtime import parse_driver_output, parse_framework_output
 from tests.checks.conftest import with_env
 from tests.conftest import fixture_text

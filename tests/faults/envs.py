@@ -22,13 +22,13 @@ from typing import Any
 
 from pyfakefs.fake_filesystem_unittest import Patcher
 
-from cudadoctor.data import load as compat_load
 from cudadoctor.checks.engine import run_checks
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.collect import collect_facts
+from cudadoctor.data import CompatMatrix
+from cudadoctor.data import load as compat_load
 from cudadoctor.facts.codec import redact_facts
 from cudadoctor.facts.model import Facts
-from cudadoctor.data import CompatMatrix
 from cudadoctor.probes.native import LibcudaResult, NvmlDevice, NvmlResult
 from cudadoctor.redact import Redactor
 from cudadoctor.report.json import render_json
@@ -788,11 +788,12 @@ def judge(facts: Facts) -> tuple[list[Finding], int, str, str, dict[str, Any]]:
     :return: (findings, exit code, text report, verbose text report, JSON report parsed)
     """
     facts = redact_facts(facts, Redactor.for_this_user())
-    findings = run_checks(facts, CompatMatrix())
+    matrix = CompatMatrix()
+    findings = run_checks(facts, matrix)
     exit_code = 1 if any(f.status in (Status.FAIL, Status.ERROR) for f in findings) else 0
-    text = render_text(facts, findings)
-    verbose = render_text(facts, findings, verbose=True)
-    doc = json.loads(render_json(facts, findings, exit_code=exit_code))
+    text = render_text(facts, findings, dates=matrix.dates)
+    verbose = render_text(facts, findings, verbose=True, dates=matrix.dates)
+    doc = json.loads(render_json(facts, findings, exit_code=exit_code, dates=matrix.dates))
     return findings, exit_code, text, verbose, doc
 
 

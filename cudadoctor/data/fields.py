@@ -31,8 +31,7 @@ Problem = Callable[[Any], "str | None"]
 Convert = Callable[[Any], Any]
 
 
-@dataclasses.dataclass(frozen=True)
-class RowField:
+class RowField(typing.NamedTuple):
     """One field of a row type: its name, whether the data must give it, and its check and conversion."""
 
     name: str

@@ -11,7 +11,6 @@ of every record costs more than the rest of ``cudadoctor check``.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import functools
 import itertools
@@ -52,14 +51,19 @@ def table_names() -> list[str]:
     return sorted(n[:-5] for n in os.listdir(compat_dir()) if n.endswith(".toml"))
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
 class Table:
-    """One parsed file: its name, kind and date (``meta.updated``), and its records as rows on demand."""
+    """One parsed file: its name, kind and date (``meta.updated``), and its records as rows on demand.
 
-    name: str  #: ``cuda`` for compat/cuda.toml
-    kind: str
-    updated: datetime.date
-    data: Mapping[str, Any]  #: the parsed TOML; only this package reads it
+    Compared and hashed by identity: each file is parsed once per directory (see :func:`load_table`).
+    """
+
+    __slots__ = ("data", "kind", "name", "updated")
+
+    def __init__(self, name: str, kind: str, updated: datetime.date, data: Mapping[str, Any]) -> None:
+        self.name = name  #: ``cuda`` for compat/cuda.toml
+        self.kind = kind
+        self.updated = updated
+        self.data = data  #: the parsed TOML; only this package reads it
 
     def rows(self, key: str) -> tuple[Any, ...]:
         """The ``[[key]]`` records as rows of the type the file's kind declares for them."""

@@ -11,12 +11,12 @@ import datetime
 import functools
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import Version
 
 from cudadoctor.data.load import Table, load_table
+from cudadoctor.data.row import Row, row
 from cudadoctor.data.rows import (
     CudaError,
     CudaRelease,
@@ -51,16 +51,16 @@ from cudadoctor.facts.model import DriverVersion
 __all__ = ["CompatMatrix", "DataDates", "FlashAttnWheel"]
 
 
-@dataclass(frozen=True)
-class DataDates:
+@row()
+class DataDates(Row):
     """How old the data behind a report is."""
 
     compat: datetime.date | None  #: the oldest ``meta.updated`` of the compat tables used (None: none was)
     index: datetime.date | None  #: when `cudadoctor update` last read the package index (None: never)
 
 
-@dataclass(frozen=True)
-class FlashAttnWheel:
+@row()
+class FlashAttnWheel(Row):
     """One prebuilt flash-attn wheel of a GitHub release (its local version names the build)."""
 
     version: Version

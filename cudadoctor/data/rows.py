@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import field
+from typing import Any, NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from cudadoctor.data.row import Row, row
 from cudadoctor.data.types import Branch, Cc, PlainCc, in_data
 from cudadoctor.facts.model import DriverVersion
 
@@ -66,8 +67,8 @@ def _no_table() -> Any:
 # --- compat/cuda.toml (kind cuda-toolkit-drivers) ---------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class CudaRelease:
+@row(kw_only=True)
+class CudaRelease(Row):
     """A CUDA toolkit release and the driver it needs (the release notes' driver table)."""
 
     version: Version
@@ -76,8 +77,8 @@ class CudaRelease:
     min_driver_windows: DriverVersion | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class MinorCompat:
+@row(kw_only=True)
+class MinorCompat(Row):
     """The oldest driver that runs any CUDA ``cuda_major``.x application (minor-version compatibility)."""
 
     cuda_major: int
@@ -88,8 +89,8 @@ class MinorCompat:
     limits: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True)
-class ForwardCompatPackage:
+@row(kw_only=True)
+class ForwardCompatPackage(Row):
     """A ``cuda-compat-X-Y`` package and the driver branches it runs on (forward compatibility)."""
 
     package: str
@@ -97,8 +98,8 @@ class ForwardCompatPackage:
     paired_driver_branch: Branch | None = None  #: the branch the package's own driver comes from
 
 
-@dataclass(frozen=True, kw_only=True)
-class ForwardCompat:
+@row(kw_only=True)
+class ForwardCompat(Row):
     """The forward-compatibility facts that hold for every ``cuda-compat`` package."""
 
     gpus: str  #: which GPUs forward compatibility supports, in NVIDIA's words
@@ -114,8 +115,8 @@ class ForwardCompat:
 # --- compat/gpus.toml (gpu-models) and compat/gpu_archs.toml (gpu-architectures) -----------------------
 
 
-@dataclass(frozen=True)
-class GpuModel:
+@row()
+class GpuModel(Row):
     """One GPU model of the table, or a bare compute capability given on the command line."""
 
     name: str  #: as the table names it ("H200"), or the spec as given ("sm_90a")
@@ -126,8 +127,8 @@ class GpuModel:
     aliases: tuple[str, ...] = in_data(())
 
 
-@dataclass(frozen=True, kw_only=True)
-class GpuArch:
+@row(kw_only=True)
+class GpuArch(Row):
     """A compute capability's architecture and the CUDA versions that support it."""
 
     compute_capability: Cc
@@ -147,8 +148,8 @@ class GpuArch:
 # --- compat/torch.toml (torch-releases) and compat/vllm.toml (vllm-releases) ----------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class TorchVariant:
+@row(kw_only=True)
+class TorchVariant(Row):
     """A build variant on PyTorch's wheel index (``cu124``, ``cpu``, ``rocm6.1``)."""
 
     tag: str
@@ -156,8 +157,8 @@ class TorchVariant:
     index_url: str | None = None
 
 
-@dataclass(frozen=True)
-class TorchRelease:
+@row()
+class TorchRelease(Row):
     """One torch release: its variants, the CUDA of its default PyPI wheel, Python versions, companions."""
 
     version: Version
@@ -176,8 +177,8 @@ class TorchRelease:
     variants_partial: bool = False  #: the variant list is known to be incomplete
 
 
-@dataclass(frozen=True, kw_only=True)
-class TorchArchList:
+@row(kw_only=True)
+class TorchArchList(Row):
     """The GPU targets (``TORCH_CUDA_ARCH_LIST``) of one variant's wheels over a range of releases."""
 
     releases: SpecifierSet
@@ -185,8 +186,8 @@ class TorchArchList:
     archs: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class VllmRelease:
+@row()
+class VllmRelease(Row):
     """One vLLM release: its torch pin, Python range, the CUDA its wheel was built with, the GPU floor."""
 
     version: Version
@@ -208,8 +209,8 @@ class VllmRelease:
 # --- compat/tensorrt.toml (tensorrt-releases) and compat/libraries.toml (cuda-libraries) -----------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class TensorrtRelease:
+@row(kw_only=True)
+class TensorrtRelease(Row):
     """One TensorRT release on PyPI: its per-CUDA packages, what plain ``tensorrt`` pulls, Python."""
 
     version: Version
@@ -229,8 +230,8 @@ class TensorrtRelease:
     readme_tag: str | None = None  #: the TensorRT OSS tag whose README describes it
 
 
-@dataclass(frozen=True, kw_only=True)
-class CudnnRelease:
+@row(kw_only=True)
+class CudnnRelease(Row):
     """One cuDNN release on PyPI: its wheels per CUDA major and what they need."""
 
     version: Version
@@ -245,8 +246,8 @@ class CudnnRelease:
     min_driver_linux_by_cuda: Mapping[str, DriverVersion] = _no_table()  #: per ``cuda13``
 
 
-@dataclass(frozen=True, kw_only=True)
-class NcclRelease:
+@row(kw_only=True)
+class NcclRelease(Row):
     """One NCCL release on PyPI: its wheels per CUDA major."""
 
     version: Version
@@ -261,8 +262,8 @@ class NcclRelease:
 # --- compat/cuda_errors.toml (cuda-errors) ---------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class CudaError:
+@row(kw_only=True)
+class CudaError(Row):
     """A CUDA error code and what it means for the environment."""
 
     code: int
@@ -278,8 +279,8 @@ class CudaError:
 # --- compat/ecosystem.toml (ecosystem) -------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class JaxRelease:
+@row(kw_only=True)
+class JaxRelease(Row):
     """One JAX release: its jaxlib and CUDA plugin pins and the cuDNN its plugins need."""
 
     version: Version
@@ -296,8 +297,8 @@ class JaxRelease:
     yanked: bool = False
 
 
-@dataclass(frozen=True, kw_only=True)
-class FlashAttnExclusion:
+@row(kw_only=True)
+class FlashAttnExclusion(Row):
     """A combination a flash-attn release published no wheel for: every field given must match."""
 
     torch_version: str
@@ -305,8 +306,8 @@ class FlashAttnExclusion:
     cuda_version: Version | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class FlashAttnRelease:
+@row(kw_only=True)
+class FlashAttnRelease(Row):
     """One flash-attn release and the prebuilt wheels of its GitHub release (the product of the lists)."""
 
     version: Version
@@ -323,8 +324,8 @@ class FlashAttnRelease:
     wheels_os: tuple[str, ...] = ()  #: the build runners' OS (``ubuntu-22.04``)
 
 
-@dataclass(frozen=True, kw_only=True)
-class XformersRelease:
+@row(kw_only=True)
+class XformersRelease(Row):
     """One xformers release and the torch it pins."""
 
     version: Version
@@ -332,8 +333,8 @@ class XformersRelease:
     requires_python: SpecifierSet | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class OnnxDocsBuild:
+@row(kw_only=True)
+class OnnxDocsBuild(Row):
     """A CUDA/cuDNN pairing ONNX Runtime's docs list for a release."""
 
     cuda: str  #: as the docs write it ("12.x")
@@ -341,8 +342,8 @@ class OnnxDocsBuild:
     pypi: bool | None = None  #: whether the PyPI wheel is this build (None: the docs do not say)
 
 
-@dataclass(frozen=True, kw_only=True)
-class OnnxruntimeRelease:
+@row(kw_only=True)
+class OnnxruntimeRelease(Row):
     """One onnxruntime-gpu release: the CUDA and cuDNN majors of its PyPI wheel."""
 
     version: Version
@@ -358,8 +359,8 @@ class OnnxruntimeRelease:
     docs_builds: tuple[OnnxDocsBuild, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True)
-class CupyPackage:
+@row(kw_only=True)
+class CupyPackage(Row):
     """One ``cupy-cudaNNx`` package: its CUDA major and its first and newest releases."""
 
     package: str
@@ -373,8 +374,8 @@ class CupyPackage:
     yanked: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True)
-class TensorflowRelease:
+@row(kw_only=True)
+class TensorflowRelease(Row):
     """One TensorFlow release: the CUDA and cuDNN it was tested with and its ``[and-cuda]`` pins."""
 
     version: Version
@@ -388,8 +389,8 @@ class TensorflowRelease:
 # --- compat/images.toml (container-images) ----------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class NvidiaCudaScheme:
+@row(kw_only=True)
+class NvidiaCudaScheme(Row):
     """How nvidia/cuda image tags are made."""
 
     repositories: tuple[str, ...]
@@ -400,8 +401,8 @@ class NvidiaCudaScheme:
     latest_tag: bool
 
 
-@dataclass(frozen=True, kw_only=True)
-class NvidiaCudaTag:
+@row(kw_only=True)
+class NvidiaCudaTag(Row):
     """One nvidia/cuda image tag."""
 
     tag: str
@@ -411,8 +412,8 @@ class NvidiaCudaTag:
     variant: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class PytorchImageScheme:
+@row(kw_only=True)
+class PytorchImageScheme(Row):
     """How pytorch/pytorch image tags are made."""
 
     scheme: str
@@ -422,8 +423,8 @@ class PytorchImageScheme:
     workflow_registry: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class PytorchImage:
+@row(kw_only=True)
+class PytorchImage(Row):
     """One pytorch/pytorch image tag."""
 
     tag: str
@@ -434,16 +435,16 @@ class PytorchImage:
     registry: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class VllmImageScheme:
+@row(kw_only=True)
+class VllmImageScheme(Row):
     """How vllm/vllm-openai image tags are made."""
 
     repository: str
     tags: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
-class VllmImage:
+@row(kw_only=True)
+class VllmImage(Row):
     """One vllm/vllm-openai image tag."""
 
     tag: str
@@ -451,8 +452,8 @@ class VllmImage:
     cuda: Version | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class NgcPytorchImage:
+@row(kw_only=True)
+class NgcPytorchImage(Row):
     """One NGC PyTorch container release (nvcr.io/nvidia/pytorch:YY.MM-py3)."""
 
     release: str  #: ``25.12``
@@ -467,8 +468,7 @@ class NgcPytorchImage:
 # --- which row type each table holds -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     """The tables of one kind of file: arrays of records (``[[release]]``) and single records."""
 
     arrays: Mapping[str, type]

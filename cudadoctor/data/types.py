@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 __all__ = ["Branch", "Cc", "Digits", "Pattern", "PlainCc", "in_data"]
 
 
-@dataclasses.dataclass(frozen=True)
-class Pattern:
+class Pattern(NamedTuple):
     """A string that must match ``regex``; ``what`` names it in a problem ("a compute capability")."""
 
     regex: re.Pattern[str]
     what: str
 
 
-@dataclasses.dataclass(frozen=True)
-class Digits:
+class Digits(NamedTuple):
     """A number written as a string of digits in the data (NVIDIA writes driver branches as ``"580"``)."""
 
     what: str

@@ -16,7 +16,8 @@ from typing import Any
 from packaging.version import Version
 
 from cudadoctor.data.load import Table, load_table
-from cudadoctor.data.row import Row, row
+from cudadoctor.data.row import Row
+from cudadoctor.data.row import row as _row
 from cudadoctor.data.rows import (
     CudaError,
     CudaRelease,
@@ -51,7 +52,7 @@ from cudadoctor.facts.model import DriverVersion
 __all__ = ["CompatMatrix", "DataDates", "FlashAttnWheel"]
 
 
-@row()
+@_row()
 class DataDates(Row):
     """How old the data behind a report is."""
 
@@ -59,7 +60,7 @@ class DataDates(Row):
     index: datetime.date | None  #: when `cudadoctor update` last read the package index (None: never)
 
 
-@row()
+@_row()
 class FlashAttnWheel(Row):
     """One prebuilt flash-attn wheel of a GitHub release (its local version names the build)."""
 

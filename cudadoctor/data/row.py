@@ -12,9 +12,16 @@ as ``@dataclass`` would, and no assignment after ``__init__`` (``FrozenInstanceE
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar, dataclass_transform
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
+
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:  # only type checkers read it (typing has it from 3.11 on; importing typing_extensions costs time)
+
+    def dataclass_transform(**_kwargs: Any) -> Callable[[Any], Any]:
+        return lambda decorated: decorated
+
 
 __all__ = ["Row", "row"]
 
@@ -27,7 +34,9 @@ def row(*, kw_only: bool = False) -> Callable[[T], T]:
 
     def wrap(cls: T) -> T:
         # frozen=False: Row's own __setattr__ refuses every assignment, so nothing is generated at all.
-        return dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=kw_only)(cls)
+        declared: type = dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=kw_only)(cls)
+        type.__setattr__(declared, "_row_spec", _spec(declared))  # read by every __init__: computed once
+        return cast(T, declared)
 
     return wrap
 
@@ -38,8 +47,7 @@ class _Spec(NamedTuple):
     defaults: tuple[tuple[str, Any, Any], ...]  #: (name, default, default factory)
 
 
-@functools.cache
-def _spec(cls: type) -> _Spec:
+def _spec(cls: Any) -> _Spec:
     fields = dataclasses.fields(cls)
     positional = next((i for i, f in enumerate(fields) if f.kw_only), len(fields))
     return _Spec(
@@ -51,12 +59,13 @@ class Row:
     """Methods shared by every row type (see the module's docstring)."""
 
     __slots__ = ()
+    _row_spec: _Spec  #: set by :func:`row` on each row type
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        spec = _spec(type(self))
+        spec = self._row_spec
         if len(args) > spec.positional:
             raise TypeError(f"{type(self).__name__}() takes {spec.positional} positional arguments")
-        given = dict(zip(spec.names, args))
+        given = dict(zip(spec.names, args, strict=False))  # fewer arguments than fields
         if clash := given.keys() & kwargs.keys():
             raise TypeError(f"{type(self).__name__}() got multiple values for {sorted(clash)}")
         given.update(kwargs)
@@ -80,16 +89,16 @@ class Row:
         raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
 
     def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in _spec(type(self)).names)
+        return tuple(getattr(self, name) for name in self._row_spec.names)
 
     def __repr__(self) -> str:
-        names = _spec(type(self)).names
+        names = self._row_spec.names
         return f"{type(self).__name__}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")"
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined, no-any-return]
+        return self._values() == other._values()
 
     def __hash__(self) -> int:
         return hash(self._values())

@@ -472,7 +472,7 @@ class Layout(NamedTuple):
     """The tables of one kind of file: arrays of records (``[[release]]``) and single records."""
 
     arrays: Mapping[str, type]
-    singles: Mapping[str, type] = _no_table()
+    singles: Mapping[str, type] = _NO_TABLE
 
 
 #: ``meta.kind`` -> the file's layout.

@@ -69,6 +69,20 @@ class Table:
         """The ``[[key]]`` records as rows of the type the file's kind declares for them."""
         return _rows(self, key)
 
+    def find(self, key: str, field: str, value: Any) -> Any | None:
+        """The first ``[[key]]`` record whose ``field`` is ``value``, as a row (None: no such record).
+
+        Only that record is made into a row: a check that needs one release of a long table does
+        not pay for parsing every specifier of the others.
+        """
+        row_type = _row_type(self, key, single=False)
+        convert = next(f.convert for f in row_fields(row_type) if f.name == field)
+        try:
+            record = next((r for r in self.data.get(key, ()) if field in r and convert(r[field]) == value), None)
+            return build_row(row_type, record) if record is not None else None
+        except Exception as exc:  # noqa: BLE001 - as in _rows
+            raise _invalid(self, exc) from exc
+
     def single(self, key: str) -> Any | None:
         """The ``[key]`` table as a row, or None when the file has none."""
         return _single(self, key)

@@ -459,7 +459,8 @@ class CompatMatrix:
         return self._rows("ecosystem", "jax")
 
     def jax_release(self, version: Version) -> JaxRelease | None:
-        return next((r for r in self.jax_releases if r.version == version), None)
+        found: JaxRelease | None = self._table("ecosystem").find("jax", "version", version)
+        return found
 
     @staticmethod
     def jax_pins(row: JaxRelease, cuda_major: int) -> dict[str, Any]:

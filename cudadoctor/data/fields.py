@@ -180,9 +180,14 @@ def _field_type(hint: Any) -> tuple[Problem, Convert]:
 @functools.cache
 def row_fields(row_type: type) -> tuple[RowField, ...]:
     """The data fields of a row type (``derived``, set only by code, is not one)."""
-    hints = typing.get_type_hints(row_type, include_extras=True)
+    fields = dataclasses.fields(row_type)
+    # Row modules do not postpone annotations (see rows.py); get_type_hints is for any that do.
+    if any(isinstance(f.type, str) for f in fields):
+        hints = typing.get_type_hints(row_type, include_extras=True)
+    else:
+        hints = {f.name: f.type for f in fields}
     out = []
-    for f in dataclasses.fields(row_type):
+    for f in fields:
         if f.name == "derived":
             continue
         required = f.metadata.get("required", False) or (

@@ -80,7 +80,7 @@ class Table:
         try:
             record = next((r for r in self.data.get(key, ()) if field in r and convert(r[field]) == value), None)
             return build_row(row_type, record) if record is not None else None
-        except Exception as exc:  # noqa: BLE001 - as in _rows
+        except Exception as exc:  # as in _rows
             raise _invalid(self, exc) from exc
 
     def single(self, key: str) -> Any | None:

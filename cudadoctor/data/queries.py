@@ -91,8 +91,9 @@ class CompatMatrix:
         self._loaded: dict[str, Table] = {}
 
     def _table(self, name: str, *, validate: bool = False) -> Table:
-        table = load_table(name, validate=validate)
-        self._loaded[name] = table
+        table = self._loaded.get(name) if not validate else None
+        if table is None:  # once per table and matrix: finding compat/ costs system calls
+            table = self._loaded[name] = load_table(name, validate=validate)
         return table
 
     def _rows(self, name: str, key: str) -> tuple[Any, ...]:

@@ -8,7 +8,8 @@ where a row keeps ``source`` for its readers (:class:`GpuModel`). :data:`LAYOUTS
 type each table of each kind of file holds. compat/README.md explains every field in words.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the annotations are the schema, read at run time, and
+# evaluating them once here is cheaper than typing.get_type_hints compiling each string on first use.
 
 import types
 from collections.abc import Mapping

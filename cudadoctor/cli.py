@@ -141,7 +141,7 @@ def _gather(
     if from_file is not None:
         facts = _read_snapshot(from_file)
     else:
-        from cudadoctor.collect import collect_facts, live_context, root_context
+        from cudadoctor.probes.collect import collect_facts, live_context, root_context
 
         if root is not None:
             if not os.path.isdir(root):
@@ -550,7 +550,7 @@ def _constraints(matrix, driver, gpus, python_version, platform_name, cuda, *, p
     origins: dict[str, str] = {}
     facts = None
     if probe:
-        from cudadoctor.collect import collect_facts, live_context
+        from cudadoctor.probes.collect import collect_facts, live_context
 
         facts = collect_facts(live_context())
     drv = drv_cuda = None

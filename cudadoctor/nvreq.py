@@ -1,6 +1,7 @@
 """``NVIDIA_REQUIRE_*``: the container requirement language of the NVIDIA Container Toolkit.
 
-Semantics as libnvidia-container implements them (``src/cli/dsl.c``; doctor-anchors §8): the
+Semantics as libnvidia-container implements them
+(https://github.com/NVIDIA/libnvidia-container/blob/main/src/cli/dsl.c): the
 value is split on spaces into alternatives (OR); each alternative is split on commas into
 conditions (AND); a condition is ``<property><op><value>`` with ops ``= != < <= > >=``; the
 properties are ``cuda``, ``driver`` and ``arch`` (compared as dotted versions, trailing ``.0``

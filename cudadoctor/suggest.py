@@ -507,9 +507,10 @@ _OS_PREFERENCE = ("ubuntu24.04", "ubuntu22.04", "ubuntu20.04")
 def _with_images(matrix: CompatMatrix, c: Constraints, plan: Plan) -> Plan:
     """The plan with the container images (from compat/images.toml) that fit it and the host's driver.
 
-    An nvidia/cuda image sets NVIDIA_REQUIRE_CUDA=cuda>=X.Y (doctor-anchors §8, seen in the 13.0.2
-    image): the driver's own CUDA must be at least the image's, unless cuda-compat applies. pip wheels
-    bring their own CUDA runtime, so the image only has to run on the host.
+    An nvidia/cuda image sets NVIDIA_REQUIRE_CUDA=cuda>=X.Y (https://gitlab.com/nvidia/container-images/cuda;
+    seen in the 13.0.2 image on a real H200, tests/fixtures/h200/capture.txt): the driver's own CUDA must be
+    at least the image's, unless cuda-compat applies. pip wheels bring their own CUDA runtime, so the image
+    only has to run on the host.
     """
     images: list[tuple[str, str]] = []
     if plan.cuda is not None:

@@ -1,9 +1,9 @@
 """The real H200 machine of ``tests/fixtures/h200`` rebuilt as a file tree, plus its command outputs.
 
-Built from the capture in ``/work/shared/reference/h200-capture`` (copied to tests/fixtures/h200):
+Built from the capture of a real H200 in tests/fixtures/h200:
 the small files as found (``tree/``), the library file names found on disk (``LIBRARY_PATHS.txt``,
 the ``find`` section of ``capture.txt``), the environment (``env`` section of capture.txt) and the
-layout facts quoted in doctor-anchors §15.5 (the ``/usr/local/cuda`` alternatives links, the
+layout facts recorded on the same machine (the ``/usr/local/cuda`` alternatives links, the
 ``ld.so.conf.d`` files, ``cuda.h``). Library files are empty: probes read versions from names.
 Where the capture did not record a link's target (``/usr/lib/libcuda.so.1``) the comment says so.
 
@@ -45,7 +45,7 @@ NVML = NvmlResult(
 LIBCUDA = LibcudaResult(path="/usr/local/nvidia/lib64/libcuda.so.580.159.04", returncode=0, version=13000)
 
 _LINKS = {
-    # doctor-anchors §15.5: Debian alternatives chain of the apt toolkit.
+    # Debian alternatives chain of the apt toolkit (recorded on the H200).
     "/usr/local/cuda": "/etc/alternatives/cuda",
     "/etc/alternatives/cuda": "/usr/local/cuda-13.0",
     "/usr/local/cuda-13": "/etc/alternatives/cuda-13",
@@ -68,11 +68,11 @@ _LINKS = {
 }
 
 _FILES = {
-    # doctor-anchors §15.5 (captured): cuda.h and cuda_runtime_api.h version macros.
+    # cuda.h and cuda_runtime_api.h version macros (recorded on the H200).
     "/usr/local/cuda-13.0/targets/x86_64-linux/include/cuda.h": "#define CUDA_VERSION 13000\n",
     "/usr/local/cuda-13.0/targets/x86_64-linux/include/cuda_runtime_api.h": "#define CUDART_VERSION  13000\n",
     "/usr/local/cuda-13.0/bin/nvcc": "",
-    # doctor-anchors §15.5 loader config (captured).
+    # Loader config (recorded on the H200; tests/fixtures/libraries/README.md).
     "/etc/ld.so.conf": "include /etc/ld.so.conf.d/*.conf\n",
     "/etc/ld.so.conf.d/000_cuda.conf": "/usr/local/cuda/targets/x86_64-linux/lib\n",
     "/etc/ld.so.conf.d/987_cuda-13.conf": "/usr/local/cuda-13/targets/x86_64-linux/lib\n",
@@ -147,7 +147,7 @@ def build_tree(prefix: str = "/") -> None:
     for path in _library_paths():
         full = prefix + path
         if not os.path.lexists(full):
-            # cudnn_version_v9.h is the versioned twin of cudnn_version.h (doctor-anchors §15.6).
+            # cudnn_version_v9.h is the versioned twin of cudnn_version.h (both in the pip wheel on the H200).
             twin = path.replace("cudnn_version_v9.h", "cudnn_version.h")
             _write(prefix, path, real_files.get(twin, b"") if twin != path else "")
 

@@ -9,11 +9,12 @@ import pytest
 
 from cudadoctor.checks import ALL_CHECKS, resolve_codes, selected
 from cudadoctor.checks._base import Check, Skip
-from cudadoctor.checks.engine import INJECTABLE, run_check, run_checks
+from cudadoctor.checks.engine import run_check, run_checks
 from cudadoctor.checks.findings import Problem, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import UsageError
 from cudadoctor.facts.model import Facts, HostInfo
+from cudadoctor.facts.registry import absent_reason
 
 TESTS = os.path.dirname(__file__)
 
@@ -41,7 +42,7 @@ def _values(**overrides):
 
 def test_required_fact_absent_skips_with_reason():
     finding = run_check(_Probe(lambda d, t: None), _values(driver=None))
-    assert finding.status is Status.SKIP and finding.skip_reason == INJECTABLE["driver"]
+    assert finding.status is Status.SKIP and finding.skip_reason == absent_reason("driver")
 
 
 def test_optional_fact_absent_is_passed_as_default():

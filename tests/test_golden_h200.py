@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import os
 
-from cudadoctor.collect import collect_facts
 from cudadoctor.facts.codec import encode, facts_from_json, facts_to_json
+from cudadoctor.probes.collect import collect_facts
 from tests.conftest import FakeNative, make_ctx
 from tests.h200_fixture import LIBCUDA, NVML, build_tree, h200_env, h200_runner
 

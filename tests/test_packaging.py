@@ -9,6 +9,8 @@ import zipfile
 
 import pytest
 
+pytestmark = pytest.mark.slow  # builds a wheel with pip and imports it in a child interpreter
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -63,3 +65,32 @@ def test_installed_wheel_finds_its_compat_data(wheel, tmp_path):
     where, count = proc.stdout.split()
     assert where == str(target / "cudadoctor" / "compat")
     assert int(count) > 50
+
+
+def test_installed_wheel_runs_its_deep_children_by_path(wheel, tmp_path):
+    """check --deep runs cudadoctor/probes/children/*.py by file path: they must ship, and run from there."""
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    code = (
+        "from cudadoctor.probes import runtime; "
+        "print(runtime.DRIVER_CHILD); print(runtime.FRAMEWORK_CHILD); print(runtime.NCCL_CHILD)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); {code}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=str(tmp_path),
+    )
+    children = proc.stdout.split()
+    assert [os.path.dirname(c) for c in children] == [str(target / "cudadoctor" / "probes" / "children")] * 3
+    assert all(os.path.isfile(c) for c in children)
+    # the driver-API child runs from the installed copy, without cudadoctor on its path
+    run = subprocess.run([sys.executable, "-I", children[0]], capture_output=True, text=True, timeout=60, check=True)
+    assert '"probe": "driver"' in run.stdout

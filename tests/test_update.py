@@ -486,6 +486,35 @@ def test_requests_is_not_imported_by_the_module() -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+def test_reading_the_cache_loads_none_of_the_refresh_code(tmp_path: Any) -> None:
+    """`check` reads the cache through update.derive: requests and the fetching and parsing code never load."""
+    code = """if True:
+        import sys
+        from cudadoctor.update.derive import read_index_data
+        data, warning = read_index_data(sys.argv[1])
+        unwanted = ["requests", "cudadoctor.update.fetch", "cudadoctor.update.orchestrate",
+                    "cudadoctor.update.index", "cudadoctor.update.metadata"]
+        if data is None:
+            unwanted.append("cudadoctor.update.cache")  # no cache file: not even the reader loads
+        print(data is not None, warning, [m for m in unwanted if m in sys.modules])
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    (tmp_path / "present").mkdir()
+    (tmp_path / "present" / CACHE_FILE).write_text(json.dumps(_valid_doc()))
+    for case, found in (("absent", False), ("present", True)):
+        argv = [sys.executable, "-c", code, str(tmp_path / case)]
+        proc = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=60, check=False)
+        assert proc.stdout.split() == [str(found), "None", "[]"], (case, proc.stdout, proc.stderr)
+
+
+def test_every_public_name_of_the_package_resolves() -> None:
+    for name in update.__all__:
+        assert getattr(update, name) is not None, name
+    assert set(update.__all__) <= set(dir(update))
+    with pytest.raises(AttributeError):
+        update.no_such_name  # noqa: B018 - the lazy loader must refuse unknown names
+
+
 # --- refresh against the local server -----------------------------------------------------------------
 
 
@@ -812,7 +841,7 @@ def test_write_failure_leaves_the_previous_cache_intact(
     def fail(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(update.os, "replace", fail)
+    monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(UpdateError, match="No space left on device"):
         refresh(["torch"], index=server.index, cache_dir=str(tmp_path), fetch=fetcher, now=lambda: DAY2)
     assert cache_bytes(str(tmp_path)) == before

@@ -42,6 +42,20 @@ FAMILIES = {
 }
 
 
+def _unknown_parameters(cls: type[Check]) -> list[str]:
+    """A parameter that names no registered fact would skip the check forever as "unknown"."""
+    import inspect
+
+    from cudadoctor.facts.registry import injectable_names
+
+    check = vars(cls).get("check")
+    if check is None:
+        return []
+    known = injectable_names()
+    names = [n for n in inspect.signature(check).parameters if n != "self"]
+    return [f"{cls.__name__}: parameter {n!r} names no registered fact" for n in names if n not in known]
+
+
 def _collect() -> dict[str, Check]:
     found: dict[str, Check] = {}
     problems: list[str] = []
@@ -52,6 +66,7 @@ def _collect() -> dict[str, Check]:
         if cls.__name__.startswith("_"):  # family bases
             continue
         problems.extend(cls.validate())
+        problems.extend(_unknown_parameters(cls))
         if cls.__name__ in found or cls.__name__ in RETIRED:
             problems.append(f"{cls.__name__}: code used twice")
         found[cls.__name__] = cls()

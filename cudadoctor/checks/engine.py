@@ -9,7 +9,7 @@ stops the others. Which checks run is decided by ``--select`` / ``--ignore`` bef
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from cudadoctor.checks import ALL_CHECKS, selected
@@ -18,56 +18,14 @@ from cudadoctor.checks.findings import Finding, Problem, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import Facts
+from cudadoctor.facts.registry import absent_reason, injectables
 
-__all__ = ["INJECTABLE", "injectables", "run_check", "run_checks"]
-
-#: Why a check is skipped when a fact it needs is absent.
-INJECTABLE: dict[str, str] = {
-    "facts": "",
-    "matrix": "",
-    "host": "no host facts",
-    "driver": "no NVIDIA driver found",
-    "gpus": "no GPU found",
-    "visible": "",
-    "toolkits": "no CUDA toolkit installed",
-    "nvcc": "no nvcc on PATH",
-    "cuda_wheels": "no CUDA wheels installed",
-    "cudnn": "no cuDNN installed",
-    "nccl": "no NCCL installed",
-    "tensorrt": "no TensorRT installed",
-    "python": "no Python environment found",
-    "packages": "",
-    "torch": "torch is not installed",
-    "vllm": "vLLM is not installed",
-    "jax": "JAX is not installed",
-    "requirements": "no --require given",
-    "runtime": "runtime probes not run (use --deep)",
-}
+__all__ = ["check_values", "run_check", "run_checks"]
 
 
-def injectables(facts: Facts, matrix: CompatMatrix, *, requirements: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Every value a check may ask for, by parameter name; None or empty means absent."""
-    return {
-        "requirements": requirements,
-        "facts": facts,
-        "matrix": matrix,
-        "host": facts.host,
-        "driver": facts.driver,
-        "gpus": facts.gpus,
-        "visible": facts.visible,
-        "toolkits": facts.toolkits,
-        "nvcc": facts.nvcc,
-        "cuda_wheels": facts.cuda_wheels,
-        "cudnn": facts.cudnn,
-        "nccl": facts.nccl,
-        "tensorrt": facts.tensorrt,
-        "python": facts.python,
-        "packages": facts.packages,
-        "torch": facts.packages.get("torch"),
-        "vllm": facts.packages.get("vllm"),
-        "jax": facts.packages.get("jax"),
-        "runtime": facts.runtime,
-    }
+def check_values(facts: Facts, matrix: CompatMatrix, *, requirements: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Every value a check may ask for, by parameter name (see :mod:`cudadoctor.facts.registry`)."""
+    return injectables(facts, {"matrix": matrix, "requirements": requirements})
 
 
 def _finding(check: Check, status: Status, **kwargs: Any) -> Finding:
@@ -86,14 +44,15 @@ def run_check(check: Check, values: dict[str, Any], *, live: bool = True) -> Fin
     if check.live_only and not live:
         return _finding(check, Status.SKIP, skip_reason="judged only on the machine itself")
     kwargs: dict[str, Any] = {}
-    for name, param in inspect.signature(check.check).parameters.items():
+    function: Callable[..., Problem | None] = check.check  # type: ignore[attr-defined]
+    for name, param in inspect.signature(function).parameters.items():
         value = values.get(name)
         absent = value is None or (isinstance(value, (tuple, list, dict)) and not value and name != "packages")
         if absent and param.default is inspect.Parameter.empty:
-            return _finding(check, Status.SKIP, skip_reason=INJECTABLE.get(name) or f"{name} unknown")
+            return _finding(check, Status.SKIP, skip_reason=absent_reason(name) or f"{name} unknown")
         kwargs[name] = value if not absent else param.default
     try:
-        result = check.check(**kwargs)  # type: ignore[attr-defined]
+        result = function(**kwargs)
     except Skip as skip:
         return _finding(check, Status.SKIP, skip_reason=str(skip))
     except CompatDataError:
@@ -125,6 +84,6 @@ def run_checks(
     requirements: Iterable[str] = (),
 ) -> list[Finding]:
     """Every selected check's finding, in code order."""
-    values = injectables(facts, matrix, requirements=tuple(requirements))
+    values = check_values(facts, matrix, requirements=tuple(requirements))
     live = facts.mode == "live"
     return [run_check(ALL_CHECKS[code], values, live=live) for code in selected(select, ignore)]

@@ -61,7 +61,8 @@ class CD201(Check):
 
 
 _SUFFIX = re.compile(r"^(nvidia-[a-z0-9-]+?)(?:-cu(\d+))?$")
-#: CUDA 13 wheels of the toolkit components dropped the -cu13 suffix (doctor-anchors §15.9).
+#: CUDA 13 wheels of the toolkit components dropped the -cu13 suffix: https://pypi.org/project/nvidia-cuda-runtime/
+#: against https://pypi.org/project/nvidia-cuda-runtime-cu12/.
 _UNSUFFIXED_MAJOR = 13
 
 

@@ -25,13 +25,15 @@ __all__ = ["CD401", "CD402", "CD403", "CD404", "CD501", "unmet_requirements"]
 
 def unmet_requirements(
     packages: dict[str, InstalledPackage],
-) -> list[tuple[InstalledPackage, Requirement, InstalledPackage]]:
+) -> list[tuple[InstalledPackage, Requirement, InstalledPackage | None]]:
     """(dependent, requirement, installed) for every requirement between examined packages that fails.
+
+    ``installed`` is None when the required package is not installed at all.
 
     Only requirements whose target cudadoctor examined are judged (it does not scan every
     distribution); their markers were already evaluated for the target interpreter by the probe.
     """
-    unmet = []
+    unmet: list[tuple[InstalledPackage, Requirement, InstalledPackage | None]] = []
     for dependent in packages.values():
         for line in dependent.requires:
             try:
@@ -137,7 +139,7 @@ class CD403(Check):
     Why it matters: a plugin from another jaxlib release fails to load, and JAX silently falls back to the CPU
     ("An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed"); a cuDNN below
     the minimum fails at the first convolution. JAX's own cuDNN version check has compared the wrong units since
-    2024 (doctor-anchors §9), so it does not catch this.
+    2024 (https://github.com/jax-ml/jax/commit/0be07e6aec), so it does not catch this.
 
     How to fix: install matching versions: pip install -U "jax[cuda13]" (or cuda12).
     """

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -177,15 +178,7 @@ class CD801(Check):
         if api.load_error is not None:
             if driver is None and not gpus:
                 raise Skip("no NVIDIA driver or GPU found: there is no libcuda to load")
-            return Problem(
-                f"libcuda.so.1 cannot be loaded ({api.load_error}): no CUDA program can start",
-                {"dlopen libcuda.so.1": api.load_error, "probe": str(api.source)},
-                Remediation(
-                    "Install the NVIDIA driver's user-space libraries for the loaded kernel module; in a container, "
-                    "run it with the NVIDIA Container Toolkit (--gpus all) so the host's are mounted.",
-                    (),
-                ),
-            )
+            return _load_failed(api.load_error, api)
         if api.init_rc is None:
             raise Skip("cuInit was not reached")
         if api.init_rc == 0:
@@ -193,27 +186,8 @@ class CD801(Check):
         code = api.init_rc
         info = cuda_error(matrix, code)
         name = api.init_error_name or (info.name if info else "an error not in compat/cuda_errors.toml")
-        evidence = {
-            "cuInit(0)": f"{code} {name}" + (f' "{api.init_error_string}"' if api.init_error_string else ""),
-            "libcuda mapped": api.libcuda_path or "unknown",
-            "cuDriverGetVersion": (
-                f"{api.version_rc}" + (f" (CUDA {api.cuda_api})" if api.cuda_api else "")
-                if api.version_rc is not None
-                else "not called"
-            ),
-        }
-        if driver is not None and driver.kernel_module is not None:
-            evidence["kernel module"] = f"{driver.kernel_module.version} ({driver.kernel_module.source.where})"
-        ld_path = _ld_library_path(host)
-        if ld_path is not None:
-            evidence["LD_LIBRARY_PATH"] = ":".join(ld_path) or "(empty)"
+        evidence = _cuinit_evidence(code, name, api, driver, visible, host, info)
         detail, commands = _diagnose(code, api, driver, visible, host, gpus)
-        if visible is not None and visible.cuda_visible_devices is not None and code == 100:
-            evidence["CUDA_VISIBLE_DEVICES"] = repr(visible.cuda_visible_devices)
-        if code in (100, 999):
-            evidence["device nodes"] = ", ".join(f"/dev/{n}" for n in api.device_nodes) or "none"
-        if info is not None and info.observed:
-            evidence["seen before"] = info.observed
         cause = detail or (info.cause if info else "cudadoctor has no explanation for this code")
         fix = info.fix if info else "See the CUDA driver API documentation for this code."
         return Problem(
@@ -221,6 +195,51 @@ class CD801(Check):
             evidence,
             Remediation(_sentence(fix), commands),
         )
+
+
+def _load_failed(load_error: str, api: DriverApiResult) -> Problem:
+    return Problem(
+        f"libcuda.so.1 cannot be loaded ({load_error}): no CUDA program can start",
+        {"dlopen libcuda.so.1": load_error, "probe": str(api.source)},
+        Remediation(
+            "Install the NVIDIA driver's user-space libraries for the loaded kernel module; in a container, "
+            "run it with the NVIDIA Container Toolkit (--gpus all) so the host's are mounted.",
+            (),
+        ),
+    )
+
+
+def _cuinit_evidence(
+    code: int,
+    name: str,
+    api: DriverApiResult,
+    driver: DriverInfo | None,
+    visible: VisibleDevices | None,
+    host: HostInfo | None,
+    info: CudaErrorInfo | None,
+) -> dict[str, str]:
+    """What a failing cuInit is judged on: its code, the libcuda mapped, the kernel module, the variables."""
+    evidence = {
+        "cuInit(0)": f"{code} {name}" + (f' "{api.init_error_string}"' if api.init_error_string else ""),
+        "libcuda mapped": api.libcuda_path or "unknown",
+        "cuDriverGetVersion": (
+            f"{api.version_rc}" + (f" (CUDA {api.cuda_api})" if api.cuda_api else "")
+            if api.version_rc is not None
+            else "not called"
+        ),
+    }
+    if driver is not None and driver.kernel_module is not None:
+        evidence["kernel module"] = f"{driver.kernel_module.version} ({driver.kernel_module.source.where})"
+    ld_path = _ld_library_path(host)
+    if ld_path is not None:
+        evidence["LD_LIBRARY_PATH"] = ":".join(ld_path) or "(empty)"
+    if visible is not None and visible.cuda_visible_devices is not None and code == 100:
+        evidence["CUDA_VISIBLE_DEVICES"] = repr(visible.cuda_visible_devices)
+    if code in (100, 999):
+        evidence["device nodes"] = ", ".join(f"/dev/{n}" for n in api.device_nodes) or "none"
+    if info is not None and info.observed:
+        evidence["seen before"] = info.observed
+    return evidence
 
 
 def _probe_failed(api: DriverApiResult, runtime: RuntimeInfo) -> Problem:
@@ -320,6 +339,13 @@ def symbol_owner(symbol: str) -> str | None:
 _TORCH_EXTENSIONS = ("vllm", "flash-attn", "xformers")
 
 
+def _installed(req: Requirement, target: InstalledPackage | None, verb: str = "") -> str:
+    """``torch 2.8.0 [is ]installed``, or ``torch [is ]not installed`` when the pinned package is missing."""
+    if target is None:
+        return f"{req.name} {verb}not installed"
+    return f"{target.name} {target.version} {verb}installed"
+
+
 def _import_failure(
     fw: FrameworkRuntime, packages: dict[str, InstalledPackage]
 ) -> tuple[str, dict[str, str], tuple[str, ...], str]:
@@ -334,13 +360,14 @@ def _import_failure(
         if unmet:
             dependent, req, target = unmet[0]
             for d, r, t in unmet:
-                evidence[f"{d.name} {d.version}"] = f"requires {r} (Requires-Dist), {t.name} {t.version} installed"
+                evidence[f"{d.name} {d.version}"] = f"requires {r} (Requires-Dist), {_installed(r, t)}"
+            name = req.name if target is None else target.name
             return (
-                f"{head}: {dependent.name} {dependent.version} requires {req}, but {target.name} {target.version} "
-                f"is installed, and {fw.module} was compiled against the pinned {target.name}",
+                f"{head}: {dependent.name} {dependent.version} requires {req}, but "
+                f"{_installed(req, target, 'is ')}, and {fw.module} was compiled against the pinned {name}",
                 evidence,
                 (f"python -m pip install '{req.name}{req.specifier}'",),
-                f"install the {target.name} version {dependent.name} pins",
+                f"install the {name} version {dependent.name} pins",
             )
         torch = packages.get("torch")
         if owner == "torch" and torch is not None and fw.framework in _TORCH_EXTENSIONS:
@@ -491,6 +518,16 @@ def _satisfies(version: Version, specifier: SpecifierSet) -> bool:
     return rest.contains(version, prereleases=True) if len(rest) else True
 
 
+@dataclass
+class _Found:
+    """What CD803/CD804 gather over the frameworks, in report order."""
+
+    lines: list[str] = field(default_factory=list)
+    evidence: dict[str, str] = field(default_factory=dict)
+    commands: list[str] = field(default_factory=list)
+    status: Status = Status.WARN
+
+
 def _library_problems(
     lib: str,
     title: str,
@@ -499,62 +536,73 @@ def _library_problems(
     copies: tuple[LibraryCopy, ...],
     host: HostInfo | None,
 ) -> Problem | None:
-    lines: list[str] = []
-    evidence: dict[str, str] = {}
-    commands: list[str] = []
-    status = Status.WARN
+    found = _Found()
     for fw in _gpu_frameworks(runtime):
         label = _label(fw, packages)
         mapped = [m for m in fw.libraries if m.name == lib]
         loaded_version: Version | None = getattr(fw, lib)
         built_for: Version | None = getattr(fw, f"{lib}_build")
         if mapped:
-            evidence[f"{label} loaded"] = ", ".join(_describe_copy(_copy_of(m.path, copies), m) for m in mapped)
+            found.evidence[f"{label} loaded"] = ", ".join(_describe_copy(_copy_of(m.path, copies), m) for m in mapped)
         if len({_norm_dir(m.path) for m in mapped}) > 1:
-            lines.append(f"{label} mapped {len(mapped)} copies of {title} in one process")
+            found.lines.append(f"{label} mapped {len(mapped)} copies of {title} in one process")
         if (
             loaded_version
             and built_for
             and (loaded_version.major != built_for.major or loaded_version.release < built_for.release)
         ):
-            status = Status.FAIL
-            lines.append(f"{label} was built against {title} {built_for} but loaded {title} {loaded_version}")
-            evidence[f"{label} {title}"] = f"{loaded_version} at run time, built against {built_for}"
+            found.status = Status.FAIL
+            found.lines.append(f"{label} was built against {title} {built_for} but loaded {title} {loaded_version}")
+            found.evidence[f"{label} {title}"] = f"{loaded_version} at run time, built against {built_for}"
         for source, req in _pins(fw, packages, f"nvidia-{lib}"):
-            wheel = req.name.lower().replace("_", "-")
-            pinned_copy = next((c for c in copies if c.distribution == wheel), None)
-            pin = f"{source} pins {req.name}{req.specifier}"
-            if pinned_copy is None:
-                continue  # the pinned wheel is not installed: CD401's finding
-            # without the copy's library files its place is unknown: only its version can be judged
-            strays = [m for m in mapped if pinned_copy.lib_paths and _copy_of(m.path, (pinned_copy,)) is None]
-            if strays:
-                stray = strays[0]
-                lines.append(
-                    f"{label} loaded {title} from {_describe_copy(_copy_of(stray.path, copies), stray)}, "
-                    f"not the {wheel} {pinned_copy.version} wheel it pins ({pin})"
-                )
-                where = posixpath.dirname(pinned_copy.lib_paths[0]) if pinned_copy.lib_paths else pinned_copy.path
-                evidence[pin] = f"installed at {where}"
-                stray_dir = _norm_dir(stray.path)
-                for cmd in _without(host, lambda d, s=stray_dir: _canon_dir(d) == s):
-                    if cmd not in commands:
-                        commands.append(cmd)
-            elif loaded_version is not None and req.specifier and not _satisfies(loaded_version, req.specifier):
-                lines.append(f"{label} loaded {title} {loaded_version}, but {pin}")
-                commands.append(f"python -m pip install '{req.name}{req.specifier}'")
-    if not lines:
+            _judge_pin(found, f"{label} loaded {title}", source, req, mapped, loaded_version, copies, host)
+    if not found.lines:
         return None
     return Problem(
-        "; ".join(lines),
-        evidence,
+        "; ".join(found.lines),
+        found.evidence,
         Remediation(
             f"Let each framework load the {title} wheel it pins: remove other {title} directories from "
             "LD_LIBRARY_PATH and LD_PRELOAD, and install the pinned version.",
-            tuple(commands),
+            tuple(found.commands),
         ),
-        status=status,
+        status=found.status,
     )
+
+
+def _judge_pin(
+    found: _Found,
+    loaded: str,
+    source: str,
+    req: Requirement,
+    mapped: list[LoadedLibrary],
+    loaded_version: Version | None,
+    copies: tuple[LibraryCopy, ...],
+    host: HostInfo | None,
+) -> None:
+    """Whether the framework (``loaded``: "torch 2.11.0 loaded cuDNN") loaded the wheel ``source`` pins."""
+    wheel = req.name.lower().replace("_", "-")
+    pinned_copy = next((c for c in copies if c.distribution == wheel), None)
+    pin = f"{source} pins {req.name}{req.specifier}"
+    if pinned_copy is None:
+        return  # the pinned wheel is not installed: CD401's finding
+    # without the copy's library files its place is unknown: only its version can be judged
+    strays = [m for m in mapped if pinned_copy.lib_paths and _copy_of(m.path, (pinned_copy,)) is None]
+    if strays:
+        stray = strays[0]
+        found.lines.append(
+            f"{loaded} from {_describe_copy(_copy_of(stray.path, copies), stray)}, "
+            f"not the {wheel} {pinned_copy.version} wheel it pins ({pin})"
+        )
+        where = posixpath.dirname(pinned_copy.lib_paths[0]) if pinned_copy.lib_paths else pinned_copy.path
+        found.evidence[pin] = f"installed at {where}"
+        stray_dir = _norm_dir(stray.path)
+        for cmd in _without(host, lambda d: _canon_dir(d) == stray_dir):
+            if cmd not in found.commands:
+                found.commands.append(cmd)
+    elif loaded_version is not None and req.specifier and not _satisfies(loaded_version, req.specifier):
+        found.lines.append(f"{loaded} {loaded_version}, but {pin}")
+        found.commands.append(f"python -m pip install '{req.name}{req.specifier}'")
 
 
 class CD803(Check):

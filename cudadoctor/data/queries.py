@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -119,28 +118,13 @@ class CompatMatrix:
     @functools.cached_property
     def index_data(self) -> Any:
         """The `cudadoctor update` cache (``IndexData``) or None; a broken cache is ignored, never fatal."""
-        if self._cache_dir is False:
-            return None
-        from cudadoctor.cachedir import cache_file
+        from cudadoctor.update.derive import read_index_data
 
-        directory = self._cache_dir if isinstance(self._cache_dir, str) else None
-        if not os.path.exists(cache_file(directory)):
-            return None  # the common case: no `cudadoctor update` yet; the update module is never imported
-        from cudadoctor.update import load_cache
-
-        data, warning = load_cache(os.path.dirname(cache_file(directory)))
-        self.index_warning = warning
+        data, self.index_warning = read_index_data(self._cache_dir)
         return data
 
     #: why the `cudadoctor update` cache could not be used (a corrupt file), for CD902 to report
     index_warning: str | None = None
-
-    def _derived(self, package: str, curated: set[Version]) -> list[Any]:
-        data = self.index_data
-        if data is None:
-            return []
-        records = data.packages.get(package, {})
-        return [r for v, r in records.items() if Version(v) not in curated and not r.yanked and r.metadata == "read"]
 
     # --- CUDA toolkit and driver (compat/cuda.toml) ---------------------------------------------------
 
@@ -301,10 +285,10 @@ class CompatMatrix:
 
     @functools.cached_property
     def torch_releases(self) -> tuple[TorchRelease, ...]:
-        from cudadoctor.matrix import _derived_torch
+        from cudadoctor.update.derive import derived_torch, new_records
 
         curated: tuple[TorchRelease, ...] = self._rows("torch", "release")
-        derived = [_derived_torch(r) for r in self._derived("torch", {t.version for t in curated})]
+        derived = [derived_torch(r) for r in new_records(self.index_data, "torch", (t.version for t in curated))]
         return tuple(sorted((*curated, *(d for d in derived if d)), key=lambda t: t.version, reverse=True))
 
     def torch_release(self, version: Version) -> TorchRelease | None:
@@ -341,10 +325,10 @@ class CompatMatrix:
 
     @functools.cached_property
     def vllm_releases(self) -> tuple[VllmRelease, ...]:
-        from cudadoctor.matrix import _derived_vllm
+        from cudadoctor.update.derive import derived_vllm, new_records
 
         curated: tuple[VllmRelease, ...] = self._rows("vllm", "release")
-        derived = [_derived_vllm(r) for r in self._derived("vllm", {v.version for v in curated})]
+        derived = [derived_vllm(r) for r in new_records(self.index_data, "vllm", (v.version for v in curated))]
         return tuple(sorted((*curated, *(d for d in derived if d)), key=lambda v: v.version, reverse=True))
 
     def vllm_release(self, version: Version) -> VllmRelease | None:

@@ -18,7 +18,9 @@ Names say which version they mean:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field
+from typing import Any
 
 from packaging.version import Version
 
@@ -42,6 +44,7 @@ __all__ = [
     "DriverReading",
     "DriverVersion",
     "EnvVar",
+    "FactSpec",
     "Facts",
     "FrameworkRuntime",
     "GpuInfo",
@@ -367,28 +370,179 @@ class HostInfo:
 
 
 @dataclass(frozen=True)
-class Facts:
-    """Everything the probes observed about one machine (or one image root)."""
+class FactSpec:
+    """How one top-level fact is gathered, judged absent, reported and documented.
 
-    host: HostInfo
-    driver: DriverInfo | None = None
-    gpus: tuple[GpuInfo, ...] = ()
-    visible: VisibleDevices = field(default_factory=VisibleDevices)
-    toolkits: tuple[ToolkitInstall, ...] = ()
-    nvcc: NvccInfo | None = None
-    cuda_wheels: CudaWheels | None = None
-    cudnn: tuple[LibraryCopy, ...] = ()
-    nccl: tuple[LibraryCopy, ...] = ()
-    tensorrt: tuple[LibraryCopy, ...] = ()
-    python: PythonEnv | None = None
-    #: Python distributions of interest, keyed by canonical name
-    packages: dict[str, InstalledPackage] = field(default_factory=dict)
-    errors: tuple[ProbeError, ...] = ()
-    #: what child processes saw at run time (``check --deep``); None when not run
-    runtime: RuntimeInfo | None = None
-    #: how the facts were gathered: ``live`` or ``root:<dir>`` (kept when replayed from a snapshot)
-    mode: str = "live"
-    tool_version: str = ""
-    collected_at: str = ""  #: ISO 8601 UTC
-    #: seconds each probe took, for ``-v`` and the benchmark
-    timings: dict[str, float] = field(default_factory=dict)
+    The declaration lives on the :class:`Facts` field itself (its ``metadata``), so a fact is declared
+    exactly once; :mod:`cudadoctor.facts.registry` reads these declarations for the collector, the
+    check engine, the report's categories and the schema document.
+    """
+
+    #: ``"module:function"`` of the probe that fills the field, None for facts no probe fills
+    probe: str | None
+    #: the report category a probe error belongs to (``driver``, ``gpus``, ``python`` …)
+    category: str
+    #: why a check that needs this fact is not applicable when it is absent; "" when never absent
+    absent: str
+    #: the schema document's type and meaning columns
+    type_doc: str
+    doc: str
+    #: the probe mostly waits on C code or a child process, so it runs in a thread
+    background: bool = False
+
+
+def fact(
+    spec: FactSpec, *, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING
+) -> Any:
+    """A :class:`Facts` field carrying its :class:`FactSpec`."""
+    if default_factory is not MISSING:
+        return field(default_factory=default_factory, metadata={"fact": spec})
+    if default is not MISSING:
+        return field(default=default, metadata={"fact": spec})
+    return field(metadata={"fact": spec})
+
+
+def _probe(module: str, function: str) -> str:
+    return f"cudadoctor.probes.{module}:{function}"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything the probes observed about one machine (or one image root).
+
+    Each field is one fact, declared once with its :class:`FactSpec`. Adding a probe: write the
+    probe function, add its field here (CONTRIBUTING.md).
+    """
+
+    host: HostInfo = fact(
+        FactSpec(_probe("host", "probe_host"), "host", "no host facts", "HostInfo", "the OS, CPU and context")
+    )
+    driver: DriverInfo | None = fact(
+        FactSpec(
+            _probe("driver", "probe_driver"),
+            "driver",
+            "no NVIDIA driver found",
+            "DriverInfo or null",
+            "the NVIDIA driver; null when there is no trace of one",
+            background=True,
+        ),
+        default=None,
+    )
+    gpus: tuple[GpuInfo, ...] = fact(
+        FactSpec(_probe("gpus", "probe_gpus"), "gpus", "no GPU found", "list of GpuInfo", "the GPUs, in index order"),
+        default=(),
+    )
+    visible: VisibleDevices = fact(
+        FactSpec(
+            _probe("gpus", "probe_visible"), "gpus", "", "VisibleDevices", "what limits which GPUs a process sees"
+        ),
+        default_factory=VisibleDevices,
+    )
+    toolkits: tuple[ToolkitInstall, ...] = fact(
+        FactSpec(
+            _probe("toolkit", "probe_toolkits"),
+            "toolkit",
+            "no CUDA toolkit installed",
+            "list of ToolkitInstall",
+            "every CUDA toolkit directory found",
+        ),
+        default=(),
+    )
+    nvcc: NvccInfo | None = fact(
+        FactSpec(
+            _probe("toolkit", "probe_nvcc"),
+            "toolkit",
+            "no nvcc on PATH",
+            "NvccInfo or null",
+            "the first `nvcc` on PATH",
+            background=True,
+        ),
+        default=None,
+    )
+    cuda_wheels: CudaWheels | None = fact(
+        FactSpec(
+            _probe("libraries", "probe_cuda_wheels"),
+            "wheels",
+            "no CUDA wheels installed",
+            "CudaWheels or null",
+            "CUDA runtime and math libraries installed as pip wheels",
+        ),
+        default=None,
+    )
+    cudnn: tuple[LibraryCopy, ...] = fact(
+        FactSpec(
+            _probe("libraries", "probe_cudnn"),
+            "cudnn",
+            "no cuDNN installed",
+            "list of LibraryCopy",
+            "every cuDNN copy (pip, system, conda, toolkit)",
+        ),
+        default=(),
+    )
+    nccl: tuple[LibraryCopy, ...] = fact(
+        FactSpec(
+            _probe("libraries", "probe_nccl"), "nccl", "no NCCL installed", "list of LibraryCopy", "every NCCL copy"
+        ),
+        default=(),
+    )
+    tensorrt: tuple[LibraryCopy, ...] = fact(
+        FactSpec(
+            _probe("libraries", "probe_tensorrt"),
+            "tensorrt",
+            "no TensorRT installed",
+            "list of LibraryCopy",
+            "every TensorRT copy",
+        ),
+        default=(),
+    )
+    python: PythonEnv | None = fact(
+        FactSpec(
+            _probe("packages", "probe_python"),
+            "python",
+            "no Python environment found",
+            "PythonEnv or null",
+            "the interpreter whose packages were examined",
+        ),
+        default=None,
+    )
+    packages: dict[str, InstalledPackage] = fact(
+        FactSpec(
+            _probe("packages", "probe_packages"),
+            "python",
+            "",
+            "object: name → InstalledPackage",
+            "Python distributions of interest, by canonical name",
+        ),
+        default_factory=dict,
+    )
+    errors: tuple[ProbeError, ...] = fact(
+        FactSpec(None, "host", "", "list of ProbeError", "why a fact is unknown"), default=()
+    )
+    runtime: RuntimeInfo | None = fact(
+        FactSpec(
+            None,
+            "runtime",
+            "runtime probes not run (use --deep)",
+            "RuntimeInfo or null",
+            "what child processes saw at run time (`check --deep`); null when not run",
+        ),
+        default=None,
+    )
+    mode: str = fact(
+        FactSpec(
+            None,
+            "host",
+            "",
+            "string",
+            "how the facts were gathered: `live` (this machine) or `root:<dir>` (an image root); a snapshot keeps "
+            "the mode it was gathered in",
+        ),
+        default="live",
+    )
+    tool_version: str = fact(
+        FactSpec(None, "host", "", "string", "the cudadoctor version that gathered the facts"), default=""
+    )
+    collected_at: str = fact(FactSpec(None, "host", "", "string", "ISO 8601 UTC time"), default="")
+    timings: dict[str, float] = fact(
+        FactSpec(None, "host", "", "object: probe → seconds", "how long each probe took"), default_factory=dict
+    )

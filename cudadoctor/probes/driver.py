@@ -1,6 +1,6 @@
 """The NVIDIA driver: kernel module, user-space libcuda, NVML and nvidia-smi, every source kept.
 
-Sources, cheapest first (doctor-anchors §15.2, §15.3):
+Sources, cheapest first (formats as measured on a real H200, tests/fixtures/h200/capture.txt):
 
 * ``/sys/module/nvidia/version`` and ``/proc/driver/nvidia/version``: the loaded kernel module;
 * NVML (``nvmlSystemGetDriverVersion``, ``nvmlSystemGetCudaDriverVersion_v2``);
@@ -11,7 +11,8 @@ Each answer is kept as a :class:`~cudadoctor.facts.model.DriverReading`: after a
 a reboot the kernel module (580.159.04) and user space (libcuda.so.575.x) disagree, and that
 disagreement is the fact a check needs. libcuda files are also listed *by name* (host driver,
 cuda-compat copies, toolkit stubs, the WSL2 driver store) with whether the loader's search path
-reaches them (doctor-anchors §12.2 S1/S2).
+reaches them (a compat or stub libcuda first on the path breaks CUDA: measured on a real H200,
+tests/fixtures/h200-deep/deep-s1.json and deep-s2.json).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ PROC_VERSION = "/proc/driver/nvidia/version"
 SYS_VERSION = "/sys/module/nvidia/version"
 
 #: The one nvidia-smi command cudadoctor runs. ``--format=csv,noheader,nounits`` drops the header
-#: and the " MiB" unit (doctor-anchors §15.3). No UUID is asked for.
+#: and the " MiB" unit (https://docs.nvidia.com/deploy/nvidia-smi/index.html). No UUID is asked for.
 SMI_QUERY_ARGV: tuple[str, ...] = (
     "nvidia-smi",
     "--query-gpu=index,name,pci.bus_id,driver_version,compute_cap,memory.total,mig.mode.current",
@@ -63,7 +64,9 @@ SMI_QUERY_ARGV: tuple[str, ...] = (
 )
 SMI_TIMEOUT = 10.0
 
-#: CUresult CUDA_ERROR_STUB_LIBRARY: the toolkit's link-time stub answered (doctor-anchors §12.2 S2).
+#: CUresult CUDA_ERROR_STUB_LIBRARY: the toolkit's link-time stub answered
+#: (https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html; measured on a real H200,
+#: tests/fixtures/h200-deep/deep-s2.json).
 CUDA_ERROR_STUB_LIBRARY = 34
 
 _DRIVER_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
@@ -109,10 +112,11 @@ def parse_proc_driver_version(text: str) -> KernelModule | None:
 
         NVRM version: NVIDIA UNIX x86_64 Kernel Module  515.76  Mon Sep 12 19:21:56 UTC 2022
 
-    Rule (doctor-anchors §15.2): on line 1 the first token matching ``^\\d+\\.\\d+(\\.\\d+)?$`` is
-    the version; "Open Kernel Module" means the open module; the architecture is the token after
-    "for" (open) or after "UNIX" (proprietary). ``Kernel Module\\s+(\\d+)`` regexes seen in public
-    code fail on the open line, hence the token scan.
+    Rule (the project's, checked on the variants in tests/fixtures/driver/): on line 1 the first token
+    matching ``^\\d+\\.\\d+(\\.\\d+)?$`` is the version; "Open Kernel
+    Module" means the open module; the architecture is the token after "for" (open) or after "UNIX"
+    (proprietary). ``Kernel Module\\s+(\\d+)`` regexes seen in public code fail on the open line, hence
+    the token scan.
     """
     stripped = text.lstrip()
     if not stripped:
@@ -274,11 +278,12 @@ def _libcuda_dirs(ctx: ProbeContext) -> list[tuple[str, bool]]:
     """(directory, on the loader's search path), search path first so its paths win."""
     dirs: list[tuple[str, bool]] = [(d, True) for d in search_dirs(ctx)]
     cuda_roots = ctx.fs.glob("/usr/local", "cuda*")
-    # cuda-compat installs into /usr/local/cuda-X.Y/compat (doctor-anchors §15.4); it is only on
+    # cuda-compat installs into /usr/local/cuda-X.Y/compat
+    # (https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html); it is only on
     # the search path when LD_LIBRARY_PATH or ld.so.conf names it.
     dirs += [(posixpath.join(root, "compat"), False) for root in cuda_roots]
     dirs.append((_WSL_LIB, False))
-    # Where GKE-style hosts mount their driver (doctor-anchors §15.2, captured on the H200): found
+    # Where GKE-style hosts mount their driver (measured on a real H200, tests/fixtures/h200/capture.txt): found
     # even when LD_LIBRARY_PATH no longer names it, so "on disk but not on the search path" shows.
     dirs += [(d, False) for d in _MOUNTED_DRIVER_DIRS]
     # The toolkit's link-time stubs (capture: targets/x86_64-linux/lib/stubs/libcuda.so).
@@ -390,7 +395,8 @@ def probe_driver(ctx: ProbeContext) -> DriverInfo | None:
                 problems.append((f"NVML: unrecognised driver version {nvml.driver_version!r}", "nvml"))
             if nvml_reading.cuda_api is None:
                 # NVML asks libcuda for this; with a stub libcuda first on the search path it has no
-                # answer while the driver version still reads fine (seen on the H200, §12.2 S2 setup).
+                # answer while the driver version still reads fine (measured on a real H200,
+                # tests/fixtures/h200-deep/deep-s2.json).
                 problems.append(("NVML: no CUDA driver version (nvmlSystemGetCudaDriverVersion_v2)", "nvml"))
 
         lib = ctx.native.libcuda_version()

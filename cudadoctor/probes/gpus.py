@@ -2,7 +2,7 @@
 
 GPUs come from the first source that answers: NVML's device list, else the nvidia-smi query
 (run once per context and shared with :mod:`cudadoctor.probes.driver`), else
-``/proc/driver/nvidia/gpus/*/information`` (doctor-anchors §15.2), which has no compute
+``/proc/driver/nvidia/gpus/*/information`` (tests/fixtures/h200/tree/proc/driver/nvidia/gpus), which has no compute
 capability: that is looked up by model name in ``compat/gpus.toml``
 (:mod:`cudadoctor.gpu_models`). No UUID or serial number is ever read or kept.
 
@@ -199,7 +199,7 @@ def probe_gpus(ctx: ProbeContext) -> tuple[GpuInfo, ...]:
 def probe_visible(ctx: ProbeContext) -> VisibleDevices:
     """The visibility variables as set (None unset, ``""`` set empty: no GPU at all) and the device nodes.
 
-    Device nodes (doctor-anchors §15.2): ``/dev/nvidia0..N``, ``/dev/nvidiactl``,
+    Device nodes (as measured on a real H200, tests/fixtures/h200/capture.txt): ``/dev/nvidia0..N``, ``/dev/nvidiactl``,
     ``/dev/nvidia-uvm``, ``/dev/nvidia-uvm-tools``, ``/dev/nvidia-caps/nvidia-cap*`` (MIG), and
     ``/dev/dxg`` on WSL2.
     """

@@ -2,9 +2,9 @@
 
 Nothing is loaded or imported: versions come from pip dist-info ``METADATA``, conda-meta JSON,
 version headers (``cudnn_version.h``, ``nccl.h``, ``NvInferVersion.h``) and versioned library
-file names (``libcudnn.so.9.14.0``) in the loader's search directories. The file layouts are those
-of doctor-anchors §15.6-15.10; the H200 capture has two copies of cuDNN (pip 9.19.0.56, apt
-9.14.0) and of NCCL (pip 2.28.9, apt 2.28.3).
+file names (``libcudnn.so.9.14.0``) in the loader's search directories. The file layouts are the ones
+measured on a real H200 (tests/fixtures/h200/capture.txt), which has two copies of cuDNN (pip 9.19.0.56,
+apt 9.14.0) and of NCCL (pip 2.28.9, apt 2.28.3).
 
 One *copy* is one install: the header, library files and dist-info or conda-meta record of the
 same install and version are merged into a single :class:`~cudadoctor.facts.model.LibraryCopy`. Where a
@@ -44,7 +44,8 @@ __all__ = [
 
 #: CUDA toolkit components shipped as pip wheels, by name without the ``nvidia-`` prefix and the
 #: ``-cu11``/``-cu12`` suffix. Source: the extras of the ``cuda-toolkit`` 13.0.2 meta-package
-#: (captured METADATA, doctor-anchors §15.9). cuDNN, NCCL, NVSHMEM and cuSPARSELt are separate
+#: (https://pypi.org/project/cuda-toolkit/13.0.2/; its METADATA as installed on a real H200 is in
+#: tests/fixtures/h200/capture.txt). cuDNN, NCCL, NVSHMEM and cuSPARSELt are separate
 #: products and reported elsewhere.
 CTK_WHEEL_COMPONENTS = frozenset(
     {
@@ -154,7 +155,8 @@ def parse_nccl_header(text: str) -> Version | None:
         #define NCCL_VERSION_CODE 22803
 
     The code is X*10000 + Y*100 + Z from NCCL 2.9 on and X*1000 + Y*100 + Z before
-    (the ``NCCL_VERSION`` macro in the same header; doctor-anchors §15.1).
+    (the ``NCCL_VERSION`` macro in the same header:
+    https://github.com/NVIDIA/nccl/blob/master/src/nccl.h.in).
     """
     defines = parse_c_defines(text)
     version = _version_from(defines, "NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH")
@@ -310,7 +312,8 @@ def _dists(ctx: ProbeContext) -> tuple[_Dist, ...]:
 
 
 def _read_dist(ctx: ProbeContext, site: str, path: str) -> _Dist | None:
-    # Directory names are normalised: nvidia_cudnn_cu13-9.19.0.56.dist-info (doctor-anchors §15.9).
+    # Directory names are normalised: nvidia_cudnn_cu13-9.19.0.56.dist-info (as installed on a real H200,
+    # tests/fixtures/h200/capture.txt).
     stem = posixpath.basename(path)[: -len(".dist-info")]
     dir_name, _, dir_version = stem.partition("-")
     if not _interesting(canonicalize_name(dir_name)):

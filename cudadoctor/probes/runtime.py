@@ -1,16 +1,20 @@
 """The runtime probes of ``check --deep``: child processes that initialise CUDA and import the frameworks.
 
 Nothing here imports a framework or loads libcuda in cudadoctor's own process. Each probe is a
-child of the *target* interpreter, run as ``<python> -I -c <script> …`` through the context's
+child of the *target* interpreter, run as ``<python> -I <child program> …`` through the context's
 runner with a timeout (``-I``: the user's current directory, ``PYTHONPATH`` and user site cannot
-shadow what is examined; the site directories cudadoctor examined are passed back explicitly):
+shadow what is examined; the site directories cudadoctor examined are passed back explicitly). The
+child programs are the modules of :mod:`cudadoctor.probes.children`, run by file path (the target
+interpreter need not have cudadoctor installed):
 
-* the driver-API child (:data:`DRIVER_SCRIPT`, standard library only) loads ``libcuda.so.1`` with
+* the driver-API child (:data:`DRIVER_CHILD`, standard library only) loads ``libcuda.so.1`` with
   ctypes and calls ``cuDriverGetVersion``, ``cuInit(0)``, ``cuDeviceGetCount`` and, per device,
-  ``cuDeviceGetName`` and the compute-capability attributes (75/76, doctor-anchors §15.2);
-* one child per installed framework (:data:`FRAMEWORK_SCRIPT`, argument: the framework) imports
+  ``cuDeviceGetName`` and the compute-capability attributes (75/76,
+  https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html);
+* one child per installed framework (:data:`FRAMEWORK_CHILD`, argument: the framework) imports
   only that framework, runs one tiny GPU operation and reports the versions the framework itself
-  reports at run time.
+  reports at run time;
+* with ``--nccl``, one child per GPU (:data:`NCCL_CHILD`) joins an NCCL all-reduce.
 
 Every child also reports the shared libraries it actually mapped (its ``/proc/self/maps``), and
 prints exactly one JSON line behind :data:`MARKER`, so a framework's own output on stdout cannot
@@ -49,10 +53,11 @@ from cudadoctor.runner import CommandResult
 
 __all__ = [
     "DEFAULT_TIMEOUT",
-    "DRIVER_SCRIPT",
+    "DRIVER_CHILD",
     "FRAMEWORKS",
-    "FRAMEWORK_SCRIPT",
+    "FRAMEWORK_CHILD",
     "MARKER",
+    "NCCL_CHILD",
     "STAGE_MARKER",
     "decode_cudnn_version",
     "decode_nccl_version",
@@ -60,11 +65,15 @@ __all__ = [
     "framework_argv",
     "installed_frameworks",
     "loaded_libraries",
+    "nccl_argv",
     "parse_driver_output",
     "parse_framework_output",
     "parse_marked_json",
     "parse_undefined_symbol",
+    "parse_worker_output",
+    "probe_nccl_smoke",
     "probe_runtime",
+    "visible_gpus",
 ]
 
 _PROBE = "runtime"
@@ -93,335 +102,16 @@ FRAMEWORKS: dict[str, str] = {
     "xformers": "xformers",
 }
 
-# --- the child scripts (run by the target interpreter; standard library plus the one framework) -----
+# --- the child programs (cudadoctor/probes/children/, run by the target interpreter) --------------
 
-#: Shared by both scripts: emit the one result line, read the mapped libraries, mark stages.
-_COMMON = (
-    f"MARKER = {MARKER!r}\nSTAGE = {STAGE_MARKER!r}\n"
-    + r"""
-import json, os, sys
-out = {}
-def stage(name):
-    sys.stderr.write(STAGE + name + "\n")
-    sys.stderr.flush()
-def mapped():
-    found = []
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            for line in maps:
-                parts = line.rstrip("\n").split(None, 5)
-                if len(parts) == 6:
-                    path = parts[5].replace(" (deleted)", "")
-                    if path.startswith("/") and ".so" in path and path not in found:
-                        found.append(path)
-    except OSError:
-        pass
-    return found
-def emit():
-    out["maps"] = mapped()
-    sys.stdout.write("\n" + MARKER + json.dumps(out, default=str) + "\n")
-    sys.stdout.flush()
-def one_line(exc):
-    text = " ".join(str(exc).split())
-    return (type(exc).__name__ + ": " + text)[:1000]
-"""
-)
+_CHILDREN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "children")
 
 #: The driver-API child: ctypes on ``libcuda.so.1`` and nothing else.
-DRIVER_SCRIPT = (
-    _COMMON
-    + r"""
-import ctypes
-out["probe"] = "driver"
-def error_text(lib, rc):
-    name, text = ctypes.c_char_p(), ctypes.c_char_p()
-    try:
-        if lib.cuGetErrorName(rc, ctypes.byref(name)) != 0:
-            name.value = None
-        if lib.cuGetErrorString(rc, ctypes.byref(text)) != 0:
-            text.value = None
-    except (AttributeError, OSError):
-        return None, None
-    return (name.value.decode("utf-8", "replace") if name.value else None,
-            text.value.decode("utf-8", "replace") if text.value else None)
-def main():
-    try:
-        nodes = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))
-    except OSError:
-        nodes = []
-    out["device_nodes"] = nodes
-    stage("load")
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError as exc:
-        out["load_error"] = str(exc)
-        return
-    stage("version")
-    version = ctypes.c_int(0)
-    out["version_rc"] = int(lib.cuDriverGetVersion(ctypes.byref(version)))
-    out["version"] = int(version.value)
-    stage("init")
-    rc = int(lib.cuInit(0))
-    out["init_rc"] = rc
-    if rc != 0:
-        out["init_error_name"], out["init_error_string"] = error_text(lib, rc)
-        return
-    stage("devices")
-    count = ctypes.c_int(0)
-    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
-        return
-    out["device_count"] = int(count.value)
-    devices = []
-    for index in range(count.value):
-        device, major, minor = ctypes.c_int(0), ctypes.c_int(-1), ctypes.c_int(-1)
-        buf = ctypes.create_string_buffer(256)
-        if lib.cuDeviceGet(ctypes.byref(device), index) != 0:
-            continue
-        lib.cuDeviceGetName(buf, 256, device)
-        lib.cuDeviceGetAttribute(ctypes.byref(major), 75, device)
-        lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, device)
-        cc = "%d.%d" % (major.value, minor.value) if major.value >= 0 and minor.value >= 0 else None
-        devices.append({"index": index, "name": buf.value.decode("utf-8", "replace"), "cc": cc})
-    out["devices"] = devices
-try:
-    main()
-except Exception as exc:
-    out["error"] = one_line(exc)
-emit()
-"""
-)
-
-#: One framework child: ``-c FRAMEWORK_SCRIPT <framework> [<site dirs joined by os.pathsep>]``.
-FRAMEWORK_SCRIPT = (
-    _COMMON
-    + r"""
-import faulthandler, warnings
-faulthandler.enable()
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX: do not take 75% of GPU memory
-name = sys.argv[1]
-extra = [p for p in (sys.argv[2].split(os.pathsep) if len(sys.argv) > 2 else []) if p and p not in sys.path]
-if extra:
-    at = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
-    sys.path[at:at] = extra
-out.update(probe="framework", framework=name, imported=False, gpu_op=None, reported={})
-import importlib
-def load(module):
-    # Frameworks are imported here, in this child process only, never in cudadoctor's own.
-    return importlib.import_module(module)
-def devices_torch(torch):
-    found = []
-    for i in range(torch.cuda.device_count()):
-        major, minor = torch.cuda.get_device_capability(i)
-        found.append({"index": i, "name": torch.cuda.get_device_name(i), "cc": "%d.%d" % (major, minor)})
-    return found
-def versions_torch(torch):
-    # one failing query (torch raises on a cuDNN major it was not built for) must not hide the others
-    for key, query in (("cudnn", lambda: torch.backends.cudnn.version()),
-                       ("cudnn_build", lambda: list(torch._C._cudnn.getCompileVersion())),
-                       ("nccl", lambda: torch.cuda.nccl.version()),
-                       ("arch_list", lambda: torch.cuda.get_arch_list() or torch._C._cuda_getArchFlags().split())):
-        try:
-            out[key] = query()
-        except Exception as exc:
-            out["reported"][key + "_error"] = one_line(exc)
-def torch_op(torch):
-    x = torch.ones(8, device="cuda")
-    value = float((x * 2).sum())
-    torch.cuda.synchronize()
-    return value == 16.0
-def run_torch():
-    torch = load("torch")
-    out["imported"] = True
-    out["version"], out["cuda_runtime"] = torch.__version__, torch.version.cuda
-    out["gpu_build"] = torch.version.cuda is not None
-    if not out["gpu_build"]:
-        return
-    stage("versions")
-    versions_torch(torch)
-    stage("gpu")
-    out["gpu_op"] = False
-    out["gpu_op"] = torch_op(torch)
-    out["devices"] = devices_torch(torch)
-def run_jax():
-    jax = load("jax")
-    out["imported"] = True
-    out["version"] = jax.__version__
-    try:
-        jaxlib = load("jaxlib")
-        out["reported"]["jaxlib"] = getattr(jaxlib, "__version__", None) or jaxlib.version.__version__
-    except Exception:
-        pass
-    stage("versions")
-    try:
-        cv = load("jax._src.lib.cuda_versions")
-    except Exception:
-        cv = None
-    for key, fn in (("cuda_runtime", "cuda_runtime_get_version"), ("cuda_runtime_build", "cuda_runtime_build_version"),
-                    ("cudnn", "cudnn_get_version"), ("cudnn_build", "cudnn_build_version")):
-        try:
-            out[key] = getattr(cv, fn)()
-        except Exception:
-            pass
-    stage("gpu")
-    out["gpu_op"] = False
-    devs = jax.devices("gpu")
-    out["gpu_build"] = True
-    out["devices"] = [{"index": i, "name": d.device_kind, "cc": getattr(d, "compute_capability", None)}
-                      for i, d in enumerate(devs)]
-    jnp = load("jax.numpy")
-    x = jax.device_put(jnp.ones(8), devs[0])
-    out["gpu_op"] = float((x * 2).sum().block_until_ready()) == 16.0
-def run_cupy():
-    cupy = load("cupy")
-    out["imported"] = True
-    out["version"] = cupy.__version__
-    out["gpu_build"] = True
-    rt = cupy.cuda.runtime
-    stage("versions")
-    for key, fn in (("cuda_runtime", rt.runtimeGetVersion), ("cuda_driver", rt.driverGetVersion)):
-        try:
-            value = fn()
-            if key == "cuda_runtime":
-                out[key] = value
-            else:
-                out["reported"][key] = str(value)
-        except Exception:
-            pass
-    try:
-        nccl = load("cupy.cuda.nccl")
-        out["nccl"], out["nccl_build"] = nccl.get_version(), nccl.get_build_version()
-    except Exception:
-        pass
-    stage("gpu")
-    out["gpu_op"] = False
-    a = cupy.arange(8, dtype=cupy.float32)
-    out["gpu_op"] = float((a * 2).sum()) == 56.0
-    found = []
-    for i in range(rt.getDeviceCount()):
-        props = rt.getDeviceProperties(i)  # holds the UUID too: only name and capability are kept
-        found.append({"index": i, "name": props["name"].decode("utf-8", "replace"),
-                      "cc": "%d.%d" % (props["major"], props["minor"])})
-    out["devices"] = found
-def with_torch():
-    torch = load("torch")
-    out["reported"]["torch"] = torch.__version__
-    out["gpu_build"] = torch.version.cuda is not None
-    return torch
-def run_vllm():
-    torch = with_torch()
-    load("vllm._C")
-    out["imported"] = True
-    out["version"] = getattr(sys.modules.get("vllm"), "__version__", None)
-    stage("gpu")
-    out["gpu_op"] = False
-    if hasattr(torch.ops._C, "silu_and_mul"):
-        x = torch.randn(4, 16, device="cuda", dtype=torch.float16)
-        y = torch.empty(4, 8, device="cuda", dtype=torch.float16)
-        torch.ops._C.silu_and_mul(y, x)
-        torch.cuda.synchronize()
-        out["reported"]["op"] = "torch.ops._C.silu_and_mul"
-        out["gpu_op"] = bool(torch.isfinite(y).all())
-    else:
-        out["reported"]["op"] = "torch.ones (vllm._C has no silu_and_mul)"
-        out["gpu_op"] = torch_op(torch)
-    out["devices"] = devices_torch(torch)
-def run_tensorrt():
-    trt = load("tensorrt")
-    out["imported"] = True
-    out["version"] = trt.__version__
-    out["gpu_build"] = True
-    stage("gpu")
-    out["gpu_op"] = False
-    builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
-    out["gpu_op"] = builder is not None
-    try:
-        out["reported"]["fast_fp16"] = str(builder.platform_has_fast_fp16)
-    except Exception:
-        pass
-def attention_inputs(torch):
-    return torch.randn(1, 8, 2, 64, device="cuda", dtype=torch.float16)
-def run_flash_attn():
-    torch = with_torch()
-    flash_attn = load("flash_attn")
-    flash_attn_func = flash_attn.flash_attn_func
-    out["imported"] = True
-    out["version"] = flash_attn.__version__
-    stage("gpu")
-    out["gpu_op"] = False
-    q = attention_inputs(torch)
-    o = flash_attn_func(q, q, q)
-    torch.cuda.synchronize()
-    out["gpu_op"] = bool(torch.isfinite(o).all())
-    out["devices"] = devices_torch(torch)
-def run_xformers():
-    torch = with_torch()
-    xformers = load("xformers")
-    load("xformers.ops")
-    out["imported"] = True
-    out["version"] = xformers.__version__
-    out["reported"]["cpp_library"] = str(getattr(xformers, "_has_cpp_library", None))
-    stage("gpu")
-    out["gpu_op"] = False
-    q = attention_inputs(torch)
-    o = xformers.ops.memory_efficient_attention(q, q, q)
-    torch.cuda.synchronize()
-    out["gpu_op"] = bool(torch.isfinite(o).all())
-    out["devices"] = devices_torch(torch)
-RUN = {"torch": run_torch, "jax": run_jax, "cupy": run_cupy, "vllm": run_vllm, "tensorrt": run_tensorrt,
-       "flash-attn": run_flash_attn, "xformers": run_xformers}
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    try:
-        stage("import")
-        RUN[name]()
-    except BaseException as exc:
-        out["error_kind"] = "gpu" if out.get("imported") else "import"
-        out["error"] = one_line(exc)
-    seen = []
-    for w in caught:
-        if issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)):
-            continue
-        text = " ".join(str(w.message).split())[:300]
-        if text not in seen:
-            seen.append(text)
-    # the ones about CUDA first: they explain a failure, the rest is a framework's chatter
-    seen.sort(key=lambda t: not any(k in t.lower() for k in ("cuda", "gpu", "driver", "cudnn", "nccl", "device")))
-    out["warnings"] = seen[:5]
-emit()
-"""
-)
-
-
-#: One rank: ``-c NCCL_SCRIPT <rank> <world size> <port> <timeout s> [<site dirs>]``.
-NCCL_SCRIPT = (
-    _COMMON
-    + r"""
-import datetime, importlib
-rank, world, port, limit = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
-extra = [p for p in (sys.argv[5].split(os.pathsep) if len(sys.argv) > 5 else []) if p and p not in sys.path]
-if extra:
-    at = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
-    sys.path[at:at] = extra
-os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
-out.update(probe="nccl", rank=rank, world=world, ok=False)
-try:
-    torch = importlib.import_module("torch")  # in this child process only
-    dist = importlib.import_module("torch.distributed")
-    torch.cuda.set_device(rank)
-    stage("init")
-    dist.init_process_group("nccl", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=limit))
-    stage("all_reduce")
-    x = torch.ones(1024, device="cuda:%d" % rank)
-    dist.all_reduce(x)
-    torch.cuda.synchronize()
-    out["ok"] = bool((x == world).all())
-    out["nccl"] = ".".join(str(p) for p in torch.cuda.nccl.version())
-    dist.destroy_process_group()
-except BaseException as exc:
-    out["error"] = one_line(exc)
-emit()
-"""
-)
+DRIVER_CHILD = os.path.join(_CHILDREN, "driver_api.py")
+#: One framework child: ``FRAMEWORK_CHILD <framework> [<site dirs joined by os.pathsep>]``.
+FRAMEWORK_CHILD = os.path.join(_CHILDREN, "framework.py")
+#: One NCCL rank: ``NCCL_CHILD <rank> <world size> <port> <timeout s> [<site dirs>]``.
+NCCL_CHILD = os.path.join(_CHILDREN, "nccl.py")
 
 
 # --- argv -----------------------------------------------------------------------------------------
@@ -429,15 +119,20 @@ emit()
 
 def driver_argv(python: str) -> list[str]:
     """The driver-API child's command line."""
-    return [python, "-I", "-c", DRIVER_SCRIPT]
+    return [python, "-I", DRIVER_CHILD]
 
 
 def framework_argv(python: str, framework: str, site_paths: tuple[str, ...] = ()) -> list[str]:
     """A framework child's command line: the framework, then the site directories to add back."""
-    argv = [python, "-I", "-c", FRAMEWORK_SCRIPT, framework]
+    argv = [python, "-I", FRAMEWORK_CHILD, framework]
     if site_paths:
         argv.append(os.pathsep.join(site_paths))
     return argv
+
+
+def nccl_argv(python: str, rank: int, world: int, port: str, timeout: float, sites: str) -> list[str]:
+    """One NCCL rank's command line."""
+    return [python, "-I", NCCL_CHILD, str(rank), str(world), port, str(timeout), sites]
 
 
 # --- which frameworks -----------------------------------------------------------------------------
@@ -505,6 +200,11 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _strings(value: Any) -> tuple[str, ...]:
+    """The strings of a JSON list; () for anything else."""
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+
+
 def _version(text: Any) -> Version | None:
     if not isinstance(text, str) or not text:
         return None
@@ -515,7 +215,11 @@ def _version(text: Any) -> Version | None:
 
 
 def _cuda_version(value: Any) -> Version | None:
-    """``13000`` -> 13.0 (major * 1000 + minor * 10, doctor-anchors §15.1), ``"13.0"`` -> 13.0."""
+    """``13000`` -> 13.0, ``"13.0"`` -> 13.0.
+
+    The number is major * 1000 + minor * 10 (``cuDriverGetVersion``:
+    https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__VERSION.html).
+    """
     if (number := _int(value)) is not None:
         return Version(f"{number // 1000}.{(number % 1000) // 10}") if number > 0 else None
     return _version(value)
@@ -547,7 +251,7 @@ def decode_cudnn_version(value: Any) -> Version | None:
     """cuDNN's version number as ``cudnnGetVersion()`` returns it, or a ``[major, minor, patch]`` list.
 
     cuDNN 9 encodes major * 10000 + minor * 100 + patch (91900 -> 9.19.0); cuDNN 8 and older
-    major * 1000 + minor * 100 + patch (8907 -> 8.9.7) (doctor-anchors §15.1).
+    major * 1000 + minor * 100 + patch (8907 -> 8.9.7): https://github.com/conda-forge/jax-feedstock/issues/149.
     """
     return _decode_packed(value, wide_from=90000)
 
@@ -556,7 +260,7 @@ def decode_nccl_version(value: Any) -> Version | None:
     """NCCL's version: torch's ``(2, 28, 9)``, or ``ncclGetVersion``'s number.
 
     From NCCL 2.9 on the number is X * 10000 + Y * 100 + Z (22809 -> 2.28.9); before, X * 1000 +
-    Y * 100 + Z (2708 -> 2.7.8) (``NCCL_VERSION`` in nccl.h, doctor-anchors §15.1).
+    Y * 100 + Z (2708 -> 2.7.8) (``NCCL_VERSION`` in https://github.com/NVIDIA/nccl/blob/master/src/nccl.h.in).
     """
     return _decode_packed(value, wide_from=10000)
 
@@ -622,7 +326,8 @@ def _maps(data: dict[str, Any]) -> tuple[LoadedLibrary, ...]:
 def parse_driver_output(stdout: str, where: str = "driver-API probe") -> DriverApiResult | None:
     """The driver-API child's result; None when its stdout holds no result line.
 
-    Parse, e.g. (S1 of doctor-anchors §12.2: an older cuda-compat libcuda first on the search path)::
+    Parse, e.g. (a real H200 with an older cuda-compat libcuda first on the search path,
+    tests/fixtures/runtime/driver-s1-compat-first.txt)::
 
         @@cudadoctor-runtime@@{"probe": "driver", "device_nodes": ["nvidia-uvm", "nvidia0", "nvidiactl"],
         "version_rc": 0, "version": 13000, "init_rc": 803, "init_error_name": "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
@@ -634,7 +339,6 @@ def parse_driver_output(stdout: str, where: str = "driver-API probe") -> DriverA
         return None
     libraries = _maps(data)
     libcuda = next((lib.path for lib in libraries if lib.name == "cuda"), None)
-    nodes = data.get("device_nodes")
     version_rc = _int(data.get("version_rc"))
     error = _str(data.get("error"))
     return DriverApiResult(
@@ -648,7 +352,7 @@ def parse_driver_output(stdout: str, where: str = "driver-API probe") -> DriverA
         init_error_string=_str(data.get("init_error_string")),
         device_count=_int(data.get("device_count")),
         devices=_devices(data.get("devices")),
-        device_nodes=tuple(n for n in nodes if isinstance(n, str)) if isinstance(nodes, list) else (),
+        device_nodes=_strings(data.get("device_nodes")),
         libraries=libraries,
         error=f"raised {error}" if error else None,
         error_kind="crash" if error else None,
@@ -675,7 +379,8 @@ def parse_framework_output(
 ) -> FrameworkRuntime | None:
     """A framework child's result; None when its stdout holds no result line for ``framework``.
 
-    Parse, e.g. (torch 2.11.0+cu130 on the real H200, doctor-anchors §15.1, maps shortened)::
+    Parse, e.g. (torch 2.11.0+cu130 on a real H200, tests/fixtures/runtime/torch-healthy-h200.txt, maps
+    shortened)::
 
         @@cudadoctor-runtime@@{"probe": "framework", "framework": "torch", "imported": true, "gpu_op": true,
         "version": "2.11.0+cu130", "cuda_runtime": "13.0", "gpu_build": true, "cudnn": 91900,
@@ -687,9 +392,7 @@ def parse_framework_output(
     if data is None or data.get("probe") != "framework" or data.get("framework") != framework:
         return None
     error = _str(data.get("error"))
-    reported = data.get("reported") if isinstance(data.get("reported"), dict) else {}
-    arch = data.get("arch_list")
-    warnings = data.get("warnings")
+    reported = data.get("reported")
     gpu_op = data.get("gpu_op")
     gpu_build = data.get("gpu_build")
     missing = _MISSING.search(error) if error else None
@@ -708,15 +411,15 @@ def parse_framework_output(
         cudnn_build=decode_cudnn_version(data.get("cudnn_build")),
         nccl=decode_nccl_version(data.get("nccl")),
         nccl_build=decode_nccl_version(data.get("nccl_build")),
-        arch_list=tuple(a for a in arch if isinstance(a, str)) if isinstance(arch, list) else (),
+        arch_list=_strings(data.get("arch_list")),
         devices=_devices(data.get("devices")),
         libraries=_maps(data),
-        reported={str(k): str(v) for k, v in reported.items() if v is not None},
+        reported={str(k): str(v) for k, v in reported.items() if v is not None} if isinstance(reported, dict) else {},
         error_kind=(_str(data.get("error_kind")) or "import") if error else None,
         error=error,
         undefined_symbol=parse_undefined_symbol(error) if error else None,
         missing_library=missing.group(1) if missing else None,
-        warnings=tuple(w for w in warnings if isinstance(w, str)) if isinstance(warnings, list) else (),
+        warnings=_strings(data.get("warnings")),
     )
 
 
@@ -764,7 +467,7 @@ def _run(ctx: ProbeContext, argv: list[str], timeout: float) -> tuple[CommandRes
 
 
 def _probe_driver(ctx: ProbeContext, python: str, timeout: float) -> DriverApiResult:
-    where = f"{python} -I -c <driver-API probe>"
+    where = f"{python} -I <driver-API probe>"
     result, seconds = _run(ctx, driver_argv(python), timeout)
     parsed = parse_driver_output(result.stdout, where) if result.error is None else None
     if parsed is None:
@@ -777,7 +480,7 @@ def _probe_framework(
     ctx: ProbeContext, python: str, framework: str, distribution: str, sites: tuple[str, ...], timeout: float
 ) -> FrameworkRuntime:
     module = FRAMEWORKS[framework]
-    where = f"{python} -I -c <import {module} and run one GPU operation>"
+    where = f"{python} -I <import {module} and run one GPU operation>"
     result, seconds = _run(ctx, framework_argv(python, framework, sites), timeout)
     parsed = parse_framework_output(result.stdout, framework, distribution, where) if result.error is None else None
     if parsed is None:
@@ -852,10 +555,6 @@ def visible_gpus(runtime: RuntimeInfo) -> int:
     return driver.device_count if driver is not None and driver.device_count else 0
 
 
-def nccl_argv(python: str, rank: int, world: int, port: str, timeout: float, sites: str) -> list[str]:
-    return [python, "-I", "-c", NCCL_SCRIPT, str(rank), str(world), port, str(timeout), sites]
-
-
 def _probe_rank(
     ctx: ProbeContext, python: str, rank: int, world: int, port: str, timeout: float, sites: str
 ) -> tuple[CommandResult, float]:
@@ -867,6 +566,25 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _rank_errors(results: list[CommandResult], outputs: list[dict[str, object] | None]) -> list[str]:
+    """One line per rank that failed or printed no result, in rank order."""
+    errors = []
+    for rank, (result, parsed) in enumerate(zip(results, outputs, strict=True)):
+        if parsed is None:
+            errors.append(f"rank {rank}: {result.describe() if result.error or result.returncode else 'no result'}")
+        elif parsed.get("error"):
+            errors.append(f"rank {rank}: {parsed['error']}")
+    return errors
+
+
+def _worker_nccl(outputs: list[dict[str, object] | None]) -> Version | None:
+    """The NCCL version the first rank that says one reported."""
+    for parsed in outputs:
+        if parsed and isinstance(parsed.get("nccl"), str):
+            return _version(parsed["nccl"])
+    return None
 
 
 def probe_nccl_smoke(
@@ -881,36 +599,22 @@ def probe_nccl_smoke(
         return None
     env = target_python(ctx)
     world = min(gpus, 8)
-    port = str(port or _free_port())
+    master = str(port or _free_port())
     sites = os.pathsep.join(env.site_paths)
-    where = f"{env.executable} -I -c <NCCL all-reduce, rank r of {world}>"
     python = env.executable
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=world, thread_name_prefix="cudadoctor-nccl") as pool:
-        runs = list(pool.map(lambda rank: _probe_rank(ctx, python, rank, world, port, timeout, sites), range(world)))
+        runs = list(pool.map(lambda rank: _probe_rank(ctx, python, rank, world, master, timeout, sites), range(world)))
     results = [result for result, _seconds in runs]
     seconds = round(time.perf_counter() - start, 3)
     outputs = [parse_worker_output(r.stdout) if r.error is None else None for r in results]
-    errors = []
-    for rank, (result, parsed) in enumerate(zip(results, outputs, strict=True)):
-        if parsed is None:
-            errors.append(f"rank {rank}: {result.describe() if result.error or result.returncode else 'no result'}")
-        elif parsed.get("error"):
-            errors.append(f"rank {rank}: {parsed['error']}")
-    nccl = None
-    for parsed in outputs:
-        if parsed and isinstance(parsed.get("nccl"), str):
-            try:
-                nccl = Version(parsed["nccl"])
-            except ValueError:  # InvalidVersion
-                nccl = None
-            break
+    errors = _rank_errors(results, outputs)
     ok = None if any(p is None for p in outputs) and not errors else all(bool(p and p.get("ok")) for p in outputs)
     return NcclSmoke(
-        source=Source(SourceKind.RUNTIME, where),
+        source=Source(SourceKind.RUNTIME, f"{python} -I <NCCL all-reduce, rank r of {world}>"),
         world_size=world,
         ok=False if errors else ok,
-        nccl=nccl,
+        nccl=_worker_nccl(outputs),
         error=errors[0][:500] if errors else None,
         seconds=seconds,
     )

@@ -3,7 +3,8 @@
 Installs are found through ``CUDA_HOME``, ``CUDA_PATH``, the ``/usr/local/cuda`` link,
 ``/usr/local/cuda-*``, ``/opt/cuda``, a conda prefix (``$CONDA_PREFIX`` with ``bin/nvcc`` or
 ``targets/<arch>-linux``) and the root above the first ``nvcc`` on PATH; installs that resolve to
-the same real directory are merged (doctor-anchors §15.5, §15.10).
+the same real directory are merged (layouts as measured on a real H200, tests/fixtures/h200/capture.txt,
+and CuPy's conda rule, https://github.com/cupy/cupy/blob/main/cupy/_environment.py).
 
 A toolkit's version is read, in order, from ``version.json``, ``version.txt`` and the
 ``CUDA_VERSION`` macro of ``cuda.h``. A directory's *name* (``cuda-13.0``) is never used: apt
@@ -36,17 +37,18 @@ __all__ = [
     "probe_toolkits",
 ]
 
-#: Seconds ``nvcc --version`` may take (39 ms on the capture machine, doctor-anchors §15.5).
+#: Seconds ``nvcc --version`` may take (it took 39 ms, measured on a real H200).
 NVCC_TIMEOUT = 10.0
 
 #: ``version.json`` keys tried in order. The component versions come first because the top-level
 #: ``cuda`` (SDK) version can be date-stamped: one public 12.6.3 install reports
-#: ``"12.6.20241114"`` (doctor-anchors §15.5), which would compare above any real 12.6.x. The
+#: ``"12.6.20241114"`` (tests/fixtures/toolkit/version-12.6-sdk-only.json), which would compare above any
+#: real 12.6.x. The
 #: cudart component always carries the toolkit's major.minor (13.3.29 in a 13.3.1 SDK, 11.8.89 in
 #: 11.8), while other components may not (``cuda_cccl`` 13.2.86 in that same 13.3.1 SDK).
 VERSION_JSON_KEYS = ("cuda_cudart", "cuda_nvcc", "cuda")
 
-#: conda's ``targets/`` directory per CPU (CuPy's rule, doctor-anchors §15.10).
+#: conda's ``targets/`` directory per CPU (CuPy's rule: https://github.com/cupy/cupy/blob/main/cupy/_environment.py).
 _CONDA_TARGETS = {
     "x86_64": ("x86_64-linux",),
     "aarch64": ("sbsa-linux", "aarch64-linux"),
@@ -123,7 +125,8 @@ def parse_cuda_h(text: str) -> Version | None:
 
         #define CUDA_VERSION 13000
 
-    ``13000`` decodes as major = v // 1000, minor = (v % 1000) // 10 (doctor-anchors §15.1).
+    ``13000`` decodes as major = v // 1000, minor = (v % 1000) // 10
+    (https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__VERSION.html).
     """
     match = _CUDA_VERSION_DEFINE.search(text)
     if not match:

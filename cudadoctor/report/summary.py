@@ -16,6 +16,7 @@ from packaging.version import Version
 
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.facts.model import Facts, InstalledPackage, LibraryCopy, ProbeError, Source
+from cudadoctor.facts.registry import category_of_error
 
 __all__ = ["Category", "Line", "Mark", "categories"]
 
@@ -50,24 +51,6 @@ class Category:
     mark: Mark = Mark.OK
     lines: list[Line] = field(default_factory=list)
 
-
-#: Which category a probe's errors belong to.
-_PROBE_CATEGORY = {
-    "host": "host",
-    "driver": "driver",
-    "gpus": "gpus",
-    "visible": "gpus",
-    "toolkits": "toolkit",
-    "toolkit": "toolkit",
-    "nvcc": "toolkit",
-    "cuda_wheels": "wheels",
-    "cudnn": "cudnn",
-    "nccl": "nccl",
-    "tensorrt": "tensorrt",
-    "libraries": "wheels",
-    "python": "python",
-    "packages": "python",
-}
 
 #: Frameworks named in the Python category's headline, in this order, when installed.
 _HEADLINE_PACKAGES = ("torch", "vllm", "jax", "tensorflow", "tensorrt", "cupy", "onnxruntime-gpu")
@@ -271,7 +254,7 @@ def categories(facts: Facts, findings: Iterable[Finding] = ()) -> list[Category]
     ]
     by_key = {c.key: c for c in cats}
     for error in facts.errors:
-        _attach(by_key[_PROBE_CATEGORY.get(error.probe, "host")], error)
+        _attach(by_key.get(category_of_error(error.probe), by_key["host"]), error)
     for finding in findings:
         _attach_finding(by_key.get(finding.category, by_key["host"]), finding)
     return cats

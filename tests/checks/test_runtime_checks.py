@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 from packaging.version import Version
 
-from cudadoctor.checks.engine import injectables, run_check
+from cudadoctor.checks.engine import check_values, run_check
 from cudadoctor.checks.findings import Status
 from cudadoctor.checks.runtime import CD801, CD802, CD803, CD804, CD805, arch_runs_on, cuda_error, symbol_owner
 from cudadoctor.data import CompatMatrix
@@ -46,13 +46,13 @@ MATRIX = CompatMatrix()
 
 
 def driver(name: str):
-    result = parse_driver_output(fixture_text("runtime", name), "python -I -c <driver-API probe>")
+    result = parse_driver_output(fixture_text("runtime", name), "python -I <driver-API probe>")
     assert result is not None
     return result
 
 
 def framework(name: str, fw: str, dist: str | None = None):
-    result = parse_framework_output(fixture_text("runtime", name), fw, dist or fw, "python -I -c <probe>")
+    result = parse_framework_output(fixture_text("runtime", name), fw, dist or fw, "python -I <probe>")
     assert result is not None
     return result
 
@@ -62,7 +62,7 @@ def rt(drv=None, *fws) -> RuntimeInfo:
 
 
 def run(check, facts, runtime):
-    values = injectables(facts, MATRIX)
+    values = check_values(facts, MATRIX)
     values["runtime"] = runtime
     return run_check(check, values, live=facts.mode == "live")
 
@@ -242,6 +242,22 @@ def test_cd802_vllm_undefined_symbol_tied_to_the_torch_pin(h200):
         "requires torch==2.7.1, but torch 2.8.0 is installed, and vllm._C was compiled against the pinned torch"
     )
     assert finding.evidence["vllm 0.10.1.1"] == "requires torch==2.7.1 (Requires-Dist), torch 2.8.0 installed"
+    assert finding.remediation.commands == ("python -m pip install 'torch==2.7.1'",)
+    assert finding.remediation.text == "Install the torch version vllm pins."
+
+
+def test_cd802_undefined_symbol_with_the_pinned_package_missing(h200):
+    # Regression (issue #10): a pin on a package that is not installed made CD802 crash with
+    # "AttributeError: 'NoneType' object has no attribute 'name'".
+    facts = replace(h200, packages={"vllm": _pkg("vllm", "0.10.1.1", ("torch==2.7.1",))})
+    runtime = rt(driver("driver-healthy-h200.txt"), framework("vllm-undefined-symbol.txt", "vllm"))
+    finding = run(CD802(), facts, runtime)
+    assert finding.status is Status.FAIL
+    assert finding.message == (
+        "vllm 0.10.1.1: import vllm._C fails with undefined symbol _ZN3c104cuda9SetDeviceEi: vllm 0.10.1.1 "
+        "requires torch==2.7.1, but torch is not installed, and vllm._C was compiled against the pinned torch"
+    )
+    assert finding.evidence["vllm 0.10.1.1"] == "requires torch==2.7.1 (Requires-Dist), torch not installed"
     assert finding.remediation.commands == ("python -m pip install 'torch==2.7.1'",)
     assert finding.remediation.text == "Install the torch version vllm pins."
 

@@ -1,8 +1,12 @@
-"""Fixtures of the fault-injection suite: the H200 machine built once, copied for each fault."""
+"""Fixtures of the fault-injection suite: the H200 machine built once, copied for each fault.
+
+The suite is slow (real file trees, CLI subprocesses): every test in this folder is marked ``slow``.
+"""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +14,14 @@ from cudadoctor.facts.model import Facts
 from tests.conftest import fixture_path
 from tests.faults.envs import Fault, collect_live, fresh_tree
 from tests.h200_fixture import build_tree, h200_env
+
+_HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE in item.path.parents:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -24,11 +24,11 @@ from pyfakefs.fake_filesystem_unittest import Patcher
 
 from cudadoctor.checks.engine import run_checks
 from cudadoctor.checks.findings import Finding, Status
-from cudadoctor.collect import collect_facts
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data import load as compat_load
 from cudadoctor.facts.codec import redact_facts
 from cudadoctor.facts.model import Facts
+from cudadoctor.probes.collect import collect_facts
 from cudadoctor.probes.native import LibcudaResult, NvmlDevice, NvmlResult
 from cudadoctor.redact import Redactor
 from cudadoctor.report.json import render_json

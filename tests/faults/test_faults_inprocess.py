@@ -18,12 +18,12 @@ import pytest
 from typer.testing import CliRunner
 
 from cudadoctor import cli
-from cudadoctor.collect import collect_facts
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data import load as compat_load
 from cudadoctor.errors import SnapshotError
 from cudadoctor.facts.codec import facts_from_json
 from cudadoctor.probes import driver, loader
+from cudadoctor.probes.collect import collect_facts
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.rootfs import RootFS
 from cudadoctor.runner import SubprocessRunner

@@ -257,7 +257,7 @@ def test_h200_libcuda_files(h200) -> None:
 
 
 def test_compat_dir_on_ld_library_path_is_on_search_path(h200) -> None:
-    # doctor-anchors §12.2 S1: a user "fixes" a CUDA error by exporting the compat directory.
+    # tests/fixtures/h200-deep/deep-s1.json: a user "fixes" a CUDA error by exporting the compat directory.
     env = h200_env()
     env["LD_LIBRARY_PATH"] = "/usr/local/cuda/compat:" + env["LD_LIBRARY_PATH"]
     files = {f.path: f for f in find_libcuda_files(_h200_ctx(env=env))}
@@ -367,7 +367,7 @@ def test_nvidia_smi_bad_output(h200, stdout: str, returncode: int, message: str)
 
 
 def test_stub_libcuda(h200) -> None:
-    # doctor-anchors §12.2 S2: the toolkit stub ahead on the search path answers rc 34, version 0.
+    # tests/fixtures/h200-deep/deep-s2.json: the toolkit stub ahead on the search path answers rc 34, version 0.
     ctx = _h200_ctx(libcuda=LibcudaResult(path=STUB_LIBCUDA, returncode=34, version=0))
     info = probe_driver(ctx)
 

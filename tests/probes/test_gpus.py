@@ -278,7 +278,7 @@ def test_visible_unset_and_device_nodes(fs) -> None:
     ids=["unset", "set-empty", "set"],
 )
 def test_cuda_visible_devices_unset_vs_empty(fs, env: dict[str, str], expected: str | None) -> None:
-    # doctor-anchors §12.2 S3: "" hides every GPU (cuInit 100), unset hides none.
+    # tests/fixtures/h200-deep/deep-s3.json: "" hides every GPU (cuInit 100), unset hides none.
     visible = probe_visible(make_ctx(env=env))
     assert visible.cuda_visible_devices == expected
     assert visible.nvidia_visible_devices is None

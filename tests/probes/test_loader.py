@@ -13,7 +13,7 @@ H200_LD_LIBRARY_PATH = "/usr/local/nvidia/lib64:/usr/local/nvidia/lib"
 
 
 def add_h200_etc(fs: FakeFilesystem, root: str = "") -> None:
-    """/etc/ld.so.conf and ld.so.conf.d as doctor-anchors §15.5 records them for the H200 image."""
+    """/etc/ld.so.conf and ld.so.conf.d as the H200 capture records them (tests/fixtures/libraries/README.md)."""
     fs.add_real_directory(fixture_path("libraries", "h200-etc"), target_path=f"{root}/etc")
 
 

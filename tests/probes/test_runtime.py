@@ -1,8 +1,8 @@
 """Tests for cudadoctor.probes.runtime: the child protocol, its parsers, and the probe over FakeRunner.
 
 The children's outputs are replayed from tests/fixtures/runtime/ (values observed on the real H200,
-doctor-anchors §12.2 and §15.1). Two tests run the child scripts for real with this interpreter,
-outside pyfakefs: the driver-API child on this GPU-less machine, and the framework child against a
+tests/fixtures/h200-deep/ and tests/fixtures/h200-device/). Two tests run the child programs for real with
+this interpreter, outside pyfakefs: the driver-API child on this GPU-less machine, and the framework child against a
 fake ``torch`` package.
 """
 
@@ -17,15 +17,16 @@ from dataclasses import replace
 import pytest
 from packaging.version import Version
 
-from cudadoctor.collect import PROBES, collect_facts
 from cudadoctor.facts import codec, model
 from cudadoctor.facts.codec import facts_from_json
 from cudadoctor.facts.model import SourceKind
+from cudadoctor.facts.registry import probed
 from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeDevice, RuntimeInfo
 from cudadoctor.probes import runtime
+from cudadoctor.probes.collect import collect_facts
 from cudadoctor.probes.runtime import (
-    DRIVER_SCRIPT,
-    FRAMEWORK_SCRIPT,
+    DRIVER_CHILD,
+    FRAMEWORK_CHILD,
     MARKER,
     STAGE_MARKER,
     decode_cudnn_version,
@@ -50,8 +51,8 @@ SITE = "/opt/torch/.venv/lib/python3.12/site-packages"
 SITES = ("/tmp/cd", SITE)  # the capture's site_paths: PYTHONPATH, then the venv
 HOST = "/usr/local/nvidia/lib64/libcuda.so.580.159.04"
 COMPAT = "/usr/local/cuda-13.0/compat/libcuda.so.580.95.05"
-DRIVER_ARGV = (PY, "-I", "-c", DRIVER_SCRIPT)
-TORCH_ARGV = (PY, "-I", "-c", FRAMEWORK_SCRIPT, "torch", f"/tmp/cd{os.pathsep}{SITE}")
+DRIVER_ARGV = (PY, "-I", DRIVER_CHILD)
+TORCH_ARGV = (PY, "-I", FRAMEWORK_CHILD, "torch", f"/tmp/cd{os.pathsep}{SITE}")
 
 
 def out(name: str) -> str:
@@ -160,7 +161,7 @@ def test_parse_driver_healthy_h200():
 
 
 def test_parse_driver_s1_compat_first():
-    # doctor-anchors §12.2 S1: cuDriverGetVersion answers 13000 from the compat library, cuInit 803.
+    # tests/fixtures/h200-deep/deep-s1.json: cuDriverGetVersion answers 13000 from the compat library, cuInit 803.
     result = parse_driver_output(out("driver-s1-compat-first.txt"))
     assert result is not None
     assert (result.version_rc, result.cuda_api) == (0, V("13.0"))
@@ -210,7 +211,7 @@ def test_parse_driver_rejects_a_framework_result():
 
 
 def test_parse_torch_healthy_h200():
-    # doctor-anchors §15.1 and tests/fixtures/h200-device/truth.txt
+    # tests/fixtures/h200-device/truth.txt
     result = parse_framework_output(out("torch-healthy-h200.txt"), "torch", "torch")
     assert result is not None
     assert (result.imported, result.gpu_op, result.gpu_build) == (True, True, True)
@@ -299,7 +300,7 @@ def test_installed_frameworks_cpu_jax_and_tensorrt_names():
 def test_argv():
     assert driver_argv(PY) == list(DRIVER_ARGV)
     assert framework_argv(PY, "torch", SITES) == list(TORCH_ARGV)
-    assert framework_argv(PY, "torch") == [PY, "-I", "-c", FRAMEWORK_SCRIPT, "torch"]
+    assert framework_argv(PY, "torch") == [PY, "-I", FRAMEWORK_CHILD, "torch"]
 
 
 def test_probe_runtime_healthy_h200():
@@ -314,13 +315,13 @@ def test_probe_runtime_healthy_h200():
     (torch,) = info.frameworks
     assert (torch.framework, torch.distribution, torch.gpu_op, torch.cudnn) == ("torch", "torch", True, V("9.19.0"))
     assert torch.stderr_tail is None  # kept only when the child failed
-    assert torch.source.where == f"{PY} -I -c <import torch and run one GPU operation>"
+    assert torch.source.where == f"{PY} -I <import torch and run one GPU operation>"
 
 
 def test_probe_runtime_tries_every_installed_framework_with_the_timeout_given():
     runner = FakeRunner()
     info = probe_runtime(_ctx(runner), timeout=5.0)
-    expected = {DRIVER_ARGV} | {(*TORCH_ARGV[:4], fw, TORCH_ARGV[5]) for fw in ("torch", "jax", "cupy")}
+    expected = {DRIVER_ARGV} | {(*TORCH_ARGV[:3], fw, TORCH_ARGV[4]) for fw in ("torch", "jax", "cupy")}
     assert set(runner.calls) == expected and len(runner.calls) == 4
     assert runner.timeouts == [5.0] * 4
     assert info is not None and [f.framework for f in info.frameworks] == ["torch", "jax", "cupy"]
@@ -405,10 +406,10 @@ def test_nothing_runs_for_an_image_root(tmp_path):
 
 def test_fast_path_runs_no_runtime_child():
     """Without --deep nothing imports a framework: the runtime probe is not among the collected probes."""
-    assert probe_runtime not in PROBES.values()
+    assert all(not spec.probe.endswith(":probe_runtime") for spec in probed().values())
     runner = FakeRunner()
     collect_facts(make_ctx(runner=runner))
-    assert not [c for c in runner.calls if DRIVER_SCRIPT in c or FRAMEWORK_SCRIPT in c]
+    assert not [c for c in runner.calls if DRIVER_CHILD in c or FRAMEWORK_CHILD in c]
 
 
 def test_runtime_facts_round_trip_through_the_codec(monkeypatch):
@@ -420,7 +421,7 @@ def test_runtime_facts_round_trip_through_the_codec(monkeypatch):
     runner.add(TORCH_ARGV, out("torch-healthy-h200.txt"))
     info = probe_runtime(_ctx(runner, _torch_only()))
     data = json.loads(json.dumps(codec.encode(info)))
-    assert data["driver"]["source"] == {"kind": "runtime", "where": f"{PY} -I -c <driver-API probe>"}
+    assert data["driver"]["source"] == {"kind": "runtime", "where": f"{PY} -I <driver-API probe>"}
     assert codec.decode(RuntimeInfo, data, "runtime") == info
 
 
@@ -430,7 +431,7 @@ def test_no_uuid_is_kept():
     assert result is not None and "GPU-0123" not in repr(result)
 
 
-# --- the child scripts, run for real --------------------------------------------------------------
+# --- the child programs, run for real -------------------------------------------------------------
 
 
 def test_driver_script_runs_here_and_reports_cleanly():
@@ -550,7 +551,7 @@ def test_framework_script_reports_an_undefined_symbol(tmp_path):
 
 
 def test_module_has_no_framework_import():
-    """The parent module never imports a framework (the child scripts are strings)."""
+    """The parent module never imports a framework (the children do, in their own processes)."""
     with open(runtime.__file__, encoding="utf-8") as handle:
         source = handle.read()
     code_lines = [line for line in source.splitlines() if line.startswith(("import ", "from "))]

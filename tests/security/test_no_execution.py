@@ -19,6 +19,8 @@ import pytest
 
 from tests.security.planted import GUARD, SITE, TOOLKIT_VERSION, TORCH_VERSION, Image, build_image, run_guarded
 
+pytestmark = pytest.mark.slow  # each test runs cudadoctor in a child interpreter
+
 
 @pytest.fixture
 def image(tmp_path: Path) -> Image:

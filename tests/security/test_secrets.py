@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cudadoctor import collect
 from cudadoctor.cli import app
-from cudadoctor.probes import runtime
+from cudadoctor.probes import collect, runtime
 from cudadoctor.probes.native import LibcudaResult, NvmlResult
 from cudadoctor.runner import CommandResult
 from tests.security.planted import build_image
@@ -251,7 +250,7 @@ class LeakyRunner:
         args = tuple(argv)
         self.calls.append(args)
         noise = f"HF_TOKEN={SECRETS['HF_TOKEN']} via https://alice:{ODD_PASSWORD}@pypi.example/ in {self.home}/lib"
-        if runtime.DRIVER_SCRIPT in args:
+        if runtime.DRIVER_CHILD in args:
             result = {
                 "probe": "driver",
                 "device_nodes": [],
@@ -305,7 +304,7 @@ def test_live_outputs_hold_no_secret(live: LeakyRunner, home: Path, tmp_path: Pa
     assert leaks(texts, home) == []
     # the runner and NVML were really asked, and what they said is in the report, masked
     assert any(args[:1] == (f"{home}/bin/nvcc",) for args in live.calls)
-    assert any(runtime.DRIVER_SCRIPT in args for args in live.calls)
+    assert any(runtime.DRIVER_CHILD in args for args in live.calls)
     facts = json.loads(texts["deep json: stdout"])["facts"]
     assert facts["runtime"]["driver"]["load_error"].startswith("~/lib/libcuda.so.1 for GPU-<redacted>: HF_TOKEN=****")
     assert env_values(facts)["NCCL_NET_PLUGIN_AUTH_TOKEN"] == "****"

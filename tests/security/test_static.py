@@ -5,10 +5,12 @@
   following names, parameters and helper functions) and an explicit ``timeout=``;
 * no module imports a GPU framework: not by statement, not through ``importlib`` / ``__import__``
   with such a name or with a name that is not a literal; the framework imports that do exist live
-  in the child-script *strings* of ``probes/runtime.py``, which reach nothing but the runner's argv;
+  in the ``load`` function of the child programs (``probes/children/``), which use only the standard
+  library, are imported by no module, and reach nothing but the runner's argv as ``python -I <path>``;
 * nothing read from disk, a snapshot, an image root or the network can become code: no ``eval``,
   ``exec``, ``compile``, ``pickle``, ``marshal``, ``yaml``, ``runpy``, file-based import machinery,
-  no ``sys.path`` edits, and native libraries are loaded only by fixed names in ``probes/native.py``.
+  no ``sys.path`` edits (a child's ``add_sites`` edits its own), and native libraries are loaded only by
+  fixed names in ``probes/native.py`` (and ``libcuda.so.1`` in the driver-API child).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import ast
 import functools
 import os
 import re
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -187,7 +190,7 @@ def test_the_real_runner_is_made_only_for_the_live_machine() -> None:
                         "SubprocessRunner"
                     ):
                         made.append((module, node.name))
-    assert made == [("collect.py", "live_context")]
+    assert made == [("probes/collect.py", "live_context")]
 
 
 # Proving that an expression is an argv list or tuple ------------------------------------------------
@@ -350,6 +353,19 @@ def test_the_argv_prover_refuses_strings_and_accepts_sequences() -> None:
 
 IMPORTERS = ("importlib.import_module", "__import__", "importlib.__import__", "importlib.util.find_spec")
 
+#: The programs ``check --deep`` runs as child interpreters (cudadoctor/probes/children/): the only
+#: code that imports a framework, through its ``load`` function, in the child process only.
+CHILDREN_DIR = os.path.join("probes", "children")
+CHILDREN = tuple(
+    m for m in MODULES if os.path.dirname(m) == CHILDREN_DIR and m != os.path.join(CHILDREN_DIR, "__init__.py")
+)
+DRIVER_CHILD = os.path.join(CHILDREN_DIR, "driver_api.py")
+RUNTIME = os.path.join("probes", "runtime.py")
+
+
+def test_the_children_are_parsed() -> None:
+    assert {os.path.basename(c) for c in CHILDREN} == {"driver_api.py", "framework.py", "nccl.py"}
+
 
 def test_no_framework_import_statement() -> None:
     found = [
@@ -361,17 +377,58 @@ def test_no_framework_import_statement() -> None:
     assert found == []
 
 
+def _in_load(module: str, call: ast.Call) -> bool:
+    """``return importlib.import_module(module)`` as the whole body of a child's ``load(module)``."""
+    func = _enclosing(module, call)
+    if module not in CHILDREN or func is None or func.name != "load" or len(func.args.args) != 1:
+        return False
+    body = [n for n in func.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    param = func.args.args[0].arg
+    is_return = len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is call
+    return is_return and len(call.args) == 1 and isinstance(call.args[0], ast.Name) and call.args[0].id == param
+
+
 def test_no_dynamic_import_of_a_framework_or_of_a_computed_name() -> None:
+    """Outside the children's ``load`` nothing imports a computed name; nothing anywhere a framework."""
     found = []
     for module in MODULES:
         for call, name in calls(module):
-            if name not in IMPORTERS:
+            if name not in IMPORTERS or _in_load(module, call):
                 continue
             arg = call.args[0] if call.args else None
             if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
                 found.append(f"{where(module, call)} {name}() of a computed name")
             elif arg.value.split(".")[0] in FRAMEWORKS:
                 found.append(f"{where(module, call)} {name}({arg.value!r})")
+    assert found == []
+
+
+def test_children_import_frameworks_only_through_load_and_the_driver_child_not_at_all() -> None:
+    for child in CHILDREN:
+        loads = [c for c, name in calls(child) if name in IMPORTERS]
+        if child == DRIVER_CHILD:
+            assert loads == [] and "load" not in _functions(child), child
+            continue
+        assert loads and all(_in_load(child, c) for c in loads), child
+        # each load names its module literally: the framework named on argv is only a key of RUN's table
+        named = [c for c, _ in calls(child) if dotted(c.func) == "load"]
+        assert named and all(isinstance(c.args[0], ast.Constant) for c in named), child
+
+
+def test_children_use_only_the_standard_library_and_never_cudadoctor() -> None:
+    """The target interpreter may lack cudadoctor and anything it depends on; a child runs by file path."""
+    stdlib = getattr(sys, "stdlib_module_names", None)
+    found = []
+    for child in CHILDREN:
+        for node, name in imported_modules(child):
+            top = name.split(".")[0]
+            if top == "cudadoctor" or (stdlib is not None and top not in stdlib and top != "__future__"):
+                found.append(f"{where(child, node)} {name}")
+        found += [
+            f"{where(child, n)} relative import"
+            for n in ast.walk(tree(child))
+            if isinstance(n, ast.ImportFrom) and n.level
+        ]
     assert found == []
 
 
@@ -390,7 +447,8 @@ def _docstrings(module: str) -> set[int]:
     return ids
 
 
-def test_code_that_imports_frameworks_exists_only_as_the_runtime_child_scripts() -> None:
+def test_no_string_holds_code_that_imports_a_framework() -> None:
+    """The child programs are modules (linted, type-checked), not strings handed to ``python -c``."""
     holders = []
     for module in MODULES:
         docs = _docstrings(module)
@@ -398,44 +456,38 @@ def test_code_that_imports_frameworks_exists_only_as_the_runtime_child_scripts()
             code = isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
             if code and _IMPORT_TEXT.search(node.value):
                 holders.append(module)
-    assert set(holders) == {os.path.join("probes", "runtime.py")}, holders
+    assert holders == []
 
 
-RUNTIME = os.path.join("probes", "runtime.py")
-SCRIPTS = ("DRIVER_SCRIPT", "FRAMEWORK_SCRIPT", "NCCL_SCRIPT")
+CHILD_PATHS = ("DRIVER_CHILD", "FRAMEWORK_CHILD", "NCCL_CHILD")
+ARGV_HELPERS = ("driver_argv", "framework_argv", "nccl_argv")
 
 
-def test_the_child_scripts_are_code_that_imports_frameworks() -> None:
+def test_the_child_paths_are_the_children() -> None:
     from cudadoctor.probes import runtime
 
-    framework = ast.parse(runtime.FRAMEWORK_SCRIPT)
-    assert any(isinstance(n, ast.Import) and n.names[0].name == "importlib" for n in ast.walk(framework))
-    driver = ast.parse(runtime.DRIVER_SCRIPT)
-    assert not [n for n in ast.walk(driver) if isinstance(n, ast.Import) and n.names[0].name in FRAMEWORKS]
+    paths = {getattr(runtime, name) for name in CHILD_PATHS}
+    assert paths == {os.path.join(PKG, child) for child in CHILDREN}
+    assert all(os.path.isabs(p) and os.path.isfile(p) for p in paths)
 
 
-def test_the_child_scripts_only_reach_the_runner_as_python_dash_c() -> None:
-    """DRIVER_SCRIPT / FRAMEWORK_SCRIPT appear only right after ``-I -c`` in the argv helpers, the
-    helpers are called only as the argv of ``_run``, and ``_run`` hands it to ``ctx.runner.run``."""
-    module = RUNTIME
-    uses = {}
-    for func in ast.walk(tree(module)):
+def test_the_children_only_reach_the_runner_as_python_dash_i_path() -> None:
+    """The child paths appear only right after ``-I`` in the argv helpers, the helpers are called only
+    as the argv of ``_run``, ``_run`` hands it to ``ctx.runner.run``, and no module imports a child."""
+    uses: dict[str, list[str]] = {}
+    for func in ast.walk(tree(RUNTIME)):
         if not isinstance(func, ast.FunctionDef):
             continue
         for node in ast.walk(func):
-            if isinstance(node, ast.Name) and node.id in SCRIPTS and isinstance(node.ctx, ast.Load):
+            if isinstance(node, ast.Name) and node.id in CHILD_PATHS and isinstance(node.ctx, ast.Load):
                 uses.setdefault(node.id, []).append(func.name)
-    assert uses == {
-        "DRIVER_SCRIPT": ["driver_argv"],
-        "FRAMEWORK_SCRIPT": ["framework_argv"],
-        "NCCL_SCRIPT": ["nccl_argv"],
-    }
-    for helper in ("driver_argv", "framework_argv", "nccl_argv"):
-        lists = [n for n in ast.walk(_functions(module)[helper]) if isinstance(n, ast.List)]
+    assert uses == dict(zip(CHILD_PATHS, ([h] for h in ARGV_HELPERS), strict=True))
+    for helper in ARGV_HELPERS:
+        lists = [n for n in ast.walk(_functions(RUNTIME)[helper]) if isinstance(n, ast.List)]
         assert len(lists) == 1
         elts = lists[0].elts
-        assert [getattr(e, "value", None) for e in elts[1:3]] == ["-I", "-c"]
-        assert isinstance(elts[3], ast.Name) and elts[3].id in SCRIPTS
+        assert getattr(elts[1], "value", None) == "-I"
+        assert isinstance(elts[2], ast.Name) and elts[2].id in CHILD_PATHS
         users = [
             (m, dotted(c.func), _enclosing(m, c).name if _enclosing(m, c) else None)
             for m in MODULES
@@ -448,7 +500,7 @@ def test_the_child_scripts_only_reach_the_runner_as_python_dash_c() -> None:
             or _enclosing(RUNTIME, c).name in ("_probe_driver", "_probe_framework", "_probe_rank")  # type: ignore[union-attr]
             for c, _ in calls(RUNTIME)
         )
-    run = _functions(module)["_run"]
+    run = _functions(RUNTIME)["_run"]
     inner = [
         n
         for n in ast.walk(run)
@@ -456,15 +508,12 @@ def test_the_child_scripts_only_reach_the_runner_as_python_dash_c() -> None:
     ]
     assert [dotted(c.func) for c in inner] == ["ctx.runner.run"]
     assert isinstance(inner[0].args[0], ast.Name) and inner[0].args[0].id == "argv"
-    # No other module takes the scripts or the helpers.
+    # No other module takes the child paths or the helpers, and none imports a child.
     for other in MODULES:
-        if other == module:
-            continue
         names = {n for _, n in imported_modules(other)}
-        assert not any(
-            n.endswith(tuple(f".{s}" for s in (*SCRIPTS, "driver_argv", "framework_argv", "nccl_argv", "_run")))
-            for n in names
-        )
+        assert not any(n.startswith("cudadoctor.probes.children") for n in names), other
+        if other != RUNTIME:
+            assert not any(n.endswith(tuple(f".{s}" for s in (*CHILD_PATHS, *ARGV_HELPERS, "_run"))) for n in names)
 
 
 # --- nothing read becomes code ------------------------------------------------------------------
@@ -497,11 +546,21 @@ def test_no_eval_exec_pickle_marshal_or_yaml() -> None:
     assert found == []
 
 
+def _in_add_sites(module: str, node: ast.AST) -> bool:
+    add_sites = _functions(module).get("add_sites")
+    return add_sites is not None and any(n is node for n in ast.walk(add_sites))
+
+
 def test_sys_path_is_never_changed() -> None:
-    """An image's or a target interpreter's site-packages must never become importable here."""
+    """An image's or a target interpreter's site-packages must never become importable here.
+
+    A child's ``add_sites`` puts the examined site directories back on its own path: in the child.
+    """
     found = []
     for module in MODULES:
         for node in ast.walk(tree(module)):
+            if module in CHILDREN and _in_add_sites(module, node):
+                continue
             method = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             if method and qualified(module, node.func.value) in ("sys.path", "sys.meta_path", "sys.path_hooks"):
                 found.append(f"{where(module, node)} sys.path.{node.func.attr}()")
@@ -528,10 +587,11 @@ def test_native_libraries_are_loaded_by_fixed_name_in_native_py_only() -> None:
         for call, name in calls(module):
             if name and (name in loaders or name.startswith("ctypes.cdll.") or name.endswith(".LoadLibrary")):
                 constant = call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)
-                if module != os.path.join("probes", "native.py") or not constant or name.endswith("find_library"):
+                native = module in (os.path.join("probes", "native.py"), DRIVER_CHILD)
+                if not native or not constant or name.endswith("find_library"):
                     found.append(f"{where(module, call)} {name}")
     assert found == []
-    from cudadoctor.collect import root_context
+    from cudadoctor.probes.collect import root_context
     from cudadoctor.probes.native import NullNative
     from cudadoctor.runner import NullRunner
 

@@ -27,13 +27,15 @@ from typer.testing import CliRunner
 
 from cudadoctor import update
 from cudadoctor.cli import app
-from cudadoctor.update import CACHE_FILE, UpdateError, refresh, validate_index_document
+from cudadoctor.update import CACHE_FILE, UpdateError, orchestrate, refresh, validate_index_document
 from tests.test_update import (  # the server and the no-internet guard of the update tests
     IndexServer,
     _loopback_only,  # noqa: F401 - an autouse fixture, active in this module once imported
     fixture_json,
     reply,
 )
+
+pytestmark = pytest.mark.slow  # child processes against a local index server
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -68,7 +70,7 @@ def quick(monkeypatch: pytest.MonkeyPatch) -> None:
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(timeout=(2.0, 2.0), retries=0, **kwargs)
 
-    monkeypatch.setattr(update, "HttpFetcher", Quick)
+    monkeypatch.setattr(orchestrate, "HttpFetcher", Quick)
 
 
 @pytest.fixture
@@ -311,7 +313,7 @@ def test_an_interrupt_while_writing_leaves_the_old_cache_and_no_temporary_file(
     def interrupted(fd: int) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(update.os, "fsync", interrupted)
+    monkeypatch.setattr(os, "fsync", interrupted)
     with pytest.raises(KeyboardInterrupt):
         refresh(["vllm"], index=server.index, cache_dir=str(cache), limit=2)
     assert tree_state(sandbox) == before

@@ -13,55 +13,27 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import MISSING, replace
 from typing import Any
 
 from cudadoctor import __version__
-from cudadoctor.facts.model import Facts, HostInfo, VisibleDevices
-from cudadoctor.probes import driver, gpus, host, libraries, packages, toolkit
+from cudadoctor.facts.model import Facts, HostInfo
+from cudadoctor.facts.registry import probe_function, probed
+from cudadoctor.probes import host
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.native import NullNative, RealNative
 from cudadoctor.rootfs import RootFS
 from cudadoctor.runner import NullRunner, SubprocessRunner
 
-__all__ = ["PROBES", "collect_facts", "live_context", "root_context"]
+__all__ = ["collect_facts", "live_context", "root_context"]
 
-#: Facts field -> the probe that fills it, in the order their results are shown.
-PROBES: dict[str, Callable[[ProbeContext], Any]] = {
-    "host": host.probe_host,
-    "driver": driver.probe_driver,
-    "gpus": gpus.probe_gpus,
-    "visible": gpus.probe_visible,
-    "toolkits": toolkit.probe_toolkits,
-    "nvcc": toolkit.probe_nvcc,
-    "cuda_wheels": libraries.probe_cuda_wheels,
-    "cudnn": libraries.probe_cudnn,
-    "nccl": libraries.probe_nccl,
-    "tensorrt": libraries.probe_tensorrt,
-    "python": packages.probe_python,
-    "packages": packages.probe_packages,
-}
 
-#: What a field holds when its probe crashed.
-_EMPTY: dict[str, Any] = {
-    "driver": None,
-    "gpus": (),
-    "visible": VisibleDevices(),
-    "toolkits": (),
-    "nvcc": None,
-    "cuda_wheels": None,
-    "cudnn": (),
-    "nccl": (),
-    "tensorrt": (),
-    "python": None,
-    "packages": {},
-}
-
-#: Probes that mostly wait on C code or a child process (NVML, libcuda, ``nvcc --version``) run in
-#: threads; everything else runs in the main thread, one after the other. Python-heavy probes
-#: gain nothing from threads under the GIL: measured on the H200 fixture, all probes in a 6-thread
-#: pool took 74-90 ms, the same probes one after the other 49 ms.
-_BACKGROUND = ("driver", "nvcc")
+def _empty(name: str, ctx: ProbeContext) -> Any:
+    """What a fact holds when its probe crashed: its declared default (the host: what Python knows)."""
+    if name == "host":
+        return HostInfo(os=ctx.system, arch=ctx.machine)
+    default = Facts.__dataclass_fields__[name]
+    return default.default_factory() if default.default_factory is not MISSING else default.default
 
 
 def _run_one(ctx: ProbeContext, name: str, probe: Callable[[ProbeContext], Any]) -> tuple[Any, float, bool]:
@@ -78,25 +50,26 @@ def _run_one(ctx: ProbeContext, name: str, probe: Callable[[ProbeContext], Any])
 def collect_facts(ctx: ProbeContext) -> Facts:
     """Run every probe against ``ctx`` and return the facts, with per-probe timings."""
     start = time.perf_counter()
+    specs = probed()
+    # Probes that mostly wait on C code or a child process (NVML, libcuda, ``nvcc --version``) run in
+    # threads; the rest run in the main thread, one after the other: Python-heavy probes gain nothing
+    # from threads under the GIL (measured on the H200 fixture: all probes in a 6-thread pool took
+    # 74-90 ms, one after the other 49 ms).
+    background = [name for name, spec in specs.items() if spec.background]
     outcomes: dict[str, tuple[Any, float, bool]] = {}
-    with ThreadPoolExecutor(max_workers=len(_BACKGROUND), thread_name_prefix="cudadoctor-probe") as pool:
-        futures = {name: pool.submit(_run_one, ctx, name, PROBES[name]) for name in _BACKGROUND}
-        for name, probe in PROBES.items():
+    with ThreadPoolExecutor(max_workers=max(len(background), 1), thread_name_prefix="cudadoctor-probe") as pool:
+        futures = {name: pool.submit(_run_one, ctx, name, probe_function(specs[name])) for name in background}
+        for name, spec in specs.items():
             if name not in futures:
-                outcomes[name] = _run_one(ctx, name, probe)
+                outcomes[name] = _run_one(ctx, name, probe_function(spec))
         for name, future in futures.items():
             outcomes[name] = future.result()
     results: dict[str, Any] = {}
     timings: dict[str, float] = {}
-    for name in PROBES:
+    for name in specs:
         value, seconds, ok = outcomes[name]
         timings[name] = round(seconds, 4)
-        if ok:
-            results[name] = value
-        elif name == "host":
-            results[name] = HostInfo(os=ctx.system, arch=ctx.machine)
-        else:
-            results[name] = _EMPTY[name]
+        results[name] = value if ok else _empty(name, ctx)
     timings["total"] = round(time.perf_counter() - start, 4)
     facts = Facts(
         **results,

@@ -1,0 +1,150 @@
+"""Releases derived from the `cudadoctor update` cache, for the compatibility matrix's release lists.
+
+The cache holds what a package index says about each release (Requires-Dist pins, wheel tags,
+platforms); this module turns a torch or vLLM record into the same row the curated tables give, so
+that a release newer than the bundled data can still be planned for. Curated rows always win; a
+derived row says so in ``derived`` (the date it was read).
+
+Reading the cache is free when there is none: the file's existence is checked before anything of
+the refresh machinery is imported, so ``cudadoctor check`` never loads the network code.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from cudadoctor.cachedir import cache_file
+
+if TYPE_CHECKING:
+    from cudadoctor.data.rows import TorchRelease, VllmRelease
+    from cudadoctor.update.records import IndexData, ReleaseRecord
+
+__all__ = ["derived_torch", "derived_vllm", "index_data_as_of", "new_records", "read_index_data"]
+
+#: ``name==version`` at the start of a Requires-Dist line (PEP 508), with optional extras and the
+#: parenthesised form older METADATA files use (``nvidia-cuda-runtime-cu12 (==12.4.127)``).
+_PIN = re.compile(r"^\s*([A-Za-z0-9._-]+)(?:\[[^\]]*\])?\s*\(?\s*==\s*([0-9][0-9.]*)")
+_CPYTHON_TAG = re.compile(r"cp3(\d+)")
+#: The PEP 508 environment the pins are read for: the doctor plans for Linux x86_64.
+_LINUX_X86_64 = {
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+    "extra": "",
+    "python_version": "3.12",
+}
+#: Packages whose pinned version names the CUDA a torch wheel was built with, in order of preference.
+_CUDA_PINS = ("cuda-toolkit", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu11")
+
+
+def read_index_data(cache_dir: str | bool | None = None) -> tuple[IndexData | None, str | None]:
+    """The `cudadoctor update` cache and a warning when it exists but cannot be used. Never raises.
+
+    :param cache_dir: the cache directory; None for the default, False to ignore the cache
+    :return: ``(data, None)``, ``(None, None)`` without a cache, ``(None, warning)`` for a broken one
+    """
+    if cache_dir is False:
+        return None, None
+    path = cache_file(cache_dir if isinstance(cache_dir, str) else None)
+    if not os.path.exists(path):
+        return None, None  # the common case: no `cudadoctor update` yet; the refresh code is never imported
+    from cudadoctor.update.cache import load_cache
+
+    return load_cache(os.path.dirname(path))
+
+
+def index_data_as_of() -> datetime.date | None:
+    """When `cudadoctor update` last refreshed the user's cache (None: never, or unusable)."""
+    data, _ = read_index_data()
+    return data.updated if data is not None else None
+
+
+def new_records(data: IndexData | None, package: str, curated: Iterable[Version]) -> list[ReleaseRecord]:
+    """The cached releases of ``package`` that the curated data lacks, not yanked, with metadata read."""
+    if data is None:
+        return []
+    known = set(curated)
+    records: Mapping[str, ReleaseRecord] = data.packages.get(package, {})
+    return [r for v, r in records.items() if Version(v) not in known and not r.yanked and r.metadata == "read"]
+
+
+def _pins(record: ReleaseRecord) -> dict[str, str]:
+    """name -> exact pinned version, from Requires-Dist lines whose marker holds on Linux x86_64."""
+    from packaging.markers import Marker
+
+    out: dict[str, str] = {}
+    for line in record.pins:
+        requirement, _, marker = line.partition(";")
+        if marker.strip():
+            try:
+                if not Marker(marker.strip()).evaluate(dict(_LINUX_X86_64)):
+                    continue
+            except Exception:  # noqa: S112 - an unusual marker: do not guess from it
+                continue
+        match = _PIN.match(requirement)
+        if match:
+            out[match.group(1).lower().replace("_", "-")] = match.group(2)
+    return out
+
+
+def _cuda_from_pins(pins: Mapping[str, str]) -> tuple[Version | None, str | None]:
+    for name in _CUDA_PINS:
+        if name in pins:
+            parts = pins[name].split(".")
+            return Version(f"{parts[0]}.{parts[1]}"), f"Requires-Dist {name}=={pins[name]} (derived)"
+    return None, None
+
+
+def _tag_pythons(tags: Iterable[str]) -> tuple[str, ...]:
+    """``cp311``, ``cp312`` … → ``3.11``, ``3.12`` (CPython tags only, PEP 425), oldest first."""
+    found = {f"3.{m.group(1)}" for tag in tags if (m := _CPYTHON_TAG.fullmatch(tag))}
+    return tuple(sorted(found, key=lambda p: int(p.split(".")[1])))
+
+
+def derived_torch(record: ReleaseRecord) -> TorchRelease | None:
+    """A torch row from a cached release; None when it has no Linux x86_64 wheel."""
+    from cudadoctor.data.rows import TorchRelease
+
+    if "manylinux_x86_64" not in record.platforms:
+        return None
+    cuda, evidence = _cuda_from_pins(_pins(record))
+    # keywords, not positions: the row types are the data layer's and may gain fields
+    return TorchRelease(
+        version=Version(record.version),
+        python=_tag_pythons(record.python_tags),
+        python_aarch64=(),
+        pypi_default_cuda=cuda,
+        pypi_default_evidence=evidence,
+        pypi_aarch64_cuda=None,
+        variants=(),
+        torchvision=None,
+        torchaudio=None,
+        derived=record.fetched,
+    )
+
+
+def derived_vllm(record: ReleaseRecord) -> VllmRelease | None:
+    """A vLLM row from a cached release; None when its metadata pins no torch."""
+    from cudadoctor.data.rows import VllmRelease
+
+    pins = _pins(record)
+    if "torch" not in pins:
+        return None
+    return VllmRelease(
+        version=Version(record.version),
+        torch=SpecifierSet(f"=={pins['torch']}"),
+        requires_python=SpecifierSet(record.requires_python) if record.requires_python else None,
+        python=_tag_pythons(record.python_tags),
+        abi3=record.abi3,
+        linux_x86_64_tag="manylinux_x86_64" if "manylinux_x86_64" in record.platforms else None,
+        cuda=None,
+        min_compute_capability=None,
+        derived=record.fetched,
+    )

@@ -1,0 +1,436 @@
+"""Lay out a corpus case's declared environment the way real machines, pip, conda, apt and the NVIDIA
+images do, so the probes read it as they would read the machine the thread was about.
+
+A case only *describes* (tests/corpus/README.md); this module is the one reviewed place that turns the
+description into files, links, environment variables and the answers of the two native calls (NVML and
+``cuDriverGetVersion``) and of the commands the probes run (``nvcc --version``, the target interpreter's
+``sys.path``). Layouts, with their public sources:
+
+* kernel module: ``/proc/driver/nvidia/version`` and ``/sys/module/nvidia/version`` as the proprietary and
+  open modules write them; procfs and sysfs are the host's, so a container started without ``--gpus``
+  still shows them (https://docs.docker.com/engine/containers/resource_constraints/#gpu);
+* user-space driver: ``libcuda.so.<driver>`` with its ``libcuda.so.1`` soname link and NVML's
+  ``libnvidia-ml.so.<driver>`` in the distribution's multiarch directory, where the NVIDIA Container
+  Toolkit also injects them (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/);
+  device nodes ``/dev/nvidia0…``, ``/dev/nvidiactl``, ``/dev/nvidia-uvm``;
+* WSL2: ``/usr/lib/wsl/lib/libcuda.so*`` as plain files and ``/dev/dxg``
+  (https://docs.nvidia.com/cuda/wsl-user-guide/index.html);
+* toolkits: ``/usr/local/cuda-X.Y`` with ``version.json`` (11.1 and later) or ``version.txt``,
+  ``bin/nvcc``, ``lib64/libcudart.so.*``, ``lib64/stubs/libcuda.so`` and, when declared, ``compat/``
+  (https://docs.nvidia.com/deploy/cuda-compatibility/);
+* Python: a venv (``pyvenv.cfg``), a conda prefix (``conda-meta/``) or Debian's system layout
+  (``/usr/local/lib/pythonX.Y/dist-packages``); each distribution as a ``*.dist-info`` directory with
+  ``METADATA`` (core metadata, https://packaging.python.org/en/latest/specifications/core-metadata/) and
+  ``INSTALLER``; torch with its generated ``torch/version.py``; NVIDIA's CUDA wheels with their
+  libraries under ``nvidia/<component>/lib`` (``-cu11``/``-cu12``) or ``nvidia/cu13/lib`` (CUDA 13);
+* system libraries: the versioned file and its soname link, as the Debian packages install them.
+
+Library files are empty: the probes read versions from names, headers and metadata, never from code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import tomllib
+
+from cudadoctor.gpu_models import load_models, lookup
+from cudadoctor.probes.native import LibcudaResult, NvmlDevice, NvmlResult
+from cudadoctor.probes.packages import SYS_PATH_SCRIPT
+from tests.conftest import FakeNative, FakeRunner
+
+CORPUS = os.path.dirname(os.path.abspath(__file__))
+
+#: The newest CUDA each driver branch supports (NVIDIA's CUDA Toolkit release notes, Table 3,
+#: https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html), what NVML's
+#: nvmlSystemGetCudaDriverVersion answers, as major*1000 + minor*10.
+_BRANCH_CUDA = (
+    (580, 13000), (575, 12090), (570, 12080), (565, 12070), (560, 12060), (555, 12050), (550, 12040),
+    (545, 12030), (535, 12020), (530, 12010), (525, 12000), (520, 11080), (515, 11070), (510, 11060),
+    (495, 11050), (470, 11040), (465, 11030), (460, 11020), (455, 11010), (450, 11000), (440, 10020),
+    (418, 10010), (410, 10000), (396, 9020), (390, 9010), (384, 9000), (375, 8000), (367, 8000),
+)  # fmt: skip
+
+#: Library name -> (file name stem, whether the soname's number is the CUDA major rather than the
+#: library's own major). NCCL's soname is always libnccl.so.2.
+_SONAMES: dict[str, tuple[str, ...]] = {
+    "cudnn": ("libcudnn",),
+    "nccl": ("libnccl",),
+    "cublas": ("libcublas", "libcublasLt"),
+    "cudart": ("libcudart",),
+    "cuda-runtime": ("libcudart",),
+    "nvjitlink": ("libnvJitLink",),
+    "cusparse": ("libcusparse",),
+    "cufft": ("libcufft",),
+    "curand": ("libcurand",),
+    "cusolver": ("libcusolver",),
+    "cuda-nvrtc": ("libnvrtc",),
+    "nvrtc": ("libnvrtc",),
+    "cuda-cupti": ("libcupti",),
+    "cupti": ("libcupti",),
+    "tensorrt": ("libnvinfer",),
+    "nvinfer": ("libnvinfer",),
+}
+
+_CUDNN8_PARTS = ("libcudnn_ops_infer", "libcudnn_ops_train", "libcudnn_cnn_infer", "libcudnn_cnn_train")
+_CUDNN9_PARTS = ("libcudnn_ops", "libcudnn_cnn", "libcudnn_graph", "libcudnn_engines_precompiled")
+
+_LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)$")
+_CUDA_PIN = re.compile(r"^nvidia-cuda-runtime(?:-cu\d+)?\s*==\s*(\d+)\.(\d+)")
+
+
+@dataclass
+class Replay:
+    """Everything a probe context needs to see the case's machine."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    links: dict[str, str] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)
+    env: dict[str, str] = field(default_factory=dict)
+    runner: FakeRunner = field(default_factory=FakeRunner)
+    native: FakeNative = field(default_factory=FakeNative)
+    python: str | None = None
+    machine: str = "x86_64"
+
+    def write(self, prefix: str = "/") -> None:
+        """Create the files and links under ``prefix`` (``/`` under pyfakefs)."""
+        prefix = prefix.rstrip("/")
+        for directory in sorted(self.dirs):
+            os.makedirs(prefix + directory, exist_ok=True)
+        for path, content in self.files.items():
+            full = prefix + path
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w", encoding="utf-8") as handle:
+                handle.write(content)
+        for link, target in self.links.items():
+            full = prefix + link
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            if not os.path.lexists(full):
+                os.symlink(target, full)
+
+
+def load_case(path: str) -> dict[str, Any]:
+    with open(path, "rb") as handle:
+        return tomllib.load(handle)
+
+
+def case_paths(kind: str = "cases") -> list[str]:
+    base = os.path.join(CORPUS, kind)
+    return sorted(os.path.join(base, d, "case.toml") for d in os.listdir(base) if not d.startswith("."))
+
+
+def _multiarch(arch: str) -> str:
+    return f"/usr/lib/{'aarch64' if arch == 'aarch64' else 'x86_64'}-linux-gnu"
+
+
+def _major(version: str) -> str:
+    return version.split(".")[0]
+
+
+def _lib_with_link(replay: Replay, directory: str, stem: str, version: str, soname: str) -> None:
+    """A system library: the versioned file and its soname link (``libcudnn.so.8`` -> ``libcudnn.so.8.9.2``)."""
+    real = f"{directory}/{stem}.so.{version}"
+    replay.files[real] = ""
+    if soname != version:
+        replay.links[f"{directory}/{stem}.so.{soname}"] = f"{stem}.so.{version}"
+
+
+def _cudnn_parts(major: str) -> tuple[str, ...]:
+    return _CUDNN8_PARTS if major == "8" else _CUDNN9_PARTS if int(major) >= 9 else ()
+
+
+def _cuda_api(driver: str) -> int:
+    branch = int(_major(driver))
+    return next((api for floor, api in _BRANCH_CUDA if branch >= floor), 0)
+
+
+# --- host ------------------------------------------------------------------------------------------
+
+
+def _host(replay: Replay, env: dict[str, Any]) -> None:
+    os_name = str(env.get("os", "Ubuntu 22.04"))
+    name, _, version = os_name.partition(" ")
+    replay.files["/etc/os-release"] = (
+        f'PRETTY_NAME="{os_name}"\nNAME="{name}"\nVERSION_ID="{version}"\nID={name.lower()}\n'
+    )
+    replay.files["/etc/ld.so.conf"] = "include /etc/ld.so.conf.d/*.conf\n"
+    lib = _multiarch(replay.machine)
+    replay.files[f"/etc/ld.so.conf.d/{lib.rsplit('/', 1)[1]}.conf"] = f"/usr/local{lib[4:]}\n{lib[4:]}\n{lib}\n"
+    container = env.get("container", "none")
+    if container in ("docker", "kubernetes", "colab", "kaggle"):
+        replay.files["/.dockerenv"] = ""
+    if container == "kubernetes":
+        replay.env["KUBERNETES_SERVICE_HOST"] = "10.96.0.1"
+    if container == "wsl2":
+        replay.files["/proc/version"] = "Linux version 5.15.153.1-microsoft-standard-WSL2 (root@1c4b) (gcc 11.2.0)\n"
+        replay.files["/etc/ld.so.conf.d/ld.wsl.conf"] = "/usr/lib/wsl/lib\n"
+    else:
+        replay.files["/proc/version"] = "Linux version 6.8.0-45-generic (buildd@lcy02-amd64-075) (gcc 13.2.0)\n"
+    replay.env.setdefault("HOME", "/root")
+
+
+# --- driver and GPUs -------------------------------------------------------------------------------
+
+
+def _proc_version(version: str, flavor: str, arch: str) -> str:
+    if flavor == "open":
+        return (
+            f"NVRM version: NVIDIA UNIX Open Kernel Module for {arch}  {version}  Release Build  "
+            "(dvs-builder@U22-I3-AE18-23-3)  Wed Oct 16 00:00:00 UTC 2024\nGCC version:  gcc version 12.3.0\n"
+        )
+    return (
+        f"NVRM version: NVIDIA UNIX {arch} Kernel Module  {version}  Wed Oct 16 00:00:00 UTC 2024\n"
+        "GCC version:  gcc version 12.3.0\n"
+    )
+
+
+def _gpu_devices(env: dict[str, Any]) -> tuple[NvmlDevice, ...]:
+    models = load_models()
+    devices = []
+    for index, gpu in enumerate(env.get("gpus", [])):
+        model = lookup(str(gpu["name"]), models)
+        cc = model.compute_capability if model else None
+        mig = "Enabled" if gpu.get("mig") else "Disabled"
+        devices.append(NvmlDevice(index, str(gpu["name"]), cc, None, mig, f"00000000:{index + 1:02x}:00.0", None))
+    return tuple(devices)
+
+
+def _driver(replay: Replay, env: dict[str, Any]) -> None:
+    driver = env.get("driver")
+    if not driver:
+        return
+    version = str(driver["version"])
+    userspace = str(driver.get("userspace", version))
+    devices = bool(driver.get("devices", True))
+    container = env.get("container", "none")
+    lib = _multiarch(replay.machine)
+    gpus = _gpu_devices(env)
+    if container == "wsl2":
+        _wsl_driver(replay, str(driver.get("windows", version)), gpus)
+        return
+    flavor = str(driver.get("flavor", "proprietary"))
+    replay.files["/proc/driver/nvidia/version"] = _proc_version(version, flavor, replay.machine)
+    replay.files["/sys/module/nvidia/version"] = version + "\n"
+    for device in gpus:
+        replay.files[f"/proc/driver/nvidia/gpus/{device.pci_bus_id}/information"] = (
+            f"Model: \t\t {device.name}\nIRQ:   \t\t 150\nBus Location: \t {device.pci_bus_id}\n"
+        )
+    if devices:
+        for device in gpus:
+            replay.files[f"/dev/nvidia{device.index}"] = ""
+        replay.files["/dev/nvidiactl"] = ""
+        replay.files["/dev/nvidia-uvm"] = ""
+    if userspace == "none" or (not devices and container != "none"):
+        # A container without the NVIDIA runtime: nothing of the user-space driver is injected.
+        replay.native = FakeNative()
+        return
+    _lib_with_link(replay, lib, "libcuda", userspace, "1")
+    replay.links[f"{lib}/libcuda.so"] = "libcuda.so.1"
+    _lib_with_link(replay, lib, "libnvidia-ml", userspace, "1")
+    api = _cuda_api(userspace)
+    if userspace != version:
+        nvml = NvmlResult(error="Driver/library version mismatch")
+    else:
+        nvml = NvmlResult(driver_version=version, cuda_driver_version=api, devices=gpus)
+    replay.native = FakeNative(nvml, LibcudaResult(path=f"{lib}/libcuda.so.{userspace}", returncode=0, version=api))
+
+
+def _wsl_driver(replay: Replay, windows: str, gpus: tuple[NvmlDevice, ...]) -> None:
+    for name in ("libcuda.so", "libcuda.so.1", "libcuda.so.1.1", "libnvidia-ml.so.1", "libdxcore.so"):
+        replay.files[f"/usr/lib/wsl/lib/{name}"] = ""
+    replay.files["/dev/dxg"] = ""
+    api = _cuda_api(windows)
+    replay.native = FakeNative(
+        NvmlResult(driver_version=windows, cuda_driver_version=api, devices=gpus),
+        LibcudaResult(path="/usr/lib/wsl/lib/libcuda.so.1", returncode=0, version=api),
+    )
+
+
+# --- toolkits and system libraries -----------------------------------------------------------------
+
+
+def _nvcc_output(version: str) -> str:
+    parts = version.split(".")
+    release = ".".join(parts[:2])
+    full = ".".join([*parts, "0", "0"][:3])
+    return (
+        "nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2024 NVIDIA Corporation\n"
+        f"Cuda compilation tools, release {release}, V{full}\nBuild cuda_{release}.r{release}/compiler.0_0\n"
+    )
+
+
+def _toolkits(replay: Replay, env: dict[str, Any]) -> None:
+    path_dirs: list[str] = []
+    for index, tk in enumerate(env.get("toolkits", [])):
+        version = str(tk["version"])
+        root = str(tk.get("path") or f"/usr/local/cuda-{'.'.join(version.split('.')[:2])}")
+        major, minor = (int(x) for x in version.split(".")[:2])
+        if (major, minor) >= (11, 1):
+            replay.files[f"{root}/version.json"] = json.dumps(
+                {"cuda": {"name": "CUDA SDK", "version": version}, "cuda_cudart": {"version": version}}
+            )
+        else:
+            replay.files[f"{root}/version.txt"] = f"CUDA Version {version}\n"
+        replay.files[f"{root}/bin/nvcc"] = ""
+        _lib_with_link(replay, f"{root}/lib64", "libcudart", version, str(major))
+        replay.files[f"{root}/lib64/stubs/libcuda.so"] = ""
+        if index == 0:
+            replay.links.setdefault("/usr/local/cuda", root)
+        if tk.get("nvcc"):
+            replay.runner.add((f"{root}/bin/nvcc", "--version"), _nvcc_output(version))
+            path_dirs.append(f"{root}/bin")
+        if tk.get("compat_driver"):
+            compat = str(tk["compat_driver"])
+            replay.files[f"{root}/compat/libcuda.so.{compat}"] = ""
+            replay.links[f"{root}/compat/libcuda.so.1"] = f"libcuda.so.{compat}"
+            replay.links[f"{root}/compat/libcuda.so"] = "libcuda.so.1"
+    path = ":".join([*path_dirs, "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
+    replay.env.setdefault("PATH", path)
+
+
+def _system_libraries(replay: Replay, env: dict[str, Any]) -> None:
+    for library in env.get("libraries", []):
+        name = str(library["name"]).lower()
+        version = str(library["version"])
+        directory = str(library.get("dir") or _multiarch(replay.machine))
+        major = _major(version)
+        soname = "2" if name == "nccl" else major
+        for stem in _SONAMES.get(name, (f"lib{name}",)):
+            _lib_with_link(replay, directory, stem, version, soname)
+        if name == "cudnn":
+            for stem in _cudnn_parts(major):
+                _lib_with_link(replay, directory, stem, version, major)
+
+
+# --- Python and its packages -----------------------------------------------------------------------
+
+
+def _site_dirs(python: dict[str, Any]) -> tuple[str, str, list[str]]:
+    """(executable, prefix, site-packages directories) of the declared interpreter."""
+    version = str(python.get("version", "3.10.12"))
+    xy = ".".join(version.split(".")[:2])
+    kind = python.get("kind", "venv")
+    prefix = str(python.get("prefix") or ("/usr" if kind == "system" else "/opt/venv"))
+    if kind == "system" or prefix == "/usr":
+        sites = [f"/usr/local/lib/python{xy}/dist-packages", "/usr/lib/python3/dist-packages"]
+        return "/usr/bin/python3", "/usr", sites
+    return f"{prefix}/bin/python3", prefix, [f"{prefix}/lib/python{xy}/site-packages"]
+
+
+def _python(replay: Replay, env: dict[str, Any]) -> str | None:
+    python = env.get("python")
+    if not python:
+        return None
+    version = str(python.get("version", "3.10.12"))
+    executable, prefix, sites = _site_dirs(python)
+    kind = python.get("kind", "venv")
+    base = prefix
+    replay.files[executable] = ""
+    if kind == "venv":
+        base = "/usr"
+        replay.files[f"{prefix}/pyvenv.cfg"] = (
+            f"home = /usr/bin\ninclude-system-site-packages = false\nversion = {version}\n"
+        )
+        replay.env.setdefault("VIRTUAL_ENV", prefix)
+    elif kind == "conda":
+        replay.files[f"{prefix}/conda-meta/history"] = "==> 2024-01-01 00:00:00 <==\n"
+        replay.env.setdefault("CONDA_PREFIX", prefix)
+    replay.dirs.update(sites)
+    answer = {
+        "version": [int(x) for x in version.split(".")[:3]],
+        "prefix": prefix,
+        "base_prefix": base,
+        "path": ["", f"{base}/lib/python{'.'.join(version.split('.')[:2])}", *sites],
+        "executable": executable,
+    }
+    replay.runner.add((executable, "-I", "-c", SYS_PATH_SCRIPT), json.dumps(answer) + "\n")
+    replay.python = executable
+    return sites[0]
+
+
+def _dist_dir(name: str, version: str) -> str:
+    return f"{re.sub(r'[-_.]+', '_', name)}-{version}.dist-info"
+
+
+def _torch_cuda(package: dict[str, Any]) -> str | None:
+    """The CUDA version torch/version.py states: the local tag's, else the runtime wheel pin's."""
+    if package.get("cuda"):
+        return str(package["cuda"])
+    local = _LOCAL_CUDA.search(str(package["version"]))
+    if local:
+        return f"{local.group(1)}.{local.group(2)}"
+    for line in package.get("requires", []):
+        pin = _CUDA_PIN.match(line)
+        if pin:
+            return f"{pin.group(1)}.{pin.group(2)}"
+    return None
+
+
+def _torch_files(replay: Replay, site: str, package: dict[str, Any]) -> None:
+    version = str(package["version"])
+    cuda = _torch_cuda(package)
+    hip = re.search(r"\+rocm([\d.]+)$", version)
+    replay.files[f"{site}/torch/__init__.py"] = ""
+    replay.files[f"{site}/torch/version.py"] = (
+        f"__version__ = '{version}'\ndebug = False\ncuda: Optional[str] = {cuda!r}\n"
+        f"git_version = '0000000000000000000000000000000000000000'\nhip: Optional[str] = "
+        f"{(hip.group(1) if hip else None)!r}\n"
+    )
+    replay.files[f"{site}/torch/lib/libtorch_cpu.so"] = ""
+    if cuda:
+        replay.files[f"{site}/torch/lib/libtorch_cuda.so"] = ""
+
+
+def _nvidia_wheel(replay: Replay, site: str, name: str, version: str) -> None:
+    """The libraries of one of NVIDIA's CUDA wheels, where pip puts them."""
+    match = re.match(r"^nvidia-(.+?)(?:-cu(\d+))?$", name)
+    if not match:
+        return
+    component, suffix = match.group(1), match.group(2)
+    stems = _SONAMES.get(component)
+    if stems is None:
+        return
+    major = _major(version)
+    soname = "2" if component == "nccl" else major
+    directory = f"{site}/nvidia/{component.replace('-', '_')}/lib" if suffix else f"{site}/nvidia/cu13/lib"
+    for stem in stems:
+        replay.files[f"{directory}/{stem}.so.{soname}"] = ""
+    if component == "cudnn":
+        for stem in _cudnn_parts(major):
+            replay.files[f"{directory}/{stem}.so.{major}"] = ""
+
+
+def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
+    if site is None:
+        return
+    for package in env.get("packages", []):
+        name = str(package["name"])
+        version = str(package["version"])
+        dist = f"{site}/{_dist_dir(name, version)}"
+        lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+        lines += [f"Requires-Dist: {req}" for req in package.get("requires", [])]
+        replay.files[f"{dist}/METADATA"] = "\n".join(lines) + "\n"
+        replay.files[f"{dist}/INSTALLER"] = str(package.get("installer", "pip")) + "\n"
+        if name.lower() == "torch":
+            _torch_files(replay, site, package)
+        elif name.lower().startswith("nvidia-"):
+            _nvidia_wheel(replay, site, name.lower(), version)
+
+
+def build(case: dict[str, Any]) -> Replay:
+    """The replay of one case's ``[env]``."""
+    env = case.get("env", {})
+    replay = Replay(machine=str(env.get("arch", "x86_64")))
+    _host(replay, env)
+    _driver(replay, env)
+    _toolkits(replay, env)
+    _system_libraries(replay, env)
+    site = _python(replay, env)
+    _packages(replay, env, site)
+    for name, value in env.get("env", {}).items():
+        replay.env[str(name)] = str(value)
+    return replay

@@ -13,9 +13,9 @@ from dataclasses import replace
 from packaging.version import InvalidVersion
 
 from cudadoctor import gpu_models
+from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import UsageError
 from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, Facts, GpuInfo, Source, SourceKind
-from cudadoctor.matrix import CompatMatrix
 
 __all__ = ["apply_assumptions", "parse_driver_version"]
 

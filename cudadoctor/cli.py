@@ -17,7 +17,7 @@ import functools
 import os
 import re
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from packaging.specifiers import InvalidSpecifier
@@ -27,6 +27,10 @@ from cudadoctor import __version__
 from cudadoctor.errors import CudadoctorError, UsageError
 from cudadoctor.facts.model import Facts
 from cudadoctor.report import Format
+
+if TYPE_CHECKING:
+    from cudadoctor.checks.findings import Finding
+    from cudadoctor.data import DataDates
 
 __all__ = ["app", "main"]
 
@@ -333,19 +337,25 @@ def check(
     )  # fmt: skip
     from cudadoctor.checks.engine import run_checks
     from cudadoctor.checks.findings import Status
-    from cudadoctor.matrix import CompatMatrix
+    from cudadoctor.data import CompatMatrix
 
-    findings = run_checks(facts, CompatMatrix(), select=codes, requirements=requirements)
+    matrix = CompatMatrix()
+    findings = run_checks(facts, matrix, select=codes, requirements=requirements)
     failing = {
         "error": {Status.FAIL, Status.ERROR},
         "warning": {Status.FAIL, Status.ERROR, Status.WARN},
         "never": set(),
     }
     exit_code = 1 if any(f.status in failing[level] for f in findings) else 0
-    report = _render(output_format, facts, findings, exit_code=exit_code, verbose=verbose, to_terminal=output is None)
+    dates = matrix.dates
+    report = _render(
+        output_format, facts, findings, exit_code=exit_code, verbose=verbose, to_terminal=output is None, dates=dates
+    )
     if output is not None:
         _write_file(output, report)
-        summary = _render(Format.TEXT, facts, findings, exit_code=exit_code, verbose=False, to_terminal=True)
+        summary = _render(
+            Format.TEXT, facts, findings, exit_code=exit_code, verbose=False, to_terminal=True, dates=dates
+        )
         sys.stdout.write(summary)
         print(f"cudadoctor: wrote the {output_format.value} report to {output}", file=sys.stderr)
     else:
@@ -354,11 +364,20 @@ def check(
         raise typer.Exit(exit_code)
 
 
-def _render(fmt: Format, facts: Facts, findings: list, *, exit_code: int, verbose: bool, to_terminal: bool) -> str:  # type: ignore[type-arg]
+def _render(
+    fmt: Format,
+    facts: Facts,
+    findings: list[Finding],
+    *,
+    exit_code: int,
+    verbose: bool,
+    to_terminal: bool,
+    dates: DataDates,
+) -> str:
     if fmt is Format.JSON:
         from cudadoctor.report.json import render_json
 
-        return render_json(facts, findings, exit_code=exit_code) + "\n"
+        return render_json(facts, findings, exit_code=exit_code, dates=dates) + "\n"
     if fmt is Format.GITHUB:
         from cudadoctor.report.github import render_github
 
@@ -371,7 +390,7 @@ def _render(fmt: Format, facts: Facts, findings: list, *, exit_code: int, verbos
 
     color = to_terminal and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     width = min(max(_terminal_width(), 60), 160) if to_terminal else 100
-    return render_text(facts, findings, verbose=verbose, color=color, width=width)
+    return render_text(facts, findings, verbose=verbose, color=color, width=width, dates=dates)
 
 
 def _write_file(path: str, text: str) -> None:
@@ -481,7 +500,7 @@ def suggest(
     release, a CUDA the driver supports natively before one that relies on minor-version compatibility.
     """
     from cudadoctor import suggest as planner
-    from cudadoctor.matrix import CompatMatrix
+    from cudadoctor.data import CompatMatrix
     from cudadoctor.report.suggestion import (
         render_commands,
         render_dockerfile,

@@ -8,26 +8,22 @@ when its tokens begin the name's tokens, so "NVIDIA H100 80GB HBM3" matches the 
 Whole tokens only: "L4" never matches "L40S". The code holds no model numbers; they live in
 ``compat/gpus.toml`` with their sources (see ``compat/gpus.SOURCES.md``).
 
-Everything here except :func:`load_models` is pure.
+Everything here except :func:`load_models` is pure. The table's rows are :class:`cudadoctor.data.rows.GpuModel`.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
-from cudadoctor.errors import CompatDataError
-from cudadoctor.matrix import load_table
+from cudadoctor.data.queries import CompatMatrix
+from cudadoctor.data.rows import GpuModel
 
 __all__ = [
     "GpuModel",
     "GpuTable",
     "load_models",
     "lookup",
-    "models_from_table",
     "normalise",
     "parse_gpu_spec",
 ]
@@ -43,20 +39,8 @@ _CC = re.compile(r"^([0-9]{1,9})\.([0-9]{1,9})$")  # ASCII digits, few enough fo
 _SM = re.compile(r"^(?:sm|compute)_([0-9]{1,8})([0-9])([af]?)$")
 
 
-@dataclass(frozen=True)
-class GpuModel:
-    """One GPU model of the table, or a bare compute capability given on the command line."""
-
-    name: str  #: as the table names it ("H200"), or the spec as given ("sm_90a")
-    compute_capability: str  #: ``"9.0"``
-    architecture: str | None = None  #: ``Hopper``
-    segment: str | None = None  #: ``datacenter`` / ``geforce`` / ``workstation`` …
-    source: str | None = None  #: the ``[[meta.sources]]`` id the record cites
-    aliases: tuple[str, ...] = ()
-
-
-#: A loaded ``compat/gpus.toml`` (as :func:`cudadoctor.matrix.load_table` returns it) or its models.
-GpuTable = Mapping[str, Any] | Sequence[GpuModel]
+#: The models of ``compat/gpus.toml`` (:attr:`cudadoctor.data.CompatMatrix.gpu_models`), or a test's own.
+GpuTable = Sequence[GpuModel]
 
 
 def normalise(name: str) -> tuple[str, ...]:
@@ -68,89 +52,26 @@ def normalise(name: str) -> tuple[str, ...]:
     return tuple(t for t in _SPLIT.split(name.lower()) if t and t not in _NOISE_WORDS)
 
 
-def models_from_table(table: Mapping[str, Any]) -> tuple[GpuModel, ...]:
-    """The ``[[gpu]]`` records of a loaded ``compat/gpus.toml``.
-
-    Parse, e.g.::
-
-        [[gpu]]
-        name = "H200"
-        aliases = ["H200", "H200 NVL"]
-        compute_capability = "9.0"
-        architecture = "Hopper"
-        segment = "datacenter"
-        source = "nvidia-cuda-gpus"
-
-    :raises CompatDataError: naming every malformed record at once.
-    """
-    records = table.get("gpu", [])
-    problems: list[str] = []
-    models: list[GpuModel] = []
-    if not isinstance(records, list):
-        raise CompatDataError("compat/gpus.toml: gpu: must be an array of [[gpu]] tables")
-    for i, record in enumerate(records):
-        where = f"compat/gpus.toml: gpu[{i}]"
-        if not isinstance(record, Mapping):
-            problems.append(f"{where}: not a table")
-            continue
-        name = record.get("name")
-        cc = record.get("compute_capability")
-        aliases = record.get("aliases", [])
-        if not isinstance(name, str) or not name.strip():
-            problems.append(f"{where}: name: missing")
-            continue
-        if not isinstance(cc, str) or not _CC.match(cc):
-            problems.append(f'{where} ({name}): compute_capability: expected "X.Y", got {cc!r}')
-            continue
-        if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
-            problems.append(f"{where} ({name}): aliases: must be a list of names")
-            continue
-        models.append(
-            GpuModel(
-                name=name,
-                compute_capability=cc,
-                architecture=_opt_str(record.get("architecture")),
-                segment=_opt_str(record.get("segment")),
-                source=_opt_str(record.get("source")),
-                aliases=tuple(aliases),
-            )
-        )
-    if problems:
-        raise CompatDataError("; ".join(problems))
-    return tuple(models)
-
-
-def _opt_str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _models(table: GpuTable) -> Sequence[GpuModel]:
-    if isinstance(table, Mapping):
-        return models_from_table(table)
-    return table
-
-
-@functools.cache
 def load_models() -> tuple[GpuModel, ...]:
-    """The models of the bundled ``compat/gpus.toml``.
+    """The models of the bundled ``compat/gpus.toml``, every record validated.
 
     :raises CompatDataError: when the table is missing or malformed.
     """
-    return models_from_table(load_table("gpus"))
+    return CompatMatrix().gpu_models
 
 
 def lookup(name: str, table: GpuTable) -> GpuModel | None:
     """The model whose alias (or name) is the longest token prefix of ``name``; None when none is.
 
     :param name: a GPU name as a driver source prints it, e.g. ``"NVIDIA H100 80GB HBM3"``.
-    :param table: a loaded ``compat/gpus.toml`` or the models from it.
+    :param table: the models of ``compat/gpus.toml`` (or a test's subset).
     """
     tokens = normalise(name)
     if not tokens:
         return None
     best: GpuModel | None = None
     best_len = 0
-    for model in _models(table):
+    for model in table:
         for alias in (model.name, *model.aliases):
             alias_tokens = normalise(alias)
             n = len(alias_tokens)
@@ -183,7 +104,7 @@ def parse_gpu_spec(spec: str, table: GpuTable) -> GpuModel:
             f"{text!r} is ambiguous: write a compute capability with a dot or an sm_ prefix "
             "('8.9', 'sm_89'), or a model name with its series ('RTX 4090')"
         )
-    models = _models(table)
+    models = table
     cc: str | None = None
     match = _CC.match(text)
     if match:

@@ -18,8 +18,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.archs import covers
+from cudadoctor.data import CompatMatrix
+from cudadoctor.data.rows import TorchRelease
 from cudadoctor.facts.model import DriverVersion
-from cudadoctor.matrix import CompatMatrix, TorchRelease
 
 __all__ = [
     "Constraints",
@@ -512,35 +513,32 @@ def _with_images(matrix: CompatMatrix, c: Constraints, plan: Plan) -> Plan:
     only has to run on the host.
     """
     images: list[tuple[str, str]] = []
-    data = matrix.table("images")
     if plan.cuda is not None:
         fitting = []
-        for tag in data.get("nvidia_cuda_tag", []):
-            cuda = Version(tag["cuda"])
-            if tag.get("flavour") != "runtime" or tag.get("variant") or tag.get("os") not in _OS_PREFERENCE:
+        for tag in matrix.nvidia_cuda_tags:
+            cuda = tag.cuda
+            if tag.flavour != "runtime" or tag.variant or tag.os not in _OS_PREFERENCE:
                 continue
             if cuda.major != plan.cuda.major or (cuda.major, cuda.minor) > (plan.cuda.major, plan.cuda.minor):
                 continue
             if c.driver_cuda is not None and (cuda.major, cuda.minor) > (c.driver_cuda.major, c.driver_cuda.minor):
                 continue
-            fitting.append((cuda, -_OS_PREFERENCE.index(tag["os"]), tag["tag"]))
+            fitting.append((cuda, -_OS_PREFERENCE.index(tag.os), tag.tag))
         if fitting:
-            cuda, _os, tag = max(fitting)
+            cuda, _os, best = max(fitting)
             why = f"CUDA {cuda} runtime base (requires a driver with CUDA >= {_short(cuda)}"
             why += f"; this one has {c.driver_cuda})" if c.driver_cuda else ")"
-            images.append((f"nvidia/cuda:{tag}", why))
+            images.append((f"nvidia/cuda:{best}", why))
     for name, version in plan.packages:
         if name == "torch":
-            for record in data.get("pytorch_image", []):
-                if record.get("torch") == version and record.get("flavour") == "runtime":
-                    images.append(
-                        (f"pytorch/pytorch:{record['tag']}", f"torch {version} with CUDA {record.get('cuda')}")
-                    )
+            for record in matrix.pytorch_images:
+                if record.torch is not None and str(record.torch) == version and record.flavour == "runtime":
+                    images.append((f"pytorch/pytorch:{record.tag}", f"torch {version} with CUDA {record.cuda}"))
         if name == "vllm":
-            known = [r for r in data.get("vllm_image", []) if r.get("vllm") == version]
+            known = [r for r in matrix.vllm_images if r.vllm is not None and str(r.vllm) == version]
             if known:
-                images.append((f"vllm/vllm-openai:{known[0]['tag']}", f"the vLLM {version} image"))
-            elif data.get("vllm_image_scheme"):
+                images.append((f"vllm/vllm-openai:{known[0].tag}", f"the vLLM {version} image"))
+            elif matrix.vllm_image_scheme is not None:
                 images.append(
                     (
                         f"vllm/vllm-openai:v{version}",
@@ -627,44 +625,49 @@ def _per_major_plans(
     return Suggestion(target, requirement or target, chosen, tuple(excluded), advice, tuple(notes))
 
 
+def _spec(specifier: SpecifierSet | None) -> str | None:
+    """A Requires-Python as the plans print it (the data's spelling, normalised by packaging)."""
+    return str(specifier) if specifier is not None else None
+
+
 def suggest_jax(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
     """``jax[cudaNN]`` plans from compat/ecosystem.toml (the CUDA plugins published per release)."""
     candidates = []
-    for r in matrix.table("ecosystem").get("jax", []):
-        if r.get("yanked"):
+    for r in matrix.jax_releases:
+        if r.yanked:
             continue
         majors = []
-        for plugin in r.get("cuda_plugins", []):
+        for plugin in r.cuda_plugins:
             match = re.fullmatch(r"jax-cuda(\d+)-plugin", plugin)
             if match:
                 majors.append((int(match.group(1)), f"jax[cuda{match.group(1)}]"))
         if majors:
-            candidates.append((Version(r["version"]), r.get("requires_python"), (), majors))
+            candidates.append((r.version, _spec(r.requires_python), (), majors))
     return _per_major_plans("jax", matrix, c, requirement, candidates, limit)
 
 
 def suggest_tensorrt(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
     """``tensorrt-cuNN`` plans from compat/tensorrt.toml (the per-CUDA packages published per release)."""
     candidates = []
-    for r in matrix.table("tensorrt").get("release", []):
-        if r.get("early_access"):
+    for r in matrix.tensorrt_releases:
+        if r.early_access:
             continue
         majors = []
-        for package in r.get("packages", []):
+        for package in r.packages:
             match = re.fullmatch(r"tensorrt-cu(\d+)", package)
             if match:
                 majors.append((int(match.group(1)), package))
         if majors:
-            candidates.append((Version(r["version"]), r.get("requires_python"), tuple(r.get("python", ())), majors))
+            candidates.append((r.version, _spec(r.requires_python), r.python, majors))
     return _per_major_plans("tensorrt", matrix, c, requirement, candidates, limit)
 
 
 def suggest_cupy(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
     """``cupy-cudaNNx`` plans (compat/ecosystem.toml: one package per CUDA major, its newest release)."""
     candidates = [
-        (Version(r["last_version"]), r.get("latest_requires_python"), (), [(int(r["cuda_major"]), r["package"])])
-        for r in matrix.table("ecosystem").get("cupy", [])
-        if r.get("last_version")
+        (r.last_version, _spec(r.latest_requires_python), (), [(r.cuda_major, r.package)])
+        for r in matrix.cupy_packages
+        if r.last_version is not None
     ]
     return _per_major_plans("cupy", matrix, c, requirement, candidates, limit)
 
@@ -674,9 +677,9 @@ def suggest_onnxruntime_gpu(
 ) -> Suggestion:
     """``onnxruntime-gpu`` plans (compat/ecosystem.toml: the CUDA major of each release's PyPI wheel)."""
     candidates = [
-        (Version(r["version"]), r.get("requires_python"), (), [(int(r["cuda_major"]), "onnxruntime-gpu")])
-        for r in matrix.table("ecosystem").get("onnxruntime_gpu", [])
-        if r.get("cuda_major")
+        (r.version, _spec(r.requires_python), (), [(r.cuda_major, "onnxruntime-gpu")])
+        for r in matrix.onnxruntime_releases
+        if r.cuda_major
     ]
     return _per_major_plans("onnxruntime-gpu", matrix, c, requirement, candidates, limit)
 
@@ -684,8 +687,8 @@ def suggest_onnxruntime_gpu(
 def suggest_tensorflow(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
     """``tensorflow[and-cuda]`` plans (compat/ecosystem.toml: the CUDA each release was tested with)."""
     candidates = [
-        (Version(r["version"]), r.get("requires_python"), (), [(Version(r["cuda"]).major, "tensorflow[and-cuda]")])
-        for r in matrix.table("ecosystem").get("tensorflow", [])
-        if r.get("cuda")
+        (r.version, _spec(r.requires_python), (), [(r.cuda.major, "tensorflow[and-cuda]")])
+        for r in matrix.tensorflow_releases
+        if r.cuda is not None
     ]
     return _per_major_plans("tensorflow", matrix, c, requirement, candidates, limit)

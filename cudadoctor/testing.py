@@ -12,8 +12,8 @@ from cudadoctor.checks import ALL_CHECKS
 from cudadoctor.checks.engine import check_values
 from cudadoctor.checks.engine import run_check as _run_check
 from cudadoctor.checks.findings import Finding
+from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import Facts
-from cudadoctor.matrix import CompatMatrix
 
 __all__ = ["run_check"]
 

@@ -11,10 +11,10 @@ from cudadoctor.checks import ALL_CHECKS, resolve_codes, selected
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.engine import run_check, run_checks
 from cudadoctor.checks.findings import Problem, Status
+from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import UsageError
 from cudadoctor.facts.model import Facts, HostInfo
 from cudadoctor.facts.registry import absent_reason
-from cudadoctor.matrix import CompatMatrix
 
 TESTS = os.path.dirname(__file__)
 

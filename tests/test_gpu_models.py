@@ -1,5 +1,5 @@
 """Tests for cudadoctor.gpu_models: name normalising, token-prefix lookup, ``--assume-gpu`` specs,
-and reading the table (the test subset in tests/fixtures/gpus, and the bundled compat/gpus.toml)."""
+and validating the table (the test subset in tests/fixtures/gpus, and the bundled compat/gpus.toml)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from cudadoctor import gpu_models
+from cudadoctor.data.load import parse_table
 from cudadoctor.errors import CompatDataError
-from cudadoctor.gpu_models import GpuModel, load_models, lookup, models_from_table, normalise, parse_gpu_spec
+from cudadoctor.gpu_models import GpuModel, load_models, lookup, normalise, parse_gpu_spec
 from tests.conftest import fixture_text
 
 if sys.version_info >= (3, 11):
@@ -18,7 +18,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 RAW_TABLE = tomllib.loads(fixture_text("gpus", "gpus.toml"))
-TABLE = models_from_table(RAW_TABLE)
+TABLE = parse_table("gpus", RAW_TABLE).rows("gpu")
 
 
 @pytest.mark.parametrize(
@@ -96,8 +96,8 @@ def test_lookup(name: str, model: str | None, cc: str | None) -> None:
     assert (found.name if found else None, found.compute_capability if found else None) == (model, cc)
 
 
-def test_lookup_accepts_a_loaded_table() -> None:
-    found = lookup("NVIDIA H200", RAW_TABLE)
+def test_lookup_returns_the_whole_record() -> None:
+    found = lookup("NVIDIA H200", TABLE)
     assert found == GpuModel("H200", "9.0", "Hopper", "datacenter", "nvidia-cuda-gpus", ("H200", "H200 NVL"))
 
 
@@ -179,30 +179,35 @@ def test_parse_gpu_spec_errors(spec: str, fragment: str) -> None:
         assert "'sm_89'" in message and "'8.9'" in message  # says how to spell it
 
 
-def test_models_from_table_reports_every_problem() -> None:
+def test_gpu_table_validation_reports_every_problem() -> None:
     raw = {
+        "meta": RAW_TABLE["meta"],
         "gpu": [
-            {"name": "Good", "compute_capability": "9.0"},
-            {"compute_capability": "9.0"},
-            {"name": "BadCC", "compute_capability": "90"},
-            {"name": "BadAliases", "compute_capability": "9.0", "aliases": "H1"},
+            {"name": "Good", "aliases": [], "compute_capability": "9.0", "source": "nvidia-cuda-gpus"},
+            {"aliases": [], "compute_capability": "9.0", "source": "nvidia-cuda-gpus"},
+            {"name": "BadCC", "aliases": [], "compute_capability": "90", "source": "nvidia-cuda-gpus"},
+            {"name": "BadAliases", "compute_capability": "9.0", "aliases": "H1", "source": "nvidia-cuda-gpus"},
+            {"name": "Suffix", "aliases": [], "compute_capability": "9.0a", "source": "nvidia-cuda-gpus"},
+            {"name": "  ", "aliases": [], "compute_capability": "9.0", "source": "nvidia-cuda-gpus"},
             "not a table",
-        ]
+        ],
     }
     with pytest.raises(CompatDataError) as caught:
-        models_from_table(raw)
+        parse_table("gpus", raw)
     message = str(caught.value)
-    assert "gpu[1]: name: missing" in message
-    assert "gpu[2] (BadCC): compute_capability" in message
-    assert "gpu[3] (BadAliases): aliases" in message
-    assert "gpu[4]: not a table" in message
+    assert "gpu[1].name: missing" in message
+    assert "gpu[2].compute_capability: '90' is not a compute capability (\"X.Y\")" in message
+    assert "gpu[3].aliases: expected a list" in message
+    assert "gpu[4].compute_capability: '9.0a' is not a compute capability" in message
+    assert "gpu[5].name: expected a non-empty string" in message
+    assert "gpu[6]: expected a table" in message
     assert "gpu[0]" not in message
 
 
-def test_models_from_table_empty_and_wrong_type() -> None:
-    assert models_from_table({}) == ()
-    with pytest.raises(CompatDataError):
-        models_from_table({"gpu": {"name": "H200"}})
+def test_gpu_table_empty_and_wrong_type() -> None:
+    assert parse_table("gpus", {"meta": RAW_TABLE["meta"]}).rows("gpu") == ()
+    with pytest.raises(CompatDataError, match=r"gpu: expected an array of tables"):
+        parse_table("gpus", {"meta": RAW_TABLE["meta"], "gpu": {"name": "H200"}})
 
 
 def test_subset_matches_bundled_table() -> None:
@@ -213,6 +218,5 @@ def test_subset_matches_bundled_table() -> None:
 
 
 def test_bundled_table_knows_the_captured_h200() -> None:
-    gpu_models.load_models.cache_clear()
     model = lookup("NVIDIA H200", load_models())
     assert model is not None and model.compute_capability == "9.0"

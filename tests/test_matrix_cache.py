@@ -6,8 +6,8 @@ import json
 
 from packaging.version import Version
 
+from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import DriverVersion
-from cudadoctor.matrix import CompatMatrix
 from cudadoctor.suggest import Constraints, Gpu, suggest_torch, suggest_vllm
 
 

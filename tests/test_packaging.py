@@ -51,8 +51,8 @@ def test_installed_wheel_finds_its_compat_data(wheel, tmp_path):
         timeout=300,
     )
     code = (
-        "from cudadoctor.matrix import compat_dir, load_table; "
-        "print(compat_dir()); print(len(load_table('gpus')['gpu']))"
+        "from cudadoctor.data.load import compat_dir, load_table; "
+        "print(compat_dir()); print(len(load_table('gpus').rows('gpu')))"
     )
     proc = subprocess.run(
         [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); {code}"],

@@ -7,9 +7,9 @@ import os
 from packaging.version import Version
 
 from cudadoctor.checks.engine import run_checks
+from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.codec import facts_from_json
 from cudadoctor.facts.model import Facts, HostInfo, InstalledPackage, Source, SourceKind, TorchBuild
-from cudadoctor.matrix import CompatMatrix
 from cudadoctor.report.text import render_text
 from tests.conftest import fixture_text
 
@@ -22,7 +22,8 @@ def _h200():
 
 def test_h200_text_report_matches_golden(update_golden):
     facts = _h200()
-    text = render_text(facts, run_checks(facts, CompatMatrix()), width=100)
+    matrix = CompatMatrix(False)
+    text = render_text(facts, run_checks(facts, matrix), width=100, dates=matrix.dates)
     if update_golden:
         with open(GOLDEN, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -63,6 +64,16 @@ def test_apple_silicon_and_cpu_torch_are_not_cuda_failures():
     assert "Apple Silicon: GPU work runs on Metal (MPS / MLX), not CUDA" in text
     assert "torch 2.5.1 (cpu)" in text
     assert "[✗]" not in text and "[!]" not in text
+
+
+def test_the_data_date_comes_from_the_matrix_the_checks_used():
+    facts = _h200()
+    unused = CompatMatrix(False)
+    assert unused.dates.compat is None  # nothing loaded yet: no date to state
+    findings = run_checks(facts, unused)
+    assert unused.dates.compat is not None
+    assert f"compatibility data as of {unused.dates.compat}" in render_text(facts, findings, dates=unused.dates)
+    assert "compatibility data as of" not in render_text(facts, findings)
 
 
 def test_rocm_torch_is_named_as_such():

@@ -9,8 +9,8 @@ from packaging.version import Version
 from typer.testing import CliRunner
 
 from cudadoctor.cli import app
+from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import DriverVersion
-from cudadoctor.matrix import CompatMatrix
 from cudadoctor.suggest import Constraints, Gpu, suggest_torch
 
 M = CompatMatrix()
@@ -233,15 +233,13 @@ def test_jax_picks_the_plugin_for_the_drivers_cuda_major():
 
 
 def test_jax_python_floor():
-    from packaging.specifiers import SpecifierSet
-
     s = suggest_jax(M, _c("580.95.05", ("H100", "9.0"), python="3.9"))
     assert s.plans
     for plan in s.plans:
-        record = next(r for r in M.table("ecosystem")["jax"] if r["version"] == plan.packages[0][1])
-        assert SpecifierSet(record["requires_python"]).contains("3.9")
-    newest = M.table("ecosystem")["jax"][0]
-    assert any(e.rule == "python" and e.candidate == f"jax {newest['version']}" for e in s.excluded)
+        record = M.jax_release(Version(plan.packages[0][1]))
+        assert record is not None and record.requires_python.contains("3.9")
+    newest = M.jax_releases[0]
+    assert any(e.rule == "python" and e.candidate == f"jax {newest.version}" for e in s.excluded)
 
 
 def test_tensorrt_never_plans_a_cuda13_package_for_pascal():

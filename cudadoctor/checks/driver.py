@@ -21,6 +21,7 @@ from packaging.version import Version
 from cudadoctor.archs import covers
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import (
     DriverInfo,
     DriverVersion,
@@ -30,7 +31,6 @@ from cudadoctor.facts.model import (
     LibcudaFile,
     VisibleDevices,
 )
-from cudadoctor.matrix import CompatMatrix
 
 __all__ = [
     "CD101",
@@ -465,7 +465,7 @@ class CD113(Check):
         archs = matrix.torch_arch_list(version, variant)
         if archs is None:
             raise Skip(f"no arch list for torch {version.public} {variant} in compat/torch.toml")
-        families = {a.compute_capability: a.family_runs_on for a in matrix.gpu_archs.values() if a.family_runs_on}
+        families = matrix.arch_families
         missing = [g for g in gpus if g.compute_capability and covers(archs, g.compute_capability, families) is None]
         if not missing:
             return None

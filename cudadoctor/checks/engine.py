@@ -15,10 +15,10 @@ from typing import Any
 from cudadoctor.checks import ALL_CHECKS, selected
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.findings import Finding, Problem, Status
+from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import Facts
 from cudadoctor.facts.registry import absent_reason, injectables
-from cudadoctor.matrix import CompatMatrix
 
 __all__ = ["check_values", "run_check", "run_checks"]
 

@@ -16,9 +16,9 @@ from packaging.version import Version
 from cudadoctor.checks._base import Check
 from cudadoctor.checks.driver import effective_cuda
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import UsageError
 from cudadoctor.facts.model import Facts
-from cudadoctor.matrix import CompatMatrix
 
 __all__ = ["CD901", "CD902", "STALE_AFTER_DAYS", "Assertion", "parse_assertion"]
 
@@ -128,9 +128,7 @@ class CD902(Check):
     def check(self, matrix: CompatMatrix) -> Problem | None:
         import datetime
 
-        # The curated tables are refreshed together; the driver table stands for them (the smallest
-        # file that every report loads anyway).
-        oldest = matrix.table("cuda")["meta"]["updated"]
+        oldest = matrix.curated_as_of
         index = matrix.index_data
         if matrix.index_warning:
             return Problem(

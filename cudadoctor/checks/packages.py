@@ -13,12 +13,11 @@ from __future__ import annotations
 import re
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.version import Version
 
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import GpuInfo, InstalledPackage, PythonEnv
-from cudadoctor.matrix import CompatMatrix
 from cudadoctor.probes.packages import is_interesting
 
 __all__ = ["CD401", "CD402", "CD403", "CD404", "CD501", "unmet_requirements"]
@@ -158,14 +157,12 @@ class CD403(Check):
             for p in plugins
             if p.version != jaxlib.version
         ]
-        record = next(
-            (r for r in matrix.table("ecosystem").get("jax", []) if Version(r["version"]) == jaxlib.version), None
-        )
+        record = matrix.jax_release(jaxlib.version)
         for plugin in plugins:
             major = re.search(r"cuda(\d+)", plugin.name).group(1)  # type: ignore[union-attr]
-            minimum = (record or {}).get("min_cudnn", {}).get(f"cuda{major}")
+            minimum = record.min_cudnn.get(f"cuda{major}") if record is not None else None
             cudnn = packages.get(f"nvidia-cudnn-cu{major}")
-            if minimum and cudnn is not None and cudnn.version < Version(minimum) and plugin.name.endswith("plugin"):
+            if minimum and cudnn is not None and cudnn.version < minimum and plugin.name.endswith("plugin"):
                 problems.append(
                     f"nvidia-cudnn-cu{major} {cudnn.version} is below {minimum}, the minimum of {plugin.name}"
                 )
@@ -195,7 +192,7 @@ class CD501(Check):
     category = "python"
 
     def check(self, vllm: InstalledPackage, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix) -> Problem | None:
-        release = next((r for r in matrix.vllm_releases if r.version == Version(vllm.version.public)), None)
+        release = matrix.vllm_release(vllm.version)
         if release is None or release.min_compute_capability is None:
             raise Skip(f"no minimum compute capability for vLLM {vllm.version} in compat/vllm.toml")
         floor = tuple(int(x) for x in release.min_compute_capability.split("."))
@@ -244,7 +241,7 @@ class CD404(Check):
                 missing.append(f"torch {release.version} has wheels for Python {', '.join(release.python)}")
         vllm = packages.get("vllm")
         if vllm is not None:
-            release = next((r for r in matrix.vllm_releases if r.version == Version(vllm.version.public)), None)
+            release = matrix.vllm_release(vllm.version)
             if (
                 release is not None
                 and release.requires_python is not None

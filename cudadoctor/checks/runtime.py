@@ -22,9 +22,10 @@ from cudadoctor.archs import covers
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.packages import unmet_requirements
+from cudadoctor.data import CompatMatrix
+from cudadoctor.data.rows import CudaError
 from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, VisibleDevices
 from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
-from cudadoctor.matrix import CompatMatrix
 
 __all__ = [
     "CD801",
@@ -43,39 +44,13 @@ __all__ = [
 # --- the error table (compat/cuda_errors.toml) ----------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CudaErrorInfo:
-    """One record of compat/cuda_errors.toml: a CUDA error code and what it means for the environment."""
-
-    code: int
-    name: str  #: ``CUDA_ERROR_SYSTEM_DRIVER_MISMATCH``
-    api: str  #: ``driver`` (CUresult) or ``runtime`` (cudaError_t)
-    summary: str  #: NVIDIA's description, shortened
-    cause: str  #: what in the environment produces it
-    fix: str
-    observed: str | None  #: what was seen on a real machine, when it was
-    checks: tuple[str, ...]  #: the fast-path checks that look at the same cause
-
-
-def _errors(matrix: CompatMatrix) -> list[CudaErrorInfo]:
-    return [
-        CudaErrorInfo(
-            r["code"],
-            r["name"],
-            r["api"],
-            r["summary"],
-            r["cause"],
-            r["fix"],
-            r.get("observed"),
-            tuple(r.get("checks", ())),
-        )
-        for r in matrix.table("cuda_errors").get("error", [])
-    ]
+#: One record of compat/cuda_errors.toml: a CUDA error code and what it means for the environment.
+CudaErrorInfo = CudaError
 
 
 def cuda_error(matrix: CompatMatrix, code: int | str, api: str = "driver") -> CudaErrorInfo | None:
     """The record for an error code (``803``) or name (``CUDA_ERROR_NO_DEVICE``), preferring ``api``'s."""
-    found = [e for e in _errors(matrix) if e.code == code or e.name == code]
+    found = [e for e in matrix.cuda_errors if e.code == code or e.name == code]
     return next((e for e in found if e.api == api), found[0] if found else None)
 
 
@@ -732,7 +707,7 @@ class CD805(Check):
     def check(
         self, runtime: RuntimeInfo, packages: dict[str, InstalledPackage], matrix: CompatMatrix
     ) -> Problem | None:
-        families = {a.compute_capability: a.family_runs_on for a in matrix.gpu_archs.values() if a.family_runs_on}
+        families = matrix.arch_families
         judged = [fw for fw in _gpu_frameworks(runtime) if fw.arch_list and fw.devices]
         if not judged:
             raise Skip("no framework reported both its architecture list and its GPUs")

@@ -6,21 +6,30 @@ The layout is described in ``docs/facts-schema.md``. It is written with :func:`j
 
 from __future__ import annotations
 
+import datetime
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cudadoctor.checks.findings import Finding
 from cudadoctor.facts.codec import encode
 from cudadoctor.facts.model import SCHEMA_VERSION, Facts
 from cudadoctor.report.summary import categories
 
+if TYPE_CHECKING:
+    from cudadoctor.data import DataDates
+
 __all__ = ["REPORT_KIND", "render_json", "report_document"]
 
 REPORT_KIND = "cudadoctor-report"
 
 
-def report_document(facts: Facts, findings: list[Finding] | None = None, *, exit_code: int = 0) -> dict[str, Any]:
-    """The report document; ``facts`` are expected to be redacted already (the CLI does it)."""
+def report_document(
+    facts: Facts, findings: list[Finding] | None = None, *, exit_code: int = 0, dates: DataDates | None = None
+) -> dict[str, Any]:
+    """The report document; ``facts`` are expected to be redacted already (the CLI does it).
+
+    ``dates``: how old the data the checks used is (:attr:`cudadoctor.data.CompatMatrix.dates`).
+    """
     return {
         "kind": REPORT_KIND,
         "schema_version": SCHEMA_VERSION,
@@ -31,25 +40,17 @@ def report_document(facts: Facts, findings: list[Finding] | None = None, *, exit
         ],
         "findings": [encode(f) for f in findings or []],
         "exit_code": exit_code,
-        "compat_data_as_of": _as_of(),
-        "index_data_as_of": _index_as_of(),
+        "compat_data_as_of": _iso(dates.compat if dates else None),
+        "index_data_as_of": _iso(dates.index if dates else None),
     }
 
 
-def _as_of() -> str | None:
-    from cudadoctor.matrix import data_as_of
-
-    date = data_as_of()
+def _iso(date: datetime.date | None) -> str | None:
     return date.isoformat() if date else None
 
 
-def render_json(facts: Facts, findings: list[Finding] | None = None, *, exit_code: int = 0) -> str:
-    document = report_document(facts, findings, exit_code=exit_code)
+def render_json(
+    facts: Facts, findings: list[Finding] | None = None, *, exit_code: int = 0, dates: DataDates | None = None
+) -> str:
+    document = report_document(facts, findings, exit_code=exit_code, dates=dates)
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False)
-
-
-def _index_as_of() -> str | None:
-    from cudadoctor.update.derive import index_data_as_of
-
-    date = index_data_as_of()
-    return date.isoformat() if date else None

@@ -8,6 +8,7 @@ look, ``[✗]`` a problem, ``[-]`` not installed. Warnings always show; informat
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -15,6 +16,9 @@ from rich.markup import escape
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.facts.model import Facts
 from cudadoctor.report.summary import Category, Mark, categories
+
+if TYPE_CHECKING:
+    from cudadoctor.data import DataDates
 
 __all__ = ["render_text"]
 
@@ -42,9 +46,15 @@ def _category(console: Console, cat: Category, verbose: bool) -> None:
 
 
 def render_text(
-    facts: Facts, findings: list[Finding] | None = None, *, verbose: bool = False, color: bool = False, width: int = 100
+    facts: Facts,
+    findings: list[Finding] | None = None,
+    *,
+    verbose: bool = False,
+    color: bool = False,
+    width: int = 100,
+    dates: DataDates | None = None,
 ) -> str:
-    """The report as text (with ANSI colour codes when ``color``)."""
+    """The report as text (with ANSI colour codes when ``color``); ``dates``: the data's, for the last line."""
     buffer = io.StringIO()
     console = Console(
         file=buffer,
@@ -90,12 +100,9 @@ def render_text(
             + "); run with -v for the reasons.",
             highlight=False,
         )
-    from cudadoctor.matrix import data_as_of
-    from cudadoctor.update.derive import index_data_as_of
-
-    as_of = data_as_of()
+    as_of = dates.compat if dates is not None else None
     if as_of is not None and findings:
-        index = index_data_as_of()
+        index = dates.index if dates is not None else None
         extra = f"; package-index data read {index} (cudadoctor update)" if index else ""
         console.print(f"[dim]compatibility data as of {as_of}{extra}[/dim]", highlight=False)
     probes = {k: v for k, v in facts.timings.items() if k != "total"}

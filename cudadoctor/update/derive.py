@@ -23,7 +23,7 @@ from packaging.version import Version
 from cudadoctor.cachedir import cache_file
 
 if TYPE_CHECKING:
-    from cudadoctor.matrix import TorchRelease, VllmRelease
+    from cudadoctor.data.rows import TorchRelease, VllmRelease
     from cudadoctor.update.records import IndexData, ReleaseRecord
 
 __all__ = ["derived_torch", "derived_vllm", "index_data_as_of", "new_records", "read_index_data"]
@@ -110,7 +110,7 @@ def _tag_pythons(tags: Iterable[str]) -> tuple[str, ...]:
 
 def derived_torch(record: ReleaseRecord) -> TorchRelease | None:
     """A torch row from a cached release; None when it has no Linux x86_64 wheel."""
-    from cudadoctor.matrix import TorchRelease
+    from cudadoctor.data.rows import TorchRelease
 
     if "manylinux_x86_64" not in record.platforms:
         return None
@@ -132,7 +132,7 @@ def derived_torch(record: ReleaseRecord) -> TorchRelease | None:
 
 def derived_vllm(record: ReleaseRecord) -> VllmRelease | None:
     """A vLLM row from a cached release; None when its metadata pins no torch."""
-    from cudadoctor.matrix import VllmRelease
+    from cudadoctor.data.rows import VllmRelease
 
     pins = _pins(record)
     if "torch" not in pins:

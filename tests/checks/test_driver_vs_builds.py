@@ -8,8 +8,8 @@ from packaging.version import Version
 
 from cudadoctor.checks.driver import effective_cuda
 from cudadoctor.checks.findings import Status
+from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, GpuInfo, KernelModule, Source, SourceKind
-from cudadoctor.matrix import CompatMatrix
 from cudadoctor.testing import run_check
 
 ASSUMED = Source(SourceKind.ASSUMED, "--assume-driver")

@@ -1,8 +1,7 @@
 """CD8xx (check --deep) on the real H200's facts plus runtime results replayed from tests/fixtures/runtime/.
 
 The checks are not registered yet (the lead adds them and the ``runtime`` injectable), so they run
-through the engine's ``run_check`` with the injectables plus ``runtime``. compat/cuda_errors.toml is
-read with tomllib here: its kind is not in cudadoctor.matrix.SCHEMAS yet.
+through the engine's ``run_check`` with the injectables plus ``runtime``.
 """
 
 from __future__ import annotations
@@ -17,9 +16,10 @@ from packaging.version import Version
 from cudadoctor.checks.engine import check_values, run_check
 from cudadoctor.checks.findings import Status
 from cudadoctor.checks.runtime import CD801, CD802, CD803, CD804, CD805, arch_runs_on, cuda_error, symbol_owner
+from cudadoctor.data import CompatMatrix
+from cudadoctor.data.load import compat_dir, validate_table
 from cudadoctor.facts.model import InstalledPackage, Source, SourceKind, VisibleDevices
 from cudadoctor.facts.runtime import LoadedLibrary, RuntimeDevice, RuntimeInfo
-from cudadoctor.matrix import CompatMatrix, compat_dir, validate_table
 from cudadoctor.probes.runtime import parse_driver_output, parse_framework_output
 from tests.checks.conftest import with_env
 from tests.conftest import fixture_text
@@ -42,14 +42,7 @@ def _load_errors() -> dict:
         return tomllib.load(handle)
 
 
-class _Matrix(CompatMatrix):
-    """The shipped matrix, with compat/cuda_errors.toml read directly (not yet a known kind)."""
-
-    def table(self, name: str) -> dict:
-        return _load_errors() if name == "cuda_errors" else super().table(name)
-
-
-MATRIX = _Matrix()
+MATRIX = CompatMatrix()
 
 
 def driver(name: str):

@@ -12,7 +12,7 @@ import collections
 import os
 import sys
 
-from cudadoctor.matrix import CompatMatrix
+from cudadoctor.data import CompatMatrix
 from tests.corpus.builder import case_paths, load_case
 from tests.corpus.replay import replay
 

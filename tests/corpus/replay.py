@@ -12,7 +12,7 @@ from pyfakefs.fake_filesystem_unittest import Patcher
 
 from cudadoctor.checks.engine import run_checks
 from cudadoctor.checks.findings import Finding, Status
-from cudadoctor.matrix import CompatMatrix
+from cudadoctor.data import CompatMatrix
 from cudadoctor.probes.collect import collect_facts
 from tests.conftest import make_ctx
 from tests.corpus.builder import build

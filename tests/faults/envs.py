@@ -22,12 +22,12 @@ from typing import Any
 
 from pyfakefs.fake_filesystem_unittest import Patcher
 
-from cudadoctor import matrix
 from cudadoctor.checks.engine import run_checks
 from cudadoctor.checks.findings import Finding, Status
+from cudadoctor.data import CompatMatrix
+from cudadoctor.data import load as compat_load
 from cudadoctor.facts.codec import redact_facts
 from cudadoctor.facts.model import Facts
-from cudadoctor.matrix import CompatMatrix
 from cudadoctor.probes.collect import collect_facts
 from cudadoctor.probes.native import LibcudaResult, NvmlDevice, NvmlResult
 from cudadoctor.redact import Redactor
@@ -775,7 +775,7 @@ _unique(FAULTS, SNAPSHOT_FAULTS, CACHE_FAULTS, COMPAT_FAULTS, ENV_FILE_FAULTS)
 def collect_live(tree: str, env: dict[str, str], fault: Fault) -> Facts:
     """The facts of a *live* machine whose files are ``tree`` (copied into pyfakefs), with the fault's
     NVML, libcuda and nvidia-smi. ``needs_non_root`` faults run as a normal user even under root."""
-    compat = matrix.compat_dir()
+    compat = compat_load.compat_dir()
     with Patcher(allow_root_user=not fault.needs_non_root) as patcher:
         patcher.fs.add_real_directory(tree, target_path="/", lazy_read=False)
         patcher.fs.add_real_directory(compat, lazy_read=False)  # the GPU table, if looked up
@@ -788,11 +788,12 @@ def judge(facts: Facts) -> tuple[list[Finding], int, str, str, dict[str, Any]]:
     :return: (findings, exit code, text report, verbose text report, JSON report parsed)
     """
     facts = redact_facts(facts, Redactor.for_this_user())
-    findings = run_checks(facts, CompatMatrix())
+    matrix = CompatMatrix()
+    findings = run_checks(facts, matrix)
     exit_code = 1 if any(f.status in (Status.FAIL, Status.ERROR) for f in findings) else 0
-    text = render_text(facts, findings)
-    verbose = render_text(facts, findings, verbose=True)
-    doc = json.loads(render_json(facts, findings, exit_code=exit_code))
+    text = render_text(facts, findings, dates=matrix.dates)
+    verbose = render_text(facts, findings, verbose=True, dates=matrix.dates)
+    doc = json.loads(render_json(facts, findings, exit_code=exit_code, dates=matrix.dates))
     return findings, exit_code, text, verbose, doc
 
 

@@ -17,10 +17,11 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from cudadoctor import cli, gpu_models, matrix
+from cudadoctor import cli
+from cudadoctor.data import CompatMatrix
+from cudadoctor.data import load as compat_load
 from cudadoctor.errors import SnapshotError
 from cudadoctor.facts.codec import facts_from_json
-from cudadoctor.matrix import CompatMatrix
 from cudadoctor.probes import driver, loader
 from cudadoctor.probes.collect import collect_facts
 from cudadoctor.probes.context import ProbeContext
@@ -189,19 +190,12 @@ def test_corrupt_update_cache_is_named_somewhere(h200_template: str, h200_image_
 
 @pytest.fixture
 def broken_compat(monkeypatch: pytest.MonkeyPatch, tmp_path):  # type: ignore[no-untyped-def]
-    """Point compat_dir at a directory the test breaks; the loaded tables are forgotten before and after."""
+    """Point compat_dir at a directory the test breaks (tables are cached per directory: nothing to forget)."""
     directory = tmp_path / "compat"
-    real = matrix.compat_dir()
-
-    def forget() -> None:
-        matrix.load_table.cache_clear()
-        gpu_models.load_models.cache_clear()
-
-    forget()
-    monkeypatch.setattr(matrix, "compat_dir", lambda: str(directory))
+    real = compat_load.compat_dir()
+    monkeypatch.setattr(compat_load, "compat_dir", lambda: str(directory))
     yield str(directory), real
     monkeypatch.undo()
-    forget()
 
 
 @pytest.mark.parametrize("case", COMPAT_FAULTS, ids=[c.id for c in COMPAT_FAULTS])

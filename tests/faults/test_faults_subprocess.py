@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from cudadoctor import cli, matrix
+from cudadoctor import cli
+from cudadoctor.data import load as compat_load
 from cudadoctor.facts.codec import facts_to_json
 from tests.faults.envs import (
     CACHE_FAULTS,
@@ -275,7 +276,7 @@ def test_corrupt_update_cache_subprocess(case, h200_template: str, clean_audit, 
 #: cudadoctor with compat_dir pointed elsewhere: argv[1] is the directory, the rest cudadoctor's arguments.
 _PATCHED_MAIN = (
     "import sys\n"
-    "import cudadoctor.matrix as m\n"
+    "import cudadoctor.data.load as m\n"
     "directory = sys.argv.pop(1)\n"
     "m.compat_dir = lambda: directory\n"
     "sys.argv[0] = 'cudadoctor'\n"
@@ -287,7 +288,7 @@ _PATCHED_MAIN = (
 @pytest.mark.parametrize("case", COMPAT_FAULTS, ids=[c.id for c in COMPAT_FAULTS])
 def test_broken_compat_table_subprocess(case, h200_template: str, h200_image_env, tmp_path) -> None:  # type: ignore[no-untyped-def]
     directory = str(tmp_path / "compat")
-    case.make(directory, real=matrix.compat_dir())
+    case.make(directory, real=compat_load.compat_dir())
     env_file = tmp_path / "image.env"
     env_file.write_text(env_file_text(h200_image_env))
     argv = [

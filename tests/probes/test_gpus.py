@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from cudadoctor import gpu_models
+from cudadoctor.data.load import parse_table
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import GpuInfo, Source, SourceKind, VisibleDevices
 from cudadoctor.probes.driver import probe_driver
@@ -24,7 +25,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 # Read at collection time, before any fake file system is switched on.
-SMALL_TABLE = gpu_models.models_from_table(tomllib.loads(fixture_text("gpus", "gpus.toml")))
+SMALL_TABLE = parse_table("gpus", tomllib.loads(fixture_text("gpus", "gpus.toml"))).rows("gpu")
 H200_INFO = "/proc/driver/nvidia/gpus/0000:00:06.0/information"
 H200_INFO_TEXT = fixture_text(
     "h200", "tree", "proc", "driver", "nvidia", "gpus", "0000:00:06.0", "information"

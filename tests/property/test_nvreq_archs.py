@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cudadoctor.archs import covers, parse_target
-from cudadoctor.matrix import CompatMatrix
+from cudadoctor.data import CompatMatrix
 from cudadoctor.nvreq import Condition, RequirementError, evaluate, parse_requirement
 from tests.property.strategies import any_text, assert_one_line, mutated, numberish, property_settings
 

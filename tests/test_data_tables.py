@@ -1,4 +1,4 @@
-"""compat/: every shipped file validates, and the loader reports every problem of a bad one at once."""
+"""compat/: every shipped file validates against its row types; the loader reports every problem at once."""
 
 from __future__ import annotations
 
@@ -9,18 +9,20 @@ import os
 import pytest
 from packaging.version import Version
 
+from cudadoctor.data import CompatMatrix
+from cudadoctor.data.load import compat_dir, load_table, validate_table
+from cudadoctor.data.rows import LAYOUTS
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import DriverVersion
-from cudadoctor.matrix import SCHEMAS, CompatMatrix, compat_dir, load_table, validate_table
 
 FILES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(compat_dir(), "*.toml")))
 
 
 @pytest.mark.parametrize("name", FILES)
 def test_shipped_file_is_valid(name):
-    data = load_table(name, validate=True)
-    assert data["meta"]["kind"] in SCHEMAS
-    assert data["meta"]["updated"] <= datetime.date.today()
+    table = load_table(name, validate=True)
+    assert table.kind in LAYOUTS
+    assert table.updated <= datetime.date.today()
 
 
 def _meta(**extra):
@@ -61,13 +63,9 @@ def test_meta_problems():
 
 def test_a_broken_file_is_one_compat_data_error(tmp_path, monkeypatch):
     (tmp_path / "cuda.toml").write_text("[meta]\nschema = 1\n[[release]\n")
-    monkeypatch.setattr("cudadoctor.matrix.compat_dir", lambda: str(tmp_path))
-    load_table.cache_clear()
-    try:
-        with pytest.raises(CompatDataError, match="not valid TOML"):
-            load_table("cuda", validate=True)
-    finally:
-        load_table.cache_clear()
+    monkeypatch.setattr("cudadoctor.data.load.compat_dir", lambda: str(tmp_path))
+    with pytest.raises(CompatDataError, match="not valid TOML"):
+        load_table("cuda", validate=True)
 
 
 # --- questions answered from cuda.toml -----------------------------------------------------------
@@ -127,8 +125,6 @@ def test_every_torch_release_variant_is_defined():
 
 
 def test_gpu_models_name_known_architectures():
-    from cudadoctor.gpu_models import load_models
-
     known = set(M.gpu_archs)
-    unknown = {m.compute_capability for m in load_models()} - known
+    unknown = {m.compute_capability for m in M.gpu_models} - known
     assert unknown == set()

@@ -1,0 +1,631 @@
+"""The questions the compat tables answer, as typed accessors of :class:`CompatMatrix`.
+
+Checks, rules and suggest read the data only through here: rows (:mod:`cudadoctor.data.rows`),
+never the parsed TOML. Each table is loaded the first time a question needs it, and the matrix
+remembers which it loaded so a report can say how old the data it used is (:attr:`CompatMatrix.dates`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+from packaging.version import Version
+
+from cudadoctor.data.load import Table, load_table
+from cudadoctor.data.row import Row
+from cudadoctor.data.row import row as _row
+from cudadoctor.data.rows import (
+    CudaError,
+    CudaRelease,
+    CudnnRelease,
+    CupyPackage,
+    FlashAttnRelease,
+    ForwardCompat,
+    ForwardCompatPackage,
+    GpuArch,
+    GpuModel,
+    JaxRelease,
+    MinorCompat,
+    NcclRelease,
+    NgcPytorchImage,
+    NvidiaCudaScheme,
+    NvidiaCudaTag,
+    OnnxruntimeRelease,
+    PytorchImage,
+    PytorchImageScheme,
+    TensorflowRelease,
+    TensorrtRelease,
+    TorchArchList,
+    TorchRelease,
+    TorchVariant,
+    VllmImage,
+    VllmImageScheme,
+    VllmRelease,
+    XformersRelease,
+)
+from cudadoctor.facts.model import DriverVersion
+
+__all__ = ["CompatMatrix", "DataDates", "FlashAttnWheel"]
+
+
+@_row()
+class DataDates(Row):
+    """How old the data behind a report is."""
+
+    compat: datetime.date | None  #: the oldest ``meta.updated`` of the compat tables used (None: none was)
+    index: datetime.date | None  #: when `cudadoctor update` last read the package index (None: never)
+
+
+@_row()
+class FlashAttnWheel(Row):
+    """One prebuilt flash-attn wheel of a GitHub release (its local version names the build)."""
+
+    version: Version
+    cuda_tag: str  #: ``cu12``
+    torch: str  #: ``2.8``
+    cxx11abi: str  #: ``TRUE`` / ``FALSE``
+    python: str  #: ``3.12``
+
+    @property
+    def filename(self) -> str:
+        """The wheel's file name as the release publishes it (Linux x86_64)."""
+        cp = "cp" + self.python.replace(".", "")
+        local = f"{self.cuda_tag}torch{self.torch}cxx11abi{self.cxx11abi}"
+        return f"flash_attn-{self.version}+{local}-{cp}-{cp}-linux_x86_64.whl"
+
+
+class CompatMatrix:
+    """The compatibility tables, each loaded (and validated) the first time a question needs it.
+
+    Release lists (torch, vLLM) also take releases that `cudadoctor update` read from the package index
+    into the user cache and that the curated tables do not have yet; curated records always win, and
+    derived ones say so (``derived``: the date they were read). ``cache_dir=False`` ignores the cache.
+    """
+
+    def __init__(self, cache_dir: str | bool | None = None) -> None:
+        self._cache_dir = cache_dir
+        self._loaded: dict[str, Table] = {}
+
+    def _table(self, name: str, *, validate: bool = False) -> Table:
+        table = self._loaded.get(name) if not validate else None
+        if table is None:  # once per table and matrix: finding compat/ costs system calls
+            table = self._loaded[name] = load_table(name, validate=validate)
+        return table
+
+    def _rows(self, name: str, key: str) -> tuple[Any, ...]:
+        return self._table(name).rows(key)
+
+    @property
+    def dates(self) -> DataDates:
+        """The data dates of what this matrix has used so far."""
+        compat = min((t.updated for t in self._loaded.values()), default=None)
+        index = self.index_data
+        return DataDates(compat, index.updated if index is not None else None)
+
+    @functools.cached_property
+    def curated_as_of(self) -> datetime.date:
+        """``meta.updated`` of the driver table, which stands for the curated tables.
+
+        They are refreshed together; the driver table is the smallest file that every report loads anyway.
+        """
+        return self._table("cuda").updated
+
+    # --- the `cudadoctor update` cache --------------------------------------------------------------
+
+    @functools.cached_property
+    def index_data(self) -> Any:
+        """The `cudadoctor update` cache (``IndexData``) or None; a broken cache is ignored, never fatal."""
+        from cudadoctor.update.derive import read_index_data
+
+        data, self.index_warning = read_index_data(self._cache_dir)
+        return data
+
+    #: why the `cudadoctor update` cache could not be used (a corrupt file), for CD902 to report
+    index_warning: str | None = None
+
+    # --- CUDA toolkit and driver (compat/cuda.toml) ---------------------------------------------------
+
+    @property
+    def cuda_releases(self) -> tuple[CudaRelease, ...]:
+        return self._rows("cuda", "release")
+
+    def minor_compat(self, cuda_major: int) -> MinorCompat | None:
+        """The minor-version compatibility floor of a CUDA major."""
+        return next((r for r in self._rows("cuda", "minor_compat") if r.cuda_major == cuda_major), None)
+
+    @property
+    def forward_compat(self) -> ForwardCompat | None:
+        """What holds for every forward-compatibility package."""
+        found: ForwardCompat | None = self._table("cuda").single("forward_compat")
+        return found
+
+    @property
+    def forward_compat_packages(self) -> tuple[ForwardCompatPackage, ...]:
+        return self._rows("cuda", "forward_compat_package")
+
+    def minor_compat_limits(self, cuda_major: int) -> tuple[str, ...]:
+        """What minor-version compatibility does not cover for a CUDA major (NVIDIA's list)."""
+        row = self.minor_compat(cuda_major)
+        return row.limits if row is not None else ()
+
+    def forward_compat_setup(self, cuda: Version) -> dict[str, Any] | None:
+        """How forward compatibility would be set up for ``cuda``, None where it does not exist.
+
+        https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
+        """
+        general = self.forward_compat
+        if general is None or cuda < general.introduced_in_cuda:
+            return None
+        fill = {"<cuda_major_version>": str(cuda.major), "<cuda_minor_version>": str(cuda.minor)}
+        fill |= {"<major>": str(cuda.major), "<minor>": str(cuda.minor)}
+        package, directory = general.package, general.install_dir
+        for key, value in fill.items():
+            package, directory = package.replace(key, value), directory.replace(key, value)
+        return {
+            "package": package,
+            "install_dir": directory,
+            "gpus": general.gpus,
+            "needs_newer_than_kernel_driver": general.requires_newer_than_kernel_driver,
+            "unsupported": general.unsupported_features,
+            "errors": general.error_codes,
+        }
+
+    def forward_compat_runs_on(self, cuda: Version, branch: int) -> bool | None:
+        """Whether ``cuda-compat`` for ``cuda`` runs on driver branch ``branch`` (None: not in data).
+
+        A package runs on the branches its table row lists and on its own paired branch, and only on
+        branches the forward-compatibility section still supports
+        (https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html).
+        """
+        name = f"cuda-compat-{cuda.major}-{cuda.minor}"
+        row = next((p for p in self.forward_compat_packages if p.package == name), None)
+        if row is None:
+            return None
+        general = self.forward_compat
+        supported = general is None or branch in general.supported_driver_branches or branch == row.paired_driver_branch
+        return supported and (branch in row.compatible_driver_branches or branch == row.paired_driver_branch)
+
+    def cuda_for_driver(self, driver: Version, *, windows: bool = False) -> Version | None:
+        """The newest CUDA (major.minor) whose toolkit driver requirement ``driver`` meets.
+
+        This is the CUDA version a driver reports (``nvidia-smi``'s "CUDA Version"), derived from the
+        release notes' table for an assumed driver that cannot be asked.
+        """
+        best: Version | None = None
+        for release in self.cuda_releases:
+            needed = release.min_driver_windows if windows else release.min_driver_linux
+            if needed is not None and needed <= driver:
+                short = Version(f"{release.version.major}.{release.version.minor}")
+                if best is None or short > best:
+                    best = short
+        return best
+
+    def min_driver_for_cuda(self, cuda: Version, *, windows: bool = False) -> DriverVersion | None:
+        """The oldest driver whose own CUDA version is at least ``cuda`` (major.minor)."""
+        candidates = [
+            (r.min_driver_windows if windows else r.min_driver_linux)
+            for r in self.cuda_releases
+            if (r.version.major, r.version.minor) >= (cuda.major, cuda.minor)
+        ]
+        known = [c for c in candidates if c is not None]
+        return min(known) if known else None
+
+    def cuda_label(self, cuda: Version) -> str:
+        """NVIDIA's name for a CUDA release ("12.4 Update 1"), or the version when the table lacks it."""
+        row = next((r for r in self.cuda_releases if r.version == cuda), None)
+        return row.label if row is not None and row.label else str(cuda)
+
+    def driver_branch_cuda_major(self, branch: int) -> int | None:
+        """The CUDA major whose minor-version compatibility window holds driver branch ``branch``."""
+        for row in self._rows("cuda", "minor_compat"):
+            low, high = row.min_driver_branch, row.upper_driver_branch_exclusive
+            if low is not None and branch >= low and (high is None or branch < high):
+                major: int = row.cuda_major
+                return major
+        return None
+
+    # --- GPUs (compat/gpus.toml, compat/gpu_archs.toml) --------------------------------------------------
+
+    @property
+    def gpu_models(self) -> tuple[GpuModel, ...]:
+        """The GPU models, fully validated: the table is read on the probe path, before any check."""
+        return self._table("gpus", validate=True).rows("gpu")
+
+    @functools.cached_property
+    def gpu_archs(self) -> dict[str, GpuArch]:
+        return {a.compute_capability: a for a in self._rows("gpu_archs", "arch")}
+
+    @functools.cached_property
+    def arch_families(self) -> dict[str, tuple[str, ...]]:
+        """Compute capability -> those its family-specific code (``sm_XYf``) runs on, where it has any."""
+        return {a.compute_capability: a.family_runs_on for a in self.gpu_archs.values() if a.family_runs_on}
+
+    def gpu_arch(self, compute_capability: str) -> GpuArch | None:
+        """The architecture of a compute capability (a/f suffix ignored), following a renumbering."""
+        arch = self.gpu_archs.get(compute_capability.rstrip("af"))
+        if arch is not None and arch.renumbered_to is not None and arch.renumbered_to in self.gpu_archs:
+            return self.gpu_archs[arch.renumbered_to]
+        return arch
+
+    def renumbered(self, compute_capability: str) -> tuple[str, Version | None] | None:
+        """(the new compute capability, the CUDA that renumbered it) for a renumbered one, else None."""
+        arch = self.gpu_archs.get(compute_capability.rstrip("af"))
+        if arch is None or arch.renumbered_to is None:
+            return None
+        return arch.renumbered_to, arch.renumbered_in_cuda
+
+    def renumbered_from(self, compute_capability: str) -> str | None:
+        """The compute capability an architecture had before a CUDA release renumbered it."""
+        arch = self.gpu_archs.get(compute_capability.rstrip("af"))
+        return arch.renumbered_from if arch is not None else None
+
+    def last_driver_branch(self, compute_capability: str) -> int | None:
+        """The last driver branch that supports an architecture (legacy GPUs), None while supported."""
+        arch = self.gpu_archs.get(compute_capability.rstrip("af"))
+        return arch.last_driver_branch if arch is not None else None
+
+    def arch_specific_targets(self, compute_capability: str) -> tuple[str, ...]:
+        """The arch-specific targets (``9.0a``) of a compute capability."""
+        arch = self.gpu_archs.get(compute_capability.rstrip("af"))
+        return arch.arch_specific if arch is not None else ()
+
+    def first_cuda(self, compute_capability: str) -> Version | None:
+        """The first CUDA release that supports an architecture."""
+        arch = self.gpu_archs.get(compute_capability.rstrip("af"))
+        return arch.first_cuda if arch is not None else None
+
+    # --- PyTorch (compat/torch.toml) -----------------------------------------------------------------
+
+    @functools.cached_property
+    def torch_variants(self) -> dict[str, TorchVariant]:
+        return {v.tag: v for v in self._rows("torch", "variant")}
+
+    @functools.cached_property
+    def torch_releases(self) -> tuple[TorchRelease, ...]:
+        from cudadoctor.update.derive import derived_torch, new_records
+
+        curated: tuple[TorchRelease, ...] = self._rows("torch", "release")
+        derived = [derived_torch(r) for r in new_records(self.index_data, "torch", (t.version for t in curated))]
+        return tuple(sorted((*curated, *(d for d in derived if d)), key=lambda t: t.version, reverse=True))
+
+    def torch_release(self, version: Version) -> TorchRelease | None:
+        public = Version(version.public)
+        return next((r for r in self.torch_releases if r.version == public), None)
+
+    def torch_arch_list(self, version: Version, variant: str) -> tuple[str, ...] | None:
+        """The GPU targets of a release's variant wheels, when the data has them."""
+        public = Version(version.public)
+        entries: tuple[TorchArchList, ...] = self._rows("torch", "arch_list")
+        for entry in entries:
+            if entry.variant == variant and entry.releases.contains(public, prereleases=True):
+                return entry.archs
+        return None
+
+    def torch_publishes_for_python(self, release: TorchRelease, python: Version, *, aarch64: bool = False) -> bool:
+        """Whether a torch release has wheels for a Python (its wheel list, else its Requires-Python)."""
+        listed = release.python_aarch64 if aarch64 else release.python
+        if listed:
+            return f"{python.major}.{python.minor}" in listed
+        return release.requires_python is None or release.requires_python.contains(python, prereleases=True)
+
+    def torch_default_cuda(self, release: TorchRelease, *, aarch64: bool = False) -> tuple[Version | None, str | None]:
+        """(the CUDA of the release's default PyPI wheel, the evidence for it) on a platform."""
+        if aarch64:
+            return release.pypi_aarch64_cuda, release.pypi_aarch64_evidence
+        return release.pypi_default_cuda, release.pypi_default_evidence
+
+    def torch_variants_complete(self, release: TorchRelease) -> bool:
+        """Whether the release's variant list is complete (a partial one cannot rule a variant out)."""
+        return not release.variants_partial
+
+    # --- vLLM (compat/vllm.toml) -------------------------------------------------------------------------
+
+    @functools.cached_property
+    def vllm_releases(self) -> tuple[VllmRelease, ...]:
+        from cudadoctor.update.derive import derived_vllm, new_records
+
+        curated: tuple[VllmRelease, ...] = self._rows("vllm", "release")
+        derived = [derived_vllm(r) for r in new_records(self.index_data, "vllm", (v.version for v in curated))]
+        return tuple(sorted((*curated, *(d for d in derived if d)), key=lambda v: v.version, reverse=True))
+
+    def vllm_release(self, version: Version) -> VllmRelease | None:
+        public = Version(version.public)
+        return next((r for r in self.vllm_releases if r.version == public), None)
+
+    def vllm_other_cuda_wheels(self, release: VllmRelease) -> Iterator[tuple[Version, str, str | None]]:
+        """(CUDA, wheel URL, torch index URL) of a release's wheels published outside PyPI."""
+        if release.other_cuda_index is None:
+            return
+        for cuda in release.other_cuda:
+            tag = f"{cuda.major}{cuda.minor}"
+
+            def fill(template: str, tag: str = tag) -> str:
+                return template.replace("${VLLM_VERSION}", str(release.version)).replace("${CUDA_VERSION}", tag)
+
+            torch_index = fill(release.other_cuda_torch_index) if release.other_cuda_torch_index else None
+            yield cuda, fill(release.other_cuda_index), torch_index
+
+    def vllm_linked_cuda(self, release: VllmRelease) -> tuple[int | None, str | None]:
+        """(the CUDA major its PyPI wheel links, the CUDA runtime pin of the torch it requires)."""
+        return release.cuda_major_linked, release.torch_pypi_cuda_pin
+
+    # --- TensorRT, cuDNN, NCCL (compat/tensorrt.toml, compat/libraries.toml) -----------------------------------
+
+    @property
+    def tensorrt_releases(self) -> tuple[TensorrtRelease, ...]:
+        return self._rows("tensorrt", "release")
+
+    def tensorrt_release(self, version: Version) -> TensorrtRelease | None:
+        """A TensorRT release by its PyPI version or its TensorRT build number."""
+        for row in self.tensorrt_releases:
+            if row.version == version or (row.trt_build is not None and Version(row.trt_build) == version):
+                return row
+        return None
+
+    @staticmethod
+    def tensorrt_plain_install(
+        row: TensorrtRelease, *, windows: bool = False
+    ) -> tuple[str | None, str | None, str | None]:
+        """(what plain ``pip install tensorrt`` is — sdist, wheel —, what it pulls in, from which index)."""
+        pulls = (
+            row.plain_tensorrt_pulls_win32 if windows and row.plain_tensorrt_pulls_win32 else row.plain_tensorrt_pulls
+        )
+        return row.plain_tensorrt_kind, pulls, row.plain_tensorrt_index
+
+    @staticmethod
+    def tensorrt_support(row: TensorrtRelease) -> tuple[tuple[str, ...], tuple[Version, ...], Version | None]:
+        """(the CUDA versions of its support matrix, the CUDA its wheels were built with, its cuDNN)."""
+        return row.cuda, row.cuda_builds, row.cudnn
+
+    @staticmethod
+    def tensorrt_docs_tag(row: TensorrtRelease) -> tuple[str | None, bool | None]:
+        """(the TensorRT OSS tag that documents it, whether Linux x86_64 bindings were published)."""
+        return row.readme_tag, row.linux_x86_64_bindings
+
+    @property
+    def cudnn_releases(self) -> tuple[CudnnRelease, ...]:
+        return self._rows("libraries", "cudnn")
+
+    @property
+    def nccl_releases(self) -> tuple[NcclRelease, ...]:
+        return self._rows("libraries", "nccl")
+
+    def cudnn_release(self, version: Version) -> CudnnRelease | None:
+        return next((r for r in self.cudnn_releases if r.version == version or r.release == version), None)
+
+    def nccl_release(self, version: Version) -> NcclRelease | None:
+        return next((r for r in self.nccl_releases if r.version == version), None)
+
+    def library_wheel(self, row: CudnnRelease | NcclRelease, cuda_major: int, platform: str) -> str | None:
+        """The pip requirement of a cuDNN/NCCL release for a CUDA major on a platform tag, None if unpublished.
+
+        ``platform`` is a wheel platform suffix (``x86_64``, ``aarch64``, ``win_amd64``); yanked releases
+        are never offered (https://peps.python.org/pep-0592/).
+        """
+        tag = f"cu{cuda_major}"
+        if (
+            cuda_major not in row.cuda_majors
+            or row.yanked
+            or (row.linux_x86_64.get(tag) is False and platform == "x86_64")
+        ):
+            return None
+        if not any(p.endswith(platform) for p in row.wheel_platforms.get(tag, ())):
+            return None
+        return next((w for w in row.wheels if f"-{tag}==" in w), None)
+
+    def cudnn_needs(self, row: CudnnRelease, cuda_major: int) -> tuple[tuple[str, ...], DriverVersion | None]:
+        """(the wheels a cuDNN release's cuXX wheel requires, the oldest Linux driver it supports there)."""
+        return row.requires.get(f"cu{cuda_major}", ()), row.min_driver_linux_by_cuda.get(f"cuda{cuda_major}")
+
+    def pinned_by_torch(self, torch: Version) -> tuple[CudnnRelease | None, NcclRelease | None]:
+        """The cuDNN and NCCL releases a torch release pins (from the libraries' ``pinned_by_torch``)."""
+        public = Version(torch.public)
+        cudnn = next((r for r in self.cudnn_releases if public in r.pinned_by_torch), None)
+        nccl = next((r for r in self.nccl_releases if public in r.pinned_by_torch), None)
+        return cudnn, nccl
+
+    # --- CUDA errors (compat/cuda_errors.toml) --------------------------------------------------------
+
+    @property
+    def cuda_errors(self) -> tuple[CudaError, ...]:
+        return self._rows("cuda_errors", "error")
+
+    def cuda_errors_for_check(self, code: str) -> tuple[CudaError, ...]:
+        """The error records whose cause a fast-path check (``CD111``) also looks at."""
+        return tuple(e for e in self.cuda_errors if code in e.checks)
+
+    # --- the ecosystem (compat/ecosystem.toml) ------------------------------------------------------------
+
+    @property
+    def jax_releases(self) -> tuple[JaxRelease, ...]:
+        return self._rows("ecosystem", "jax")
+
+    def jax_release(self, version: Version) -> JaxRelease | None:
+        found: JaxRelease | None = self._table("ecosystem").find("jax", "version", version)
+        return found
+
+    @staticmethod
+    def jax_pins(row: JaxRelease, cuda_major: int) -> dict[str, Any]:
+        """What ``jax[cudaNN]`` of a release pins: jaxlib, the plugin, cuDNN, and where the cuDNN pin lives."""
+        plugin = {12: row.plugin_in_cuda12_extra, 13: row.plugin_in_cuda13_extra}.get(cuda_major)
+        jaxlib = row.jaxlib_in_cuda12_extra if cuda_major == 12 and row.jaxlib_in_cuda12_extra else row.jaxlib
+        return {
+            "jaxlib": jaxlib,
+            "plugin": plugin,
+            "cudnn": row.cudnn_requirement.get(f"cuda{cuda_major}"),
+            "cudnn_pin_in": row.cudnn_pin_in,
+            "jaxlib_on_pypi": row.jaxlib_same_version_on_pypi,
+        }
+
+    @property
+    def flash_attn_releases(self) -> tuple[FlashAttnRelease, ...]:
+        return self._rows("ecosystem", "flash_attn")
+
+    @staticmethod
+    def flash_attn_wheels(row: FlashAttnRelease) -> tuple[FlashAttnWheel, ...]:
+        """The prebuilt wheels of a flash-attn GitHub release: the product of its lists, less the exclusions."""
+        wheels: list[FlashAttnWheel] = []
+        for cuda_tag in row.wheels_cuda_tag:
+            for torch in row.wheels_torch:
+                for python in row.wheels_python:
+                    if any(
+                        torch == e.torch_version and e.python_version in (None, python) and e.cuda_version is None
+                        for e in row.wheels_excluded
+                    ):
+                        continue
+                    short = ".".join(torch.split(".")[:2])
+                    wheels.extend(
+                        FlashAttnWheel(row.version, cuda_tag, short, abi, python) for abi in row.wheels_cxx11abi
+                    )
+        return tuple(wheels)
+
+    @staticmethod
+    def flash_attn_build(
+        row: FlashAttnRelease,
+    ) -> tuple[str | None, tuple[Version, ...], tuple[int, ...], tuple[str, ...], str | None]:
+        """(the release tag, the CUDA builds, their majors, the build runners' OS, the torch requirement)."""
+        return row.release_tag, row.wheels_cuda_build, row.wheels_cuda_majors, row.wheels_os, row.torch_requirement
+
+    @property
+    def xformers_releases(self) -> tuple[XformersRelease, ...]:
+        return self._rows("ecosystem", "xformers")
+
+    def xformers_for_torch(self, torch: Version, python: Version | None = None) -> tuple[XformersRelease, ...]:
+        """The xformers releases whose torch pin ``torch`` meets (and Requires-Python, given ``python``)."""
+        public = Version(torch.public)
+        return tuple(
+            r
+            for r in self.xformers_releases
+            if (r.torch is None or r.torch.contains(public, prereleases=True))
+            and (python is None or r.requires_python is None or r.requires_python.contains(python, prereleases=True))
+        )
+
+    @property
+    def onnxruntime_releases(self) -> tuple[OnnxruntimeRelease, ...]:
+        return self._rows("ecosystem", "onnxruntime_gpu")
+
+    @staticmethod
+    def onnxruntime_wheel(row: OnnxruntimeRelease) -> dict[str, Any]:
+        """What an onnxruntime-gpu release's PyPI wheel was built with and needs, with its evidence."""
+        return {
+            "cuda_major": row.cuda_major,
+            "cudnn_major": row.cudnn_major,
+            "cuda_build": row.cuda_build,
+            "cuda_extra_runtime": row.cuda_extra_runtime,
+            "cudnn_extra": row.cudnn_extra,
+            "sonames": row.wheel_sonames,
+            "read_from": row.wheel_read,
+            "evidence": row.evidence,
+            "docs_builds": tuple((b.cuda, b.cudnn, b.pypi) for b in row.docs_builds),
+        }
+
+    @property
+    def cupy_packages(self) -> tuple[CupyPackage, ...]:
+        return self._rows("ecosystem", "cupy")
+
+    @staticmethod
+    def cupy_history(row: CupyPackage) -> tuple[Version | None, str | None, str | None, int | None, tuple[str, ...]]:
+        """(first version, its upload date, the newest's upload date, how many releases, yanked ones)."""
+        return row.first_version, row.first_uploaded, row.last_uploaded, row.releases, row.yanked
+
+    @property
+    def tensorflow_releases(self) -> tuple[TensorflowRelease, ...]:
+        return self._rows("ecosystem", "tensorflow")
+
+    @staticmethod
+    def tensorflow_tested(row: TensorflowRelease) -> tuple[Version | None, Version | None, str | None]:
+        """(the CUDA and cuDNN a TensorFlow release was tested with, its tested Python range)."""
+        return row.cuda, row.cudnn, row.tested_python
+
+    @staticmethod
+    def tensorflow_and_cuda_pin(row: TensorflowRelease, package: str) -> Any:
+        """The ``tensorflow[and-cuda]`` pin of one NVIDIA wheel (a SpecifierSet), None when it has none."""
+        return row.and_cuda.get(package)
+
+    # --- container images (compat/images.toml) ---------------------------------------------------------
+
+    @property
+    def nvidia_cuda_tags(self) -> tuple[NvidiaCudaTag, ...]:
+        return self._rows("images", "nvidia_cuda_tag")
+
+    @property
+    def nvidia_cuda_scheme(self) -> NvidiaCudaScheme | None:
+        found: NvidiaCudaScheme | None = self._table("images").single("nvidia_cuda")
+        return found
+
+    @property
+    def pytorch_images(self) -> tuple[PytorchImage, ...]:
+        return self._rows("images", "pytorch_image")
+
+    @property
+    def pytorch_image_scheme(self) -> PytorchImageScheme | None:
+        found: PytorchImageScheme | None = self._table("images").single("pytorch_image_scheme")
+        return found
+
+    @property
+    def vllm_images(self) -> tuple[VllmImage, ...]:
+        return self._rows("images", "vllm_image")
+
+    @property
+    def vllm_image_scheme(self) -> VllmImageScheme | None:
+        found: VllmImageScheme | None = self._table("images").single("vllm_image_scheme")
+        return found
+
+    @property
+    def ngc_pytorch_images(self) -> tuple[NgcPytorchImage, ...]:
+        return self._rows("images", "ngc_pytorch")
+
+    def ngc_pytorch_image(self, release: str) -> NgcPytorchImage | None:
+        """An NGC PyTorch container release (``25.12``)."""
+        return next((r for r in self.ngc_pytorch_images if r.release == release), None)
+
+    @staticmethod
+    def ngc_pytorch_drivers(image: NgcPytorchImage) -> tuple[str | None, tuple[str, ...]]:
+        """(the driver an NGC release needs, the older drivers it runs on through forward compatibility)."""
+        return image.min_driver_linux, image.forward_compat_drivers
+
+    def nvidia_cuda_references(self, tag: NvidiaCudaTag) -> tuple[str, ...]:
+        """Every registry reference of an nvidia/cuda tag (Docker Hub and NGC publish the same tags)."""
+        scheme = self.nvidia_cuda_scheme
+        repositories = scheme.repositories if scheme is not None else ("docker.io/nvidia/cuda",)
+        return tuple(f"{repository}:{tag.tag}" for repository in repositories)
+
+    def nvidia_cuda_has(self, *, flavour: str | None = None, latest: bool = False) -> bool:
+        """Whether nvidia/cuda publishes a flavour (``runtime``), or a ``latest`` tag."""
+        scheme = self.nvidia_cuda_scheme
+        if scheme is None:
+            return False
+        return scheme.latest_tag if latest else flavour in scheme.flavours
+
+    @staticmethod
+    def pytorch_image_reference(image: PytorchImage) -> str:
+        """The full reference of a pytorch/pytorch image."""
+        return f"{image.registry or 'docker.io/pytorch/pytorch'}:{image.tag}"
+
+    def pytorch_image_tag(self, torch: Version, cuda: Version, cudnn_major: int, image_type: str) -> str | None:
+        """The tag PyTorch's release workflow would give an image, from its tag format; None if it has no such type."""
+        scheme = self.pytorch_image_scheme
+        if scheme is None or scheme.format_in_workflow is None or image_type not in scheme.image_types:
+            return None
+        tag = scheme.format_in_workflow.replace("${PYTORCH_VERSION}", str(torch))
+        tag = tag.replace("${CUDA_VERSION_SHORT}", f"{cuda.major}.{cuda.minor}").replace(
+            "${CUDNN_VERSION}", str(cudnn_major)
+        )
+        return tag.replace("-runtime", f"-{image_type}")
+
+    def pytorch_image_platforms(self, image_type: str) -> tuple[tuple[str, ...], str | None]:
+        """(the platforms PyTorch builds an image type for, the registry its workflow pushes to)."""
+        scheme = self.pytorch_image_scheme
+        if scheme is None:
+            return (), None
+        return scheme.platforms.get(image_type, ()), scheme.workflow_registry
+
+    def vllm_image_reference(self, version: Version) -> str | None:
+        """The vllm/vllm-openai reference of a release by vLLM's documented scheme (``v<version>``)."""
+        scheme = self.vllm_image_scheme
+        if scheme is None or "v<vllm version>" not in scheme.tags:
+            return None
+        return f"{scheme.repository}:v{version}"

@@ -1,0 +1,517 @@
+"""One frozen dataclass per record of ``compat/*.toml``: the row's type is its schema.
+
+A field's annotation says what the data must hold (see :mod:`cudadoctor.data.types` and
+:mod:`cudadoctor.data.fields`); a field without a default, or made with :func:`in_data`, is
+required. Every record also names its evidence (``source`` or ``sources``, ids of the file's
+``[[meta.sources]]``) and may carry a ``note``: those are checked but are not row fields, except
+where a row keeps ``source`` for its readers (:class:`GpuModel`). :data:`LAYOUTS` says which row
+type each table of each kind of file holds. compat/README.md explains every field in words.
+"""
+
+# No `from __future__ import annotations`: the annotations are the schema, read at run time, and
+# evaluating them once here is cheaper than typing.get_type_hints compiling each string on first use.
+
+import types
+from collections.abc import Mapping
+from dataclasses import field
+from typing import Any, NamedTuple
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from cudadoctor.data.row import Row, row
+from cudadoctor.data.types import Branch, Cc, PlainCc, in_data
+from cudadoctor.facts.model import DriverVersion
+
+__all__ = [
+    "LAYOUTS",
+    "CudaError",
+    "CudaRelease",
+    "CudnnRelease",
+    "CupyPackage",
+    "FlashAttnExclusion",
+    "FlashAttnRelease",
+    "ForwardCompat",
+    "ForwardCompatPackage",
+    "GpuArch",
+    "GpuModel",
+    "JaxRelease",
+    "Layout",
+    "MinorCompat",
+    "NcclRelease",
+    "NgcPytorchImage",
+    "NvidiaCudaScheme",
+    "NvidiaCudaTag",
+    "OnnxDocsBuild",
+    "OnnxruntimeRelease",
+    "PytorchImage",
+    "PytorchImageScheme",
+    "TensorflowRelease",
+    "TensorrtRelease",
+    "TorchArchList",
+    "TorchRelease",
+    "TorchVariant",
+    "VllmImage",
+    "VllmImageScheme",
+    "VllmRelease",
+    "XformersRelease",
+]
+
+_NO_TABLE: Mapping[str, Any] = types.MappingProxyType({})
+
+
+def _no_table() -> Any:
+    """An empty read-only table as a field's default."""
+    return field(default_factory=lambda: _NO_TABLE)
+
+
+# --- compat/cuda.toml (kind cuda-toolkit-drivers) ---------------------------------------------------
+
+
+@row(kw_only=True)
+class CudaRelease(Row):
+    """A CUDA toolkit release and the driver it needs (the release notes' driver table)."""
+
+    version: Version
+    label: str | None = None  #: as NVIDIA names it ("12.4 Update 1")
+    min_driver_linux: DriverVersion | None = None
+    min_driver_windows: DriverVersion | None = None
+
+
+@row(kw_only=True)
+class MinorCompat(Row):
+    """The oldest driver that runs any CUDA ``cuda_major``.x application (minor-version compatibility)."""
+
+    cuda_major: int
+    min_driver_branch: Branch | None = None
+    min_driver_linux: DriverVersion
+    min_driver_windows: DriverVersion | None = None
+    upper_driver_branch_exclusive: Branch | None = None  #: the first branch whose own CUDA major is newer
+    limits: tuple[str, ...] = ()
+
+
+@row(kw_only=True)
+class ForwardCompatPackage(Row):
+    """A ``cuda-compat-X-Y`` package and the driver branches it runs on (forward compatibility)."""
+
+    package: str
+    compatible_driver_branches: tuple[Branch, ...] = ()
+    paired_driver_branch: Branch | None = None  #: the branch the package's own driver comes from
+
+
+@row(kw_only=True)
+class ForwardCompat(Row):
+    """The forward-compatibility facts that hold for every ``cuda-compat`` package."""
+
+    gpus: str  #: which GPUs forward compatibility supports, in NVIDIA's words
+    package: str  #: the package name pattern
+    introduced_in_cuda: Version
+    install_dir: str
+    requires_newer_than_kernel_driver: bool
+    supported_driver_branches: tuple[Branch, ...]
+    unsupported_features: tuple[str, ...] = ()
+    error_codes: tuple[str, ...] = ()
+
+
+# --- compat/gpus.toml (gpu-models) and compat/gpu_archs.toml (gpu-architectures) -----------------------
+
+
+@row()
+class GpuModel(Row):
+    """One GPU model of the table, or a bare compute capability given on the command line."""
+
+    name: str  #: as the table names it ("H200"), or the spec as given ("sm_90a")
+    compute_capability: PlainCc  #: ``"9.0"``
+    architecture: str | None = None  #: ``Hopper``
+    segment: str | None = None  #: ``datacenter`` / ``geforce`` / ``workstation`` …
+    source: str | None = None  #: the ``[[meta.sources]]`` id the record cites
+    aliases: tuple[str, ...] = in_data(())
+
+
+@row(kw_only=True)
+class GpuArch(Row):
+    """A compute capability's architecture and the CUDA versions that support it."""
+
+    compute_capability: Cc
+    name: str
+    first_cuda: Version | None = None
+    last_cuda_major: int | None = None
+    arch_specific: tuple[Cc, ...] = ()
+    min_driver_branch: Branch | None = None
+    #: the compute capabilities its family-specific code (``sm_XYf``) runs on
+    family_runs_on: tuple[Cc, ...] = ()
+    renumbered_from: Cc | None = None
+    renumbered_to: Cc | None = None
+    renumbered_in_cuda: Version | None = None
+    last_driver_branch: Branch | None = None  #: the last branch that supports it (legacy GPUs)
+
+
+# --- compat/torch.toml (torch-releases) and compat/vllm.toml (vllm-releases) ----------------------------
+
+
+@row(kw_only=True)
+class TorchVariant(Row):
+    """A build variant on PyTorch's wheel index (``cu124``, ``cpu``, ``rocm6.1``)."""
+
+    tag: str
+    cuda: Version | None = None
+    index_url: str | None = None
+
+
+@row()
+class TorchRelease(Row):
+    """One torch release: its variants, the CUDA of its default PyPI wheel, Python versions, companions."""
+
+    version: Version
+    python: tuple[str, ...] = ()
+    python_aarch64: tuple[str, ...] = ()
+    pypi_default_cuda: Version | None = None
+    pypi_default_evidence: str | None = None
+    pypi_aarch64_cuda: Version | None = None
+    variants: tuple[str, ...] = ()
+    torchvision: Version | None = None
+    torchaudio: Version | None = None
+    #: read from the package index by `cudadoctor update` (the date), not curated; None when curated
+    derived: str | None = None
+    requires_python: SpecifierSet | None = None
+    pypi_aarch64_evidence: str | None = None
+    variants_partial: bool = False  #: the variant list is known to be incomplete
+
+
+@row(kw_only=True)
+class TorchArchList(Row):
+    """The GPU targets (``TORCH_CUDA_ARCH_LIST``) of one variant's wheels over a range of releases."""
+
+    releases: SpecifierSet
+    variant: str
+    archs: tuple[str, ...]
+
+
+@row()
+class VllmRelease(Row):
+    """One vLLM release: its torch pin, Python range, the CUDA its wheel was built with, the GPU floor."""
+
+    version: Version
+    torch: SpecifierSet | None = None  #: the Requires-Dist pin of the Linux x86_64 wheel
+    requires_python: SpecifierSet | None = None
+    python: tuple[str, ...] = ()  #: CPython tags of its wheels (an abi3 wheel lists its floor)
+    abi3: bool = False
+    linux_x86_64_tag: str | None = None  #: None when no Linux x86_64 wheel was published
+    cuda: Version | None = None
+    min_compute_capability: Cc | None = None
+    derived: str | None = None  #: see TorchRelease.derived
+    cuda_major_linked: int | None = None  #: the CUDA major of the libraries the PyPI wheel links
+    torch_pypi_cuda_pin: str | None = None  #: the CUDA runtime pin of the torch it requires
+    other_cuda: tuple[Version, ...] = ()  #: CUDA versions of wheels published outside PyPI
+    other_cuda_index: str | None = None  #: their URL template (${VLLM_VERSION}, ${CUDA_VERSION})
+    other_cuda_torch_index: str | None = None  #: the torch index to pair them with (same template)
+
+
+# --- compat/tensorrt.toml (tensorrt-releases) and compat/libraries.toml (cuda-libraries) -----------------
+
+
+@row(kw_only=True)
+class TensorrtRelease(Row):
+    """One TensorRT release on PyPI: its per-CUDA packages, what plain ``tensorrt`` pulls, Python."""
+
+    version: Version
+    trt_build: str | None = None  #: the TensorRT build number when the PyPI version differs
+    early_access: bool = False
+    packages: tuple[str, ...] = ()
+    plain_tensorrt_kind: str | None = None  #: ``sdist`` / ``wheel`` / ``absent``
+    plain_tensorrt_pulls: str | None = None  #: what ``pip install tensorrt`` installs
+    plain_tensorrt_pulls_win32: str | None = None
+    plain_tensorrt_index: str | None = None  #: the extra index plain ``tensorrt`` installs from
+    cuda: tuple[str, ...] = ()  #: the support matrix's CUDA versions, as NVIDIA writes them
+    cuda_builds: tuple[Version, ...] = ()
+    cudnn: Version | None = None
+    requires_python: SpecifierSet | None = None
+    python: tuple[str, ...] = ()
+    linux_x86_64_bindings: bool | None = None
+    readme_tag: str | None = None  #: the TensorRT OSS tag whose README describes it
+
+
+@row(kw_only=True)
+class CudnnRelease(Row):
+    """One cuDNN release on PyPI: its wheels per CUDA major and what they need."""
+
+    version: Version
+    release: Version | None = None  #: NVIDIA's release number (without the build)
+    cuda_majors: tuple[int, ...] = ()
+    wheels: tuple[str, ...] = ()  #: ``nvidia-cudnn-cu13==9.17.0.29``
+    wheel_platforms: Mapping[str, tuple[str, ...]] = _no_table()  #: per ``cu13``: platform tags
+    linux_x86_64: Mapping[str, bool] = _no_table()  #: per ``cu12``: False where no Linux x86_64 wheel exists
+    requires: Mapping[str, tuple[str, ...]] = _no_table()  #: per ``cu13``: the wheels it requires
+    yanked: tuple[str, ...] = ()
+    pinned_by_torch: tuple[Version, ...] = ()
+    min_driver_linux_by_cuda: Mapping[str, DriverVersion] = _no_table()  #: per ``cuda13``
+
+
+@row(kw_only=True)
+class NcclRelease(Row):
+    """One NCCL release on PyPI: its wheels per CUDA major."""
+
+    version: Version
+    cuda_majors: tuple[int, ...] = ()
+    wheels: tuple[str, ...] = ()
+    wheel_platforms: Mapping[str, tuple[str, ...]] = _no_table()
+    linux_x86_64: Mapping[str, bool] = _no_table()
+    yanked: tuple[str, ...] = ()
+    pinned_by_torch: tuple[Version, ...] = ()
+
+
+# --- compat/cuda_errors.toml (cuda-errors) ---------------------------------------------------------
+
+
+@row(kw_only=True)
+class CudaError(Row):
+    """A CUDA error code and what it means for the environment."""
+
+    code: int
+    name: str  #: ``CUDA_ERROR_SYSTEM_DRIVER_MISMATCH``
+    api: str  #: ``driver`` (CUresult) or ``runtime`` (cudaError_t)
+    summary: str  #: NVIDIA's description, shortened
+    cause: str  #: what in the environment produces it
+    fix: str
+    observed: str | None = None  #: what was seen on a real machine, when it was
+    checks: tuple[str, ...] = ()  #: the fast-path checks that look at the same cause
+
+
+# --- compat/ecosystem.toml (ecosystem) -------------------------------------------------------------------
+
+
+@row(kw_only=True)
+class JaxRelease(Row):
+    """One JAX release: its jaxlib and CUDA plugin pins and the cuDNN its plugins need."""
+
+    version: Version
+    requires_python: SpecifierSet | None = None
+    jaxlib: SpecifierSet | None = None
+    jaxlib_in_cuda12_extra: SpecifierSet | None = None
+    jaxlib_same_version_on_pypi: bool | None = None
+    plugin_in_cuda12_extra: SpecifierSet | None = None
+    plugin_in_cuda13_extra: SpecifierSet | None = None
+    cuda_plugins: tuple[str, ...] = ()
+    min_cudnn: Mapping[str, Version] = _no_table()  #: per ``cuda12``
+    cudnn_requirement: Mapping[str, SpecifierSet] = _no_table()  #: per ``cuda12``
+    cudnn_pin_in: str | None = None  #: which package carries the cuDNN pin
+    yanked: bool = False
+
+
+@row(kw_only=True)
+class FlashAttnExclusion(Row):
+    """A combination a flash-attn release published no wheel for: every field given must match."""
+
+    torch_version: str
+    python_version: str | None = None
+    cuda_version: Version | None = None
+
+
+@row(kw_only=True)
+class FlashAttnRelease(Row):
+    """One flash-attn release and the prebuilt wheels of its GitHub release (the product of the lists)."""
+
+    version: Version
+    requires_python: SpecifierSet | None = None
+    torch_requirement: str | None = None
+    release_tag: str | None = None
+    wheels_torch: tuple[str, ...] = ()  #: torch major.minor[.patch] as the wheel names write it
+    wheels_python: tuple[str, ...] = ()
+    wheels_cuda_build: tuple[Version, ...] = ()
+    wheels_cuda_tag: tuple[str, ...] = ()  #: ``cu12``
+    wheels_cuda_majors: tuple[int, ...] = ()
+    wheels_cxx11abi: tuple[str, ...] = ()  #: ``TRUE`` / ``FALSE``
+    wheels_excluded: tuple[FlashAttnExclusion, ...] = ()
+    wheels_os: tuple[str, ...] = ()  #: the build runners' OS (``ubuntu-22.04``)
+
+
+@row(kw_only=True)
+class XformersRelease(Row):
+    """One xformers release and the torch it pins."""
+
+    version: Version
+    torch: SpecifierSet | None = None
+    requires_python: SpecifierSet | None = None
+
+
+@row(kw_only=True)
+class OnnxDocsBuild(Row):
+    """A CUDA/cuDNN pairing ONNX Runtime's docs list for a release."""
+
+    cuda: str  #: as the docs write it ("12.x")
+    cudnn: str
+    pypi: bool | None = None  #: whether the PyPI wheel is this build (None: the docs do not say)
+
+
+@row(kw_only=True)
+class OnnxruntimeRelease(Row):
+    """One onnxruntime-gpu release: the CUDA and cuDNN majors of its PyPI wheel."""
+
+    version: Version
+    cuda_major: int | None = None
+    cudnn_major: int | None = None
+    cuda_build: Version | None = None
+    requires_python: SpecifierSet | None = None
+    cuda_extra_runtime: str | None = None  #: the ``[cuda]`` extra's runtime requirement
+    cudnn_extra: str | None = None  #: the ``[cudnn]`` extra's requirement
+    wheel_sonames: tuple[str, ...] = ()  #: the CUDA libraries the wheel links
+    wheel_read: str | None = None  #: the wheel file these facts were read from
+    evidence: tuple[str, ...] = ()  #: which parts of the wheel they came from
+    docs_builds: tuple[OnnxDocsBuild, ...] = ()
+
+
+@row(kw_only=True)
+class CupyPackage(Row):
+    """One ``cupy-cudaNNx`` package: its CUDA major and its first and newest releases."""
+
+    package: str
+    cuda_major: int
+    first_version: Version | None = None
+    first_uploaded: str | None = None
+    last_version: Version | None = None
+    last_uploaded: str | None = None
+    releases: int | None = None
+    latest_requires_python: SpecifierSet | None = None
+    yanked: tuple[str, ...] = ()
+
+
+@row(kw_only=True)
+class TensorflowRelease(Row):
+    """One TensorFlow release: the CUDA and cuDNN it was tested with and its ``[and-cuda]`` pins."""
+
+    version: Version
+    cuda: Version | None = None
+    cudnn: Version | None = None
+    tested_python: str | None = None  #: ``3.10-3.13``
+    requires_python: SpecifierSet | None = None
+    and_cuda: Mapping[str, SpecifierSet] = _no_table()  #: the ``[and-cuda]`` extra's pins
+
+
+# --- compat/images.toml (container-images) ----------------------------------------------------------
+
+
+@row(kw_only=True)
+class NvidiaCudaScheme(Row):
+    """How nvidia/cuda image tags are made."""
+
+    repositories: tuple[str, ...]
+    scheme: str
+    flavours: tuple[str, ...]
+    variants: tuple[str, ...]
+    os: tuple[str, ...]
+    latest_tag: bool
+
+
+@row(kw_only=True)
+class NvidiaCudaTag(Row):
+    """One nvidia/cuda image tag."""
+
+    tag: str
+    cuda: Version
+    os: str | None = None
+    flavour: str | None = None
+    variant: str | None = None
+
+
+@row(kw_only=True)
+class PytorchImageScheme(Row):
+    """How pytorch/pytorch image tags are made."""
+
+    scheme: str
+    format_in_workflow: str | None = None
+    image_types: tuple[str, ...] = ()
+    platforms: Mapping[str, tuple[str, ...]] = _no_table()  #: per image type
+    workflow_registry: str | None = None
+
+
+@row(kw_only=True)
+class PytorchImage(Row):
+    """One pytorch/pytorch image tag."""
+
+    tag: str
+    torch: Version | None = None
+    cuda: Version | None = None
+    cudnn: str | None = None
+    flavour: str | None = None
+    registry: str | None = None
+
+
+@row(kw_only=True)
+class VllmImageScheme(Row):
+    """How vllm/vllm-openai image tags are made."""
+
+    repository: str
+    tags: tuple[str, ...]
+
+
+@row(kw_only=True)
+class VllmImage(Row):
+    """One vllm/vllm-openai image tag."""
+
+    tag: str
+    vllm: Version | None = None
+    cuda: Version | None = None
+
+
+@row(kw_only=True)
+class NgcPytorchImage(Row):
+    """One NGC PyTorch container release (nvcr.io/nvidia/pytorch:YY.MM-py3)."""
+
+    release: str  #: ``25.12``
+    tag: str | None = None
+    # As NVIDIA's release notes write them ("10.1 Update 1", "418.xx"), not normalised.
+    cuda: str | None = None
+    torch: str | None = None
+    min_driver_linux: str | None = None
+    forward_compat_drivers: tuple[str, ...] = ()
+
+
+# --- which row type each table holds -------------------------------------------------------------------
+
+
+class Layout(NamedTuple):
+    """The tables of one kind of file: arrays of records (``[[release]]``) and single records."""
+
+    arrays: Mapping[str, type]
+    singles: Mapping[str, type] = _NO_TABLE
+
+
+#: ``meta.kind`` -> the file's layout.
+LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
+    {
+        "gpu-models": Layout({"gpu": GpuModel}),
+        "cuda-toolkit-drivers": Layout(
+            {"release": CudaRelease, "minor_compat": MinorCompat, "forward_compat_package": ForwardCompatPackage},
+            {"forward_compat": ForwardCompat},
+        ),
+        "gpu-architectures": Layout({"arch": GpuArch}),
+        "torch-releases": Layout({"variant": TorchVariant, "release": TorchRelease, "arch_list": TorchArchList}),
+        "vllm-releases": Layout({"release": VllmRelease}),
+        "tensorrt-releases": Layout({"release": TensorrtRelease}),
+        "cuda-libraries": Layout({"cudnn": CudnnRelease, "nccl": NcclRelease}),
+        "cuda-errors": Layout({"error": CudaError}),
+        "ecosystem": Layout(
+            {
+                "jax": JaxRelease,
+                "flash_attn": FlashAttnRelease,
+                "xformers": XformersRelease,
+                "onnxruntime_gpu": OnnxruntimeRelease,
+                "cupy": CupyPackage,
+                "tensorflow": TensorflowRelease,
+            }
+        ),
+        "container-images": Layout(
+            {
+                "nvidia_cuda_tag": NvidiaCudaTag,
+                "pytorch_image": PytorchImage,
+                "vllm_image": VllmImage,
+                "ngc_pytorch": NgcPytorchImage,
+            },
+            {
+                "nvidia_cuda": NvidiaCudaScheme,
+                "pytorch_image_scheme": PytorchImageScheme,
+                "vllm_image_scheme": VllmImageScheme,
+            },
+        ),
+    }
+)

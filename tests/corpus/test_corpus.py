@@ -13,7 +13,7 @@ import os
 import pytest
 import tomllib
 
-from cudadoctor.matrix import CompatMatrix
+from cudadoctor.data import CompatMatrix
 from tests.corpus.builder import CORPUS, case_paths, load_case
 from tests.corpus.replay import replay
 

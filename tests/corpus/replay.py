@@ -13,11 +13,17 @@ from pyfakefs.fake_filesystem_unittest import Patcher
 from cudadoctor.checks.engine import run_checks
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.data import CompatMatrix
+from cudadoctor.facts.registry import probe_function, probed
 from cudadoctor.probes.collect import collect_facts
 from tests.conftest import make_ctx
 from tests.corpus.builder import build
 
 _SEVERITY = {"fail": Status.FAIL, "warn": Status.WARN}
+
+# Import every probe module now, outside any fake file system: a module first imported inside a
+# pyfakefs session keeps that session's fake ``os``/``posixpath`` after it ends.
+for _spec in probed().values():
+    probe_function(_spec)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from cudadoctor.archs import covers
+from cudadoctor.rules.archs import covers
 from cudadoctor.matrix import CompatMatrix, TorchRelease
 from cudadoctor.model import DriverVersion
 

@@ -18,7 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from cudadoctor.archs import covers
+from cudadoctor.rules.archs import covers
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.packages import unmet_requirements
 from cudadoctor.findings import Problem, Remediation, Status
@@ -652,7 +652,7 @@ class CD804(Check):
 def arch_runs_on(entry: str, compute_capability: str, families: dict[str, tuple[str, ...]] | None = None) -> str | None:
     """How code for ``entry`` (``sm_90``, ``sm_90a``, ``sm_100f``, ``compute_80``) runs on a GPU.
 
-    The rules are :func:`cudadoctor.archs.covers`; ``families`` (from compat/gpu_archs.toml) says where
+    The rules are :func:`cudadoctor.rules.archs.covers`; ``families`` (from compat/gpu_archs.toml) says where
     family-specific code runs. :return: ``"native"``, ``"ptx"`` (after JIT compilation) or None.
     """
     found = covers([entry], compute_capability, families)

@@ -1,11 +1,11 @@
-"""``NVIDIA_REQUIRE_*`` expressions (:mod:`cudadoctor.nvreq`) and GPU code targets (:mod:`cudadoctor.archs`)."""
+"""``NVIDIA_REQUIRE_*`` expressions (:mod:`cudadoctor.nvreq`) and GPU code targets (:mod:`cudadoctor.rules.archs`)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cudadoctor.archs import covers, parse_target
+from cudadoctor.rules.archs import covers, parse_target
 from cudadoctor.matrix import CompatMatrix
 from cudadoctor.nvreq import Condition, RequirementError, evaluate, parse_requirement
 from tests.property.strategies import any_text, assert_one_line, mutated, numberish, property_settings

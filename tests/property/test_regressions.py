@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from cudadoctor.archs import covers, parse_target
+from cudadoctor.rules.archs import covers, parse_target
 from cudadoctor.assume import parse_driver_version as parse_assumed_driver
 from cudadoctor.checks.driver import parse_visible_devices
 from cudadoctor.checks.meta import parse_assertion

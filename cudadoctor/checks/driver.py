@@ -396,9 +396,9 @@ class CD111(Check):
             needed.append(verdict.detail)
         if not failing:
             return None
-        if forward is not None:
+        refused = forward_compat_on_gpus(segments)
+        if forward is not None and refused.is_problem:
             # The compat libcuda is there but the GPUs cannot use it: the driver's own CUDA is what counts.
-            refused = forward_compat_on_gpus(segments)
             evidence["forward compatibility"] = f"{forward.library}: not supported on {refused.observed}"
             cuda = driver.cuda_api or matrix.cuda_for_driver(driver.version, windows=host.os == "Windows")
         return Problem(

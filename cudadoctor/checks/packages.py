@@ -28,13 +28,13 @@ __all__ = ["CD401", "CD402", "CD403", "CD404", "CD501", "unmet_requirements"]
 
 def unmet_requirements(
     packages: dict[str, InstalledPackage],
-) -> list[tuple[InstalledPackage, Requirement, InstalledPackage]]:
+) -> list[tuple[InstalledPackage, Requirement, InstalledPackage | None]]:
     """(dependent, requirement, installed) for every requirement between examined packages that fails.
 
     Only requirements whose target cudadoctor examined are judged (it does not scan every
     distribution); their markers were already evaluated for the target interpreter by the probe.
     """
-    unmet = []
+    unmet: list[tuple[InstalledPackage, Requirement, InstalledPackage | None]] = []
     for dependent in packages.values():
         for line in dependent.requires:
             try:
@@ -252,10 +252,10 @@ class CD404(Check):
         vllm = packages.get("vllm")
         if vllm is not None:
             found = next((r for r in matrix.vllm_releases if r.version == Version(vllm.version.public)), None)
-            verdict = vllm_has_wheels(found, python.version) if found is not None else None
-            if found is not None and verdict is not None and verdict.is_problem:
-                says = "requires" if verdict.detail == "requires-python" else "has wheels for"
-                missing.append(f"vLLM {found.version} {says} Python {verdict.required}")
+            wheels = vllm_has_wheels(found, python.version) if found is not None else None
+            if found is not None and wheels is not None and wheels.is_problem:
+                says = "requires" if wheels.detail == "requires-python" else "has wheels for"
+                missing.append(f"vLLM {found.version} {says} Python {wheels.required}")
         if not missing:
             return None
         return Problem(

@@ -18,12 +18,12 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from cudadoctor.rules.archs import covers
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.packages import unmet_requirements
 from cudadoctor.findings import Problem, Remediation, Status
 from cudadoctor.matrix import CompatMatrix
 from cudadoctor.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, VisibleDevices
+from cudadoctor.rules.archs import covers
 from cudadoctor.runtime_model import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
 
 __all__ = [

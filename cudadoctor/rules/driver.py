@@ -82,24 +82,26 @@ def driver_runs_cuda(
     """Does this driver run applications built for CUDA ``cuda_major``.x?
 
     ``forward`` is the cuda-compat libcuda the loader picks on this host (None: there is none, and the
-    answer must not count on one); ``gpus`` are ``(name, segment)`` of the GPUs it has to run on. Forward
-    compatibility counts unless a GPU is known not to support it. A problem carries the driver needed.
+    answer must not count on one); ``gpus`` are ``(name, segment)`` of the GPUs it has to run on. The
+    driver's own minor-version compatibility is asked first; forward compatibility then counts for a CUDA
+    major up to the compat library's, unless a GPU is known not to support it. A problem carries the
+    driver needed (``detail``).
     """
-    if forward is not None and forward.cuda.major >= cuda_major and not forward_compat_on_gpus(gpus).is_problem:
-        return fits("driver-floor", f"forward compatibility through {forward.library}")
+    rule = "driver-floor"
+    usable = forward is not None and forward.cuda.major >= cuda_major and not forward_compat_on_gpus(gpus).is_problem
+    through: Verdict[DriverVersion] | None = (
+        fits(rule, f"forward compatibility through {forward.library}") if forward and usable else None
+    )
     if driver is None:
-        return cannot_judge("driver-floor", "the driver version")
+        return through or cannot_judge(rule, "the driver version")
     observed = f"driver {driver}"
-    if matrix.minor_compat(cuda_major) is None:
-        return cannot_judge("driver-floor", f"the CUDA {cuda_major}.x driver floor in compat/cuda.toml", observed)
     minimum = minimum_driver(matrix, cuda_major, windows=windows)
     if minimum is None:
-        return cannot_judge(
-            "driver-floor", f"the Windows CUDA {cuda_major}.x driver floor in compat/cuda.toml", observed
-        )
-    if driver < minimum:
-        return fails("driver-floor", observed, f"driver >= {minimum} (any CUDA {cuda_major}.x build)", minimum)
-    return fits("driver-floor", "minor-version compatibility", minimum)
+        where = "the Windows " if windows and matrix.minor_compat(cuda_major) else "the "
+        return through or cannot_judge(rule, f"{where}CUDA {cuda_major}.x driver floor in compat/cuda.toml", observed)
+    if driver >= minimum:
+        return fits(rule, "minor-version compatibility", minimum)
+    return through or fails(rule, observed, f"driver >= {minimum} (any CUDA {cuda_major}.x build)", minimum)
 
 
 def driver_supports_gpu(

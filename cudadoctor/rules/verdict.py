@@ -15,6 +15,8 @@ from typing import Generic, TypeVar
 __all__ = ["Outcome", "Verdict", "cannot_judge", "fails", "fits", "not_applicable"]
 
 T = TypeVar("T")
+#: a verdict about a ``Verdict[GpuArch]`` is also a ``Verdict[object]`` (frozen, so covariant)
+T_co = TypeVar("T_co", covariant=True)
 
 
 class Outcome(enum.Enum):
@@ -25,7 +27,7 @@ class Outcome(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Verdict(Generic[T]):
+class Verdict(Generic[T_co]):
     """One rule's answer about one subject.
 
     ``rule`` is the rule's stable id (``driver-floor``, ``gpu-arch-list`` …, the ids ``suggest``
@@ -41,7 +43,7 @@ class Verdict(Generic[T]):
     required: str = ""
     missing: str = ""
     basis: str = ""
-    detail: T | None = None
+    detail: T_co | None = None
 
     @property
     def is_ok(self) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cudadoctor.rules.archs import covers, parse_target
 from cudadoctor.matrix import CompatMatrix
 from cudadoctor.nvreq import Condition, RequirementError, evaluate, parse_requirement
+from cudadoctor.rules.archs import covers, parse_target
 from tests.property.strategies import any_text, assert_one_line, mutated, numberish, property_settings
 
 #: Examples per parser (each property of a parser runs this many).

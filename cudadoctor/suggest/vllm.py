@@ -6,7 +6,7 @@ from packaging.version import Version
 
 from cudadoctor.matrix import CompatMatrix, TorchRelease, VllmRelease
 from cudadoctor.rules.gpus import vllm_supports_gpu
-from cudadoctor.rules.wheels import vllm_has_wheels
+from cudadoctor.rules.wheels import torch_has_wheels, vllm_has_wheels
 from cudadoctor.suggest.advice import advice
 from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion, install_line, short
 from cudadoctor.suggest.images import with_images
@@ -57,6 +57,11 @@ def _admissible(matrix: CompatMatrix, c: Constraints, run: Run, release: VllmRel
         run.excluded.append(
             Exclusion(who, "data", f"torch pin {release.torch}", "that torch release in compat/torch.toml")
         )
+        return None
+    pinned = torch_has_wheels(torch, c.python, c.platform) if c.python is not None else None
+    if pinned is not None and pinned.is_problem:  # pip would find no wheel of the torch it pins
+        required = f"one of {pinned.required} (the torch {torch.version} it pins)"
+        run.excluded.append(Exclusion(who, "python", pinned.observed, required))
         return None
     if c.gpus and release.min_compute_capability is None:
         # vLLM states a minimum compute capability in every release's docs; where compat data does not

@@ -555,9 +555,11 @@ def _constraints(matrix, driver, gpus, python_version, platform_name, cuda, *, p
         origins["gpus"] = "--gpu"
     elif facts is not None:
         known = tuple(g for g in facts.gpus if g.compute_capability)
-        found = [
-            Gpu(g.name, g.compute_capability, "probed", s) for g, (_, s) in zip(known, gpu_segments(known), strict=True)
-        ]
+        # segments decide only forward compatibility; the GPU table is not read otherwise
+        segments = (
+            gpu_segments(known) if facts.driver and forward_compat(facts.driver) else ((g.name, None) for g in known)
+        )
+        found = [Gpu(g.name, g.compute_capability, "probed", s) for g, (_, s) in zip(known, segments, strict=True)]
         origins["gpus"] = "probed"
     py = None
     if python_version is not None:

@@ -381,7 +381,9 @@ class CD111(Check):
         if driver.version is None:
             raise Skip("the driver version is unknown")
         cuda, why = effective_cuda(driver, matrix)
-        forward, segments = forward_compat(driver), gpu_segments(gpus)
+        forward = forward_compat(driver)
+        # The GPU table is read only where it decides something (the GPU probe reports it when broken).
+        segments = gpu_segments(gpus) if forward is not None else ()
         failing: list[str] = []
         needed: list[DriverVersion] = []
         evidence = {"driver": f"{driver.version} (CUDA {cuda or 'unknown'}: {why})"}
@@ -396,8 +398,8 @@ class CD111(Check):
             needed.append(verdict.detail)
         if not failing:
             return None
-        refused = forward_compat_on_gpus(segments)
-        if forward is not None and refused.is_problem:
+        refused = forward_compat_on_gpus(segments) if forward is not None else None
+        if forward is not None and refused is not None and refused.is_problem:
             # The compat libcuda is there but the GPUs cannot use it: the driver's own CUDA is what counts.
             evidence["forward compatibility"] = f"{forward.library}: not supported on {refused.observed}"
             cuda = driver.cuda_api or matrix.cuda_for_driver(driver.version, windows=host.os == "Windows")

@@ -544,7 +544,7 @@ def _constraints(matrix, driver, gpus, python_version, platform_name, cuda, *, p
     """Constraints from this machine's facts (unless ``probe`` is False), overridden by the flags."""
     from cudadoctor import gpu_models
     from cudadoctor.assume import parse_driver_version
-    from cudadoctor.checks.driver import effective_cuda
+    from cudadoctor.checks.driver import effective_cuda, forward_compat, gpu_segments
     from cudadoctor.suggest import PLATFORMS, Constraints, Gpu
 
     origins: dict[str, str] = {}
@@ -570,10 +570,15 @@ def _constraints(matrix, driver, gpus, python_version, platform_name, cuda, *, p
                 model = gpu_models.parse_gpu_spec(spec, table)
             except ValueError as exc:
                 raise UsageError(f"--gpu {spec!r}: {exc}") from None
-            found.append(Gpu(model.name, model.compute_capability, "--gpu"))
+            found.append(Gpu(model.name, model.compute_capability, "--gpu", model.segment))
         origins["gpus"] = "--gpu"
     elif facts is not None:
-        found = [Gpu(g.name, g.compute_capability, "probed") for g in facts.gpus if g.compute_capability]
+        known = tuple(g for g in facts.gpus if g.compute_capability)
+        # segments decide only forward compatibility; the GPU table is not read otherwise
+        segments = (
+            gpu_segments(known) if facts.driver and forward_compat(facts.driver) else ((g.name, None) for g in known)
+        )
+        found = [Gpu(g.name, g.compute_capability, "probed", s) for g, (_, s) in zip(known, segments, strict=True)]
         origins["gpus"] = "probed"
     py = None
     if python_version is not None:
@@ -611,6 +616,8 @@ def _constraints(matrix, driver, gpus, python_version, platform_name, cuda, *, p
         ),
         installed_torch_variant=torch.cuda_variant if torch else None,
         origins=origins,
+        # only a probed host's own cuda-compat libcuda counts; a described one has none
+        forward_compat=forward_compat(facts.driver) if origins.get("driver") == "probed" and facts else None,
     )
 
 

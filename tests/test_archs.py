@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from cudadoctor.archs import covers, parse_target
+from cudadoctor.rules.archs import covers, parse_target
 
 TORCH_211_CU130 = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]  # torch.cuda.get_arch_list() on the H200
 

@@ -18,10 +18,10 @@ import re
 
 from packaging.version import Version
 
-from cudadoctor.archs import covers
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
+from cudadoctor.data.rows import GpuArch
 from cudadoctor.facts.model import (
     DriverInfo,
     DriverVersion,
@@ -31,6 +31,15 @@ from cudadoctor.facts.model import (
     LibcudaFile,
     VisibleDevices,
 )
+from cudadoctor.rules.archs import build_covers_gpu
+from cudadoctor.rules.driver import (
+    ForwardCompat,
+    driver_runs_cuda,
+    driver_supports_gpu,
+    forward_compat_on_gpu,
+    forward_compat_on_gpus,
+)
+from cudadoctor.rules.gpus import cuda_major_supports_arch
 
 __all__ = [
     "CD101",
@@ -42,6 +51,8 @@ __all__ = [
     "CD113",
     "CD114",
     "effective_cuda",
+    "forward_compat",
+    "gpu_segments",
     "parse_visible_devices",
 ]
 
@@ -306,22 +317,40 @@ def _label(pkg: InstalledPackage) -> str:
     return f"{pkg.name} {version}"
 
 
-def effective_cuda(driver: DriverInfo, matrix: CompatMatrix) -> tuple[Version | None, str]:
-    """The CUDA version CUDA applications get from this driver, and why.
+def forward_compat(driver: DriverInfo) -> ForwardCompat | None:
+    """The forward compatibility in effect: a cuda-compat libcuda newer than the kernel module, picked by
+    the loader, and the CUDA version it reports (cuDriverGetVersion through it); None when there is none.
 
-    A cuda-compat libcuda newer than the kernel module, picked by the loader, is forward
-    compatibility: applications get the compat library's CUDA version (NVIDIA CUDA Compatibility
-    guide, "Forward Compatibility"). Otherwise it is the driver's own (NVML, cuDriverGetVersion), or
-    for an assumed driver the one the release notes' driver table gives.
+    NVIDIA CUDA Compatibility guide, "Forward Compatibility":
+    https://docs.nvidia.com/deploy/cuda-compatibility/
     """
     loaded = _loaded_file(driver)
     kernel = driver.kernel_module.version if driver.kernel_module else driver.version
-    if loaded is not None and loaded.kind == "compat" and loaded.version and kernel and loaded.version > kernel:
-        compat = next(
-            (r.cuda_api for r in driver.readings if r.source.where == "cuDriverGetVersion" and r.cuda_api), None
-        )
-        if compat is not None:
-            return compat, f"forward compatibility through {loaded.path}"
+    if loaded is None or loaded.kind != "compat" or not loaded.version or not kernel or loaded.version <= kernel:
+        return None
+    cuda = next((r.cuda_api for r in driver.readings if r.source.where == "cuDriverGetVersion" and r.cuda_api), None)
+    return ForwardCompat(cuda, loaded.path) if cuda is not None else None
+
+
+def gpu_segments(gpus: tuple[GpuInfo, ...]) -> tuple[tuple[str, str | None], ...]:
+    """(name, segment in compat/gpus.toml) of each GPU; the segment is None for a model the table lacks."""
+    from cudadoctor import gpu_models
+
+    table = gpu_models.load_models()
+    models = [gpu_models.lookup(gpu.name, table) for gpu in gpus]
+    return tuple((gpu.name, model.segment if model else None) for gpu, model in zip(gpus, models, strict=True))
+
+
+def effective_cuda(driver: DriverInfo, matrix: CompatMatrix) -> tuple[Version | None, str]:
+    """The CUDA version CUDA applications get from this driver, and why.
+
+    Under forward compatibility (:func:`forward_compat`) applications get the compat library's CUDA
+    version. Otherwise it is the driver's own (NVML, cuDriverGetVersion), or for an assumed driver the one
+    the release notes' driver table gives.
+    """
+    forward = forward_compat(driver)
+    if forward is not None:
+        return forward.cuda, f"forward compatibility through {forward.library}"
     if driver.cuda_api is not None:
         return driver.cuda_api, "reported by the driver"
     if driver.version is not None:
@@ -351,40 +380,45 @@ class CD111(Check):
     category = "driver"
 
     def check(
-        self, driver: DriverInfo, packages: dict[str, InstalledPackage], matrix: CompatMatrix, host: HostInfo
+        self,
+        driver: DriverInfo,
+        packages: dict[str, InstalledPackage],
+        matrix: CompatMatrix,
+        host: HostInfo,
+        gpus: tuple[GpuInfo, ...] = (),
     ) -> Problem | None:
         if driver.version is None:
             raise Skip("the driver version is unknown")
-        windows = host.os == "Windows"
         cuda, why = effective_cuda(driver, matrix)
+        forward = forward_compat(driver)
+        # The GPU table is read only where it decides something (the GPU probe reports it when broken).
+        segments = gpu_segments(gpus) if forward is not None else ()
         failing: list[str] = []
-        needed_driver: DriverVersion | None = None
+        needed: list[DriverVersion] = []
         evidence = {"driver": f"{driver.version} (CUDA {cuda or 'unknown'}: {why})"}
         for major, pkgs in sorted(_built_for_cuda(packages).items()):
-            floor = matrix.minor_compat(major)
-            if floor is None:
+            verdict = driver_runs_cuda(
+                matrix, major, driver.version, windows=host.os == "Windows", forward=forward, gpus=segments
+            )
+            if not verdict.is_problem or verdict.detail is None:
                 continue
-            minimum = floor.min_driver_windows if windows else floor.min_driver_linux
-            if minimum is None:
-                continue
-            if "forward compatibility" in why and cuda is not None and cuda.major >= major:
-                continue
-            if driver.version >= minimum:
-                continue
-            names = ", ".join(_label(p) for p in pkgs)
-            failing.append(f"{names} (built for CUDA {pkgs[0].cuda_build})")
-            evidence[f"CUDA {major}.x"] = f"needs driver >= {minimum} (minor-version compatibility floor)"
-            if needed_driver is None or minimum > needed_driver:
-                needed_driver = minimum
+            failing.append(f"{', '.join(_label(p) for p in pkgs)} (built for CUDA {pkgs[0].cuda_build})")
+            evidence[f"CUDA {major}.x"] = f"needs driver >= {verdict.detail} (minor-version compatibility floor)"
+            needed.append(verdict.detail)
         if not failing:
             return None
+        refused = forward_compat_on_gpus(segments) if forward is not None else None
+        if forward is not None and refused is not None and refused.is_problem:
+            # The compat libcuda is there but the GPUs cannot use it: the driver's own CUDA is what counts.
+            evidence["forward compatibility"] = f"{forward.library}: not supported on {refused.observed}"
+            cuda = driver.cuda_api or matrix.cuda_for_driver(driver.version, windows=host.os == "Windows")
         return Problem(
             f"driver {driver.version} supports CUDA {cuda or 'unknown'} and is too old for "
             + "; ".join(failing)
-            + f": these need driver {needed_driver} or newer",
+            + f": these need driver {max(needed)} or newer",
             evidence,
             Remediation(
-                f"Upgrade the NVIDIA driver to {needed_driver} or newer, or install builds of these packages for "
+                f"Upgrade the NVIDIA driver to {max(needed)} or newer, or install builds of these packages for "
                 f"CUDA {cuda.major if cuda else 'the version your driver supports'}.x.",
                 (),
             ),
@@ -415,19 +449,19 @@ class CD112(Check):
         evidence: dict[str, str] = {}
         last_major = None
         for gpu in gpus:
-            arch = matrix.gpu_archs.get((gpu.compute_capability or "").rstrip("af"))
-            if arch is None or arch.last_cuda_major is None:
-                continue
             for major, pkgs in sorted(_built_for_cuda(packages).items()):
-                if major > arch.last_cuda_major:
-                    names = ", ".join(_label(p) for p in pkgs)
-                    problems.append(
-                        f"{names} is built for CUDA {major}, which dropped compute capability "
-                        f"{gpu.compute_capability} ({arch.name}) of GPU {gpu.index} {gpu.name}"
-                    )
-                    evidence[f"GPU {gpu.index}"] = f"{gpu.name}, compute capability {gpu.compute_capability}"
-                    evidence[arch.name] = f"last supported by CUDA {arch.last_cuda_major}.x (compat/gpu_archs.toml)"
-                    last_major = arch.last_cuda_major
+                verdict = cuda_major_supports_arch(matrix, major, gpu.compute_capability, gpu.name)
+                arch = verdict.detail
+                if not verdict.is_problem or arch is None:
+                    continue
+                names = ", ".join(_label(p) for p in pkgs)
+                problems.append(
+                    f"{names} is built for CUDA {major}, which dropped compute capability "
+                    f"{gpu.compute_capability} ({arch.name}) of GPU {gpu.index} {gpu.name}"
+                )
+                evidence[f"GPU {gpu.index}"] = f"{gpu.name}, compute capability {gpu.compute_capability}"
+                evidence[arch.name] = f"last supported by CUDA {arch.last_cuda_major}.x (compat/gpu_archs.toml)"
+                last_major = arch.last_cuda_major
         if not problems:
             return None
         return Problem(
@@ -465,8 +499,12 @@ class CD113(Check):
         archs = matrix.torch_arch_list(version, variant)
         if archs is None:
             raise Skip(f"no arch list for torch {version.public} {variant} in compat/torch.toml")
-        families = matrix.arch_families
-        missing = [g for g in gpus if g.compute_capability and covers(archs, g.compute_capability, families) is None]
+        missing = [
+            g
+            for g in gpus
+            if g.compute_capability
+            and build_covers_gpu(archs, g.compute_capability, matrix.gpu_archs, g.name).is_problem
+        ]
         if not missing:
             return None
         names = ", ".join(f"GPU {g.index} {g.name} (compute capability {g.compute_capability})" for g in missing)
@@ -499,15 +537,11 @@ class CD114(Check):
     def check(self, driver: DriverInfo, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix) -> Problem | None:
         if driver.version is None:
             raise Skip("the driver version is unknown")
-        too_old = []
+        too_old: list[tuple[GpuInfo, GpuArch]] = []
         for gpu in gpus:
-            arch = matrix.gpu_archs.get((gpu.compute_capability or "").rstrip("af"))
-            if (
-                arch is not None
-                and arch.min_driver_branch is not None
-                and driver.version.major < arch.min_driver_branch
-            ):
-                too_old.append((gpu, arch))
+            verdict = driver_supports_gpu(matrix, driver.version, gpu.compute_capability, gpu.name)
+            if verdict.is_problem and verdict.detail is not None:
+                too_old.append((gpu, verdict.detail))
         if not too_old:
             return None
         needed = max(arch.min_driver_branch or 0 for _g, arch in too_old)
@@ -546,14 +580,10 @@ class CD105(Check):
             return None
         if loaded.version <= kernel:
             return None  # not forward compatibility (CD102 judges an older copy)
-        from cudadoctor import gpu_models
-
-        table = gpu_models.load_models()
-        consumer = []
-        for gpu in gpus:
-            model = gpu_models.lookup(gpu.name, table)
-            if model is not None and model.segment == "geforce":
-                consumer.append(gpu)
+        segments = gpu_segments(gpus)
+        consumer = [
+            g for g, (name, seg) in zip(gpus, segments, strict=True) if forward_compat_on_gpu(name, seg).is_problem
+        ]
         if not consumer:
             return None
         return Problem(

@@ -17,8 +17,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import GpuInfo, InstalledPackage, PythonEnv
+from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, PythonEnv
 from cudadoctor.probes.packages import is_interesting
+from cudadoctor.rules.gpus import vllm_supports_gpu
+from cudadoctor.rules.wheels import torch_has_wheels, vllm_has_wheels, wheel_platform
 
 __all__ = ["CD401", "CD402", "CD403", "CD404", "CD501", "unmet_requirements"]
 
@@ -195,11 +197,10 @@ class CD501(Check):
         release = matrix.vllm_release(vllm.version)
         if release is None or release.min_compute_capability is None:
             raise Skip(f"no minimum compute capability for vLLM {vllm.version} in compat/vllm.toml")
-        floor = tuple(int(x) for x in release.min_compute_capability.split("."))
         below = [
             g
             for g in gpus
-            if g.compute_capability and tuple(int(x) for x in g.compute_capability.rstrip("af").split(".")) < floor
+            if vllm_supports_gpu(release.min_compute_capability, g.compute_capability, g.name).is_problem
         ]
         if not below:
             return None
@@ -229,25 +230,31 @@ class CD404(Check):
     category = "python"
     severity = Status.WARN
 
-    def check(self, python: PythonEnv, packages: dict[str, InstalledPackage], matrix: CompatMatrix) -> Problem | None:
+    def check(
+        self,
+        python: PythonEnv,
+        packages: dict[str, InstalledPackage],
+        matrix: CompatMatrix,
+        host: HostInfo | None = None,
+    ) -> Problem | None:
         if python.version is None:
             raise Skip("the Python version is unknown")
         short = f"{python.version.major}.{python.version.minor}"
         missing = []
         torch = packages.get("torch")
-        if torch is not None:
-            release = matrix.torch_release(torch.version)
-            if release is not None and release.python and short not in release.python:
-                missing.append(f"torch {release.version} has wheels for Python {', '.join(release.python)}")
+        release = matrix.torch_release(torch.version) if torch is not None else None
+        if release is not None:
+            platform = wheel_platform(host.os, host.arch) if host is not None else "linux-x86_64"
+            verdict = torch_has_wheels(release, python.version, platform)
+            if verdict.is_problem:
+                missing.append(f"torch {release.version} has wheels for Python {verdict.required}")
         vllm = packages.get("vllm")
         if vllm is not None:
-            release = matrix.vllm_release(vllm.version)
-            if (
-                release is not None
-                and release.requires_python is not None
-                and not release.requires_python.contains(python.version, prereleases=True)
-            ):
-                missing.append(f"vLLM {release.version} requires Python {release.requires_python}")
+            found = matrix.vllm_release(vllm.version)
+            wheels = vllm_has_wheels(found, python.version) if found is not None else None
+            if found is not None and wheels is not None and wheels.is_problem:
+                says = "requires" if wheels.detail == "requires-python" else "has wheels for"
+                missing.append(f"vLLM {found.version} {says} Python {wheels.required}")
         if not missing:
             return None
         return Problem(

@@ -18,7 +18,6 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from cudadoctor.archs import covers
 from cudadoctor.checks._base import Check, Skip
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.packages import unmet_requirements
@@ -26,6 +25,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import CudaError
 from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, VisibleDevices
 from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
+from cudadoctor.rules.archs import covers
 
 __all__ = [
     "CD801",
@@ -674,7 +674,7 @@ class CD804(Check):
 def arch_runs_on(entry: str, compute_capability: str, families: dict[str, tuple[str, ...]] | None = None) -> str | None:
     """How code for ``entry`` (``sm_90``, ``sm_90a``, ``sm_100f``, ``compute_80``) runs on a GPU.
 
-    The rules are :func:`cudadoctor.archs.covers`; ``families`` (from compat/gpu_archs.toml) says where
+    The rules are :func:`cudadoctor.rules.archs.covers`; ``families`` (from compat/gpu_archs.toml) says where
     family-specific code runs. :return: ``"native"``, ``"ptx"`` (after JIT compilation) or None.
     """
     found = covers([entry], compute_capability, families)

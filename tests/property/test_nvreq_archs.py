@@ -1,13 +1,13 @@
-"""``NVIDIA_REQUIRE_*`` expressions (:mod:`cudadoctor.nvreq`) and GPU code targets (:mod:`cudadoctor.archs`)."""
+"""``NVIDIA_REQUIRE_*`` expressions (:mod:`cudadoctor.nvreq`) and GPU code targets (:mod:`cudadoctor.rules.archs`)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cudadoctor.archs import covers, parse_target
 from cudadoctor.data import CompatMatrix
 from cudadoctor.nvreq import Condition, RequirementError, evaluate, parse_requirement
+from cudadoctor.rules.archs import covers, parse_target
 from tests.property.strategies import any_text, assert_one_line, mutated, numberish, property_settings
 
 #: Examples per parser (each property of a parser runs this many).

@@ -12,7 +12,6 @@ import json
 
 import pytest
 
-from cudadoctor.archs import covers, parse_target
 from cudadoctor.assume import parse_driver_version as parse_assumed_driver
 from cudadoctor.checks.driver import parse_visible_devices
 from cudadoctor.checks.meta import parse_assertion
@@ -33,6 +32,7 @@ from cudadoctor.probes.loader import parse_ld_so_conf_entries
 from cudadoctor.probes.packages import parse_torch_version_py
 from cudadoctor.probes.runtime import MARKER, parse_framework_output
 from cudadoctor.probes.toolkit import parse_cuda_h, parse_nvcc_version, parse_version_json, parse_version_txt
+from cudadoctor.rules.archs import covers, parse_target
 from cudadoctor.update import UpdateError, parse_core_metadata, parse_simple_html
 from tests.conftest import fixture_text
 

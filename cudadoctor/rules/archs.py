@@ -16,7 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["covers", "parse_target"]
+from cudadoctor.data.rows import GpuArch
+from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
+
+__all__ = ["arch_families", "build_covers_gpu", "covers", "parse_cc", "parse_target"]
 
 _TARGET = re.compile(r"^(sm|compute)_([0-9]{1,8})([0-9])([af]?)$")  # few enough digits for int()
 
@@ -30,7 +33,8 @@ def parse_target(target: str) -> tuple[str, int, int, str] | None:
     return kind, int(major), int(minor), suffix
 
 
-def _cc(cc: str) -> tuple[int, int] | None:
+def parse_cc(cc: str) -> tuple[int, int] | None:
+    """``"9.0"`` -> (9, 0); ``"9.0a"`` -> (9, 0); None when ``cc`` is not a compute capability."""
     match = re.match(r"^([0-9]{1,9})\.([0-9]{1,9})(?![0-9])", cc.strip())
     return (int(match.group(1)), int(match.group(2))) if match else None
 
@@ -41,7 +45,7 @@ def covers(targets: Iterable[str], cc: str, families: Mapping[str, Iterable[str]
     A cubin match is preferred to PTX (which needs the driver's JIT at first launch).
     ``families`` maps a compute capability ("10.0") to the ones its family-specific code runs on.
     """
-    gpu = _cc(cc)
+    gpu = parse_cc(cc)
     if gpu is None:
         return None
     ptx: str | None = None
@@ -55,7 +59,7 @@ def covers(targets: Iterable[str], cc: str, families: Mapping[str, Iterable[str]
             if suffix == "a" and (major, minor) == gpu:
                 return target
             if suffix == "f":
-                members = {_cc(c) for c in (families or {}).get(f"{major}.{minor}", [f"{major}.{minor}"])}
+                members = {parse_cc(c) for c in (families or {}).get(f"{major}.{minor}", [f"{major}.{minor}"])}
                 if gpu in members:
                     return target
             if not suffix and major == gpu[0] and minor <= gpu[1] and (best is None or minor > best[0]):
@@ -63,3 +67,26 @@ def covers(targets: Iterable[str], cc: str, families: Mapping[str, Iterable[str]
         elif ptx is None and ((suffix == "a" and (major, minor) == gpu) or (not suffix and (major, minor) <= gpu)):
             ptx = target
     return best[1] if best else ptx
+
+
+def arch_families(gpu_archs: Mapping[str, GpuArch]) -> dict[str, tuple[str, ...]]:
+    """Compute capability -> the ones its family-specific code (``sm_XYf``) runs on, where the data says."""
+    return {a.compute_capability: a.family_runs_on for a in gpu_archs.values() if a.family_runs_on}
+
+
+def build_covers_gpu(
+    archs: tuple[str, ...] | None, cc: str, gpu_archs: Mapping[str, GpuArch], gpu: str = ""
+) -> Verdict[str]:
+    """Does a build whose GPU targets are ``archs`` hold code that runs on compute capability ``cc``?
+
+    Ok carries the target that covers it (``detail``); could not judge when the build's arch list is not
+    known (``archs`` None) or ``cc`` is not a compute capability.
+    """
+    if archs is None:
+        return cannot_judge("gpu-arch-list", "the build's GPU architecture list (compat/torch.toml arch_list)")
+    if parse_cc(cc) is None:
+        return cannot_judge("gpu-arch-list", f"the compute capability of {gpu or 'the GPU'}")
+    target = covers(archs, cc, arch_families(gpu_archs))
+    if target is None:
+        return fails("gpu-arch-list", f"{gpu}: compute capability {cc}", "one of " + " ".join(archs))
+    return fits("gpu-arch-list", f"{target} runs on compute capability {cc}", target)

@@ -1,0 +1,81 @@
+"""Is a GPU's architecture supported by a CUDA version, and does a GPU meet vLLM's floor.
+
+A CUDA major drops old architectures (CUDA 12 dropped Kepler, CUDA 13 Maxwell, Pascal and Volta), and a
+CUDA release older than an architecture cannot hold code for it (compat/gpu_archs.toml ``last_cuda_major``
+and ``first_cuda``, from the CUDA release notes:
+https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/). Where a build's own GPU target list is known,
+that list decides (:func:`cudadoctor.rules.archs.build_covers_gpu`).
+"""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from cudadoctor.data import CompatMatrix
+from cudadoctor.data.rows import GpuArch
+from cudadoctor.rules.archs import build_covers_gpu, parse_cc
+from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
+
+__all__ = ["build_runs_on_gpu", "cuda_knows_arch", "cuda_major_supports_arch", "vllm_supports_gpu"]
+
+
+def _arch(matrix: CompatMatrix, cc: str | None) -> GpuArch | None:
+    return matrix.gpu_archs.get((cc or "").rstrip("af"))
+
+
+def cuda_major_supports_arch(matrix: CompatMatrix, cuda_major: int, cc: str | None, gpu: str) -> Verdict[GpuArch]:
+    """Does CUDA ``cuda_major`` still support the architecture of compute capability ``cc``?"""
+    rule = "cuda-dropped-arch"
+    arch = _arch(matrix, cc)
+    if arch is None:
+        return cannot_judge(rule, f"the architecture of compute capability {cc} in compat/gpu_archs.toml", gpu)
+    if arch.last_cuda_major is None:
+        return fits(rule, f"no CUDA major has dropped {arch.name}", arch)
+    if cuda_major > arch.last_cuda_major:
+        observed = f"{gpu}: compute capability {cc} ({arch.name})"
+        return fails(rule, observed, f"a build for CUDA {arch.last_cuda_major}.x or older", arch)
+    return fits(rule, f"CUDA {arch.last_cuda_major}.x is the last to support {arch.name}", arch)
+
+
+def cuda_knows_arch(matrix: CompatMatrix, cuda: Version, cc: str | None, gpu: str) -> Verdict[GpuArch]:
+    """Is CUDA ``cuda`` (major.minor) new enough to compile for the architecture of ``cc``?"""
+    rule = "cuda-predates-arch"
+    arch = _arch(matrix, cc)
+    if arch is None:
+        return cannot_judge(rule, f"the architecture of compute capability {cc} in compat/gpu_archs.toml", gpu)
+    if arch.first_cuda is None:
+        return cannot_judge(rule, f"the first CUDA that supports {arch.name} in compat/gpu_archs.toml", gpu, arch)
+    first = arch.first_cuda
+    if (cuda.major, cuda.minor) < (first.major, first.minor):
+        observed = f"{gpu}: compute capability {cc} ({arch.name})"
+        return fails(rule, observed, f"a build for CUDA {first.major}.{first.minor} or newer", arch)
+    return fits(rule, f"CUDA {first.major}.{first.minor} first supports {arch.name}", arch)
+
+
+def build_runs_on_gpu(
+    matrix: CompatMatrix, archs: tuple[str, ...] | None, cuda: Version, cc: str, gpu: str
+) -> Verdict[object]:
+    """Can a build for ``cuda`` with GPU targets ``archs`` (None: not known) run on the GPU?
+
+    A known arch list decides. Without one, a CUDA that dropped or predates the architecture is a
+    problem, and anything else cannot be judged (the list is missing).
+    """
+    if archs is not None:
+        return build_covers_gpu(archs, cc, matrix.gpu_archs, gpu)
+    for verdict in (cuda_major_supports_arch(matrix, cuda.major, cc, gpu), cuda_knows_arch(matrix, cuda, cc, gpu)):
+        if verdict.is_problem:
+            return verdict
+    return cannot_judge("gpu-arch-list", "the build's GPU architecture list (compat/torch.toml arch_list)", gpu)
+
+
+def vllm_supports_gpu(floor: str | None, cc: str | None, gpu: str) -> Verdict[str]:
+    """Does compute capability ``cc`` meet vLLM's minimum ``floor`` (compat/vllm.toml)?"""
+    rule = "vllm-min-compute-capability"
+    if floor is None:
+        return cannot_judge(rule, "vLLM's minimum compute capability in compat/vllm.toml", gpu)
+    have, need = parse_cc(cc or ""), parse_cc(floor)
+    if have is None or need is None:
+        return cannot_judge(rule, f"the compute capability of {gpu}", gpu, floor)
+    if have < need:
+        return fails(rule, f"{gpu}: {cc}", f">= {floor}", floor)
+    return fits(rule, f"{cc} >= {floor}", floor)

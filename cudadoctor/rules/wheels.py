@@ -1,0 +1,71 @@
+"""Does a release publish wheels for this Python version and platform.
+
+A wheel's tags say which CPython versions it installs on (https://packaging.python.org/en/latest/specifications/platform-compatibility-tags/):
+``cp312`` one version, ``cp38-abi3`` 3.8 and every newer one; ``Requires-Python``
+(https://packaging.python.org/en/latest/specifications/core-metadata/#requires-python) bounds them all.
+The Python versions of each release are in compat/torch.toml and compat/vllm.toml.
+"""
+
+from __future__ import annotations
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from cudadoctor.data.rows import TorchRelease, VllmRelease
+from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
+
+__all__ = ["PLATFORMS", "python_has_wheels", "torch_has_wheels", "vllm_has_wheels", "wheel_platform"]
+
+#: The platforms compat data has wheels for.
+PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows")
+
+
+def wheel_platform(os: str | None, arch: str | None) -> str:
+    """The wheel platform of a host (``linux-x86_64`` when nothing is known)."""
+    if os == "Windows":
+        return "windows"
+    return "linux-aarch64" if arch in ("aarch64", "arm64") else "linux-x86_64"
+
+
+def _short(version: Version) -> str:
+    return f"{version.major}.{version.minor}"
+
+
+def python_has_wheels(
+    python: Version,
+    *,
+    pythons: tuple[str, ...] = (),
+    requires_python: SpecifierSet | None = None,
+    abi3: bool = False,
+) -> Verdict[str]:
+    """Do wheels tagged for ``pythons`` (``abi3``: the first is a floor), within ``requires_python``, install?
+
+    Could not judge when the data has neither the wheels' Python versions nor a Requires-Python. A problem's
+    ``detail`` says what excludes it: ``requires-python``, ``abi3`` (the floor) or ``tags``.
+    """
+    observed = f"Python {_short(python)}"
+    if requires_python is not None and not requires_python.contains(python, prereleases=True):
+        return fails("python", observed, str(requires_python), "requires-python")
+    if abi3 and pythons:
+        floor = tuple(int(p) for p in pythons[0].split("."))
+        if (python.major, python.minor) < floor:
+            return fails("python", observed, f">={pythons[0]} (abi3)", "abi3")
+        return fits("python", f"abi3 wheels for Python {pythons[0]} and newer")
+    if pythons:
+        if _short(python) not in pythons:
+            return fails("python", observed, ", ".join(pythons), "tags")
+        return fits("python", f"wheels for Python {_short(python)}")
+    if requires_python is not None:
+        return fits("python", f"Requires-Python {requires_python}")
+    return cannot_judge("python", "the Python versions of its wheels", observed)
+
+
+def torch_has_wheels(release: TorchRelease, python: Version, platform: str) -> Verdict[str]:
+    """Does this torch release have wheels for ``python`` on ``platform`` (compat/torch.toml)?"""
+    pythons = release.python_aarch64 if platform == "linux-aarch64" else release.python
+    return python_has_wheels(python, pythons=pythons)
+
+
+def vllm_has_wheels(release: VllmRelease, python: Version) -> Verdict[str]:
+    """Does this vLLM release have wheels for ``python`` (compat/vllm.toml: its tags and Requires-Python)?"""
+    return python_has_wheels(python, pythons=release.python, requires_python=release.requires_python, abi3=release.abi3)

@@ -1,0 +1,88 @@
+"""What a plan must fit (:class:`Constraints`) and what planning answers (:class:`Suggestion`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from packaging.version import Version
+
+from cudadoctor.facts.model import DriverVersion
+from cudadoctor.rules.driver import ForwardCompat
+from cudadoctor.rules.wheels import PLATFORMS
+
+__all__ = ["PLATFORMS", "Constraints", "Exclusion", "Gpu", "Plan", "Suggestion", "install_line", "short"]
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    compute_capability: str
+    source: str  #: ``probed`` or ``--gpu``
+    #: its segment in compat/gpus.toml (``datacenter``, ``geforce`` …); None when the table lacks the model
+    segment: str | None = None
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """What a plan must fit. ``None`` means unknown: the rule that needs it is not applied (and said so)."""
+
+    driver: DriverVersion | None = None
+    driver_cuda: Version | None = None  #: the CUDA version the driver supports (for images and ranking)
+    gpus: tuple[Gpu, ...] = ()
+    python: Version | None = None
+    platform: str = "linux-x86_64"
+    cuda_ceiling: Version | None = None  #: --cuda: no build for a newer CUDA than this
+    installed_torch: Version | None = None
+    installed_torch_variant: str | None = None
+    #: where each constraint came from, for the report (``driver``: ``probed`` / ``--driver`` …)
+    origins: dict[str, str] = field(default_factory=dict)
+    #: the cuda-compat libcuda this host's loader picks (forward compatibility); None: there is none, and
+    #: no plan counts on one
+    forward_compat: ForwardCompat | None = None
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """Why one candidate does not fit: the rule, what was observed, what it requires."""
+
+    candidate: str
+    rule: str
+    observed: str
+    required: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    target: str
+    packages: tuple[tuple[str, str], ...]  #: (name, version) pairs to install
+    variant: str  #: ``cu126``, or ``pypi`` for the default PyPI wheel
+    cuda: Version | None
+    index_url: str | None
+    commands: tuple[str, ...]
+    why: tuple[str, ...]
+    caveats: tuple[str, ...] = ()
+    keeps_installed: bool = False
+    #: container images that fit the plan and the host, each with why
+    images: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    target: str
+    requirement: str
+    plans: tuple[Plan, ...]
+    excluded: tuple[Exclusion, ...]
+    #: what would have to change when nothing fits (or to unlock a better plan)
+    advice: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def short(version: Version) -> str:
+    return f"{version.major}.{version.minor}"
+
+
+def install_line(tool: str, pins: Iterable[tuple[str, str]], index_url: str | None) -> str:
+    head = "python -m pip install" if tool == "pip" else "uv pip install"
+    line = head + " " + " ".join(f"{name}=={version}" for name, version in pins)
+    return line + (f" --index-url {index_url}" if index_url else "")

@@ -1,0 +1,168 @@
+"""Plans for torch (with matching torchvision and torchaudio): every CUDA build of every release, judged."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from packaging.version import Version
+
+from cudadoctor.data import CompatMatrix
+from cudadoctor.data.rows import TorchRelease
+from cudadoctor.rules.wheels import torch_has_wheels
+from cudadoctor.suggest.advice import advice
+from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion, install_line, short
+from cudadoctor.suggest.images import with_images
+from cudadoctor.suggest.judge import (
+    DRIVER_RULES,
+    Reason,
+    Run,
+    driver_fit,
+    driver_reasons,
+    gpu_reason,
+    needed_driver,
+    start,
+)
+
+__all__ = ["suggest_torch", "torch_pins"]
+
+
+class Candidate(NamedTuple):
+    """One CUDA build of a release: its variant tag, CUDA, index URL (None: PyPI) and label."""
+
+    variant: str
+    cuda: Version
+    index_url: str | None
+    label: str
+
+
+def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
+    """Plans for torch (with matching torchvision/torchaudio), best first, and every exclusion."""
+    run = start("torch", matrix, c, requirement)
+    for release in matrix.torch_releases:
+        if not run.spec.contains(release.version, prereleases=True):
+            continue
+        if c.python is not None:
+            verdict = torch_has_wheels(release, c.python, c.platform)
+            if not verdict.is_ok:  # no wheel, or no Python list in data: nothing to plan on
+                run.excluded.append(
+                    Exclusion(f"torch {release.version}", "python", verdict.observed, "one of " + verdict.required)
+                )
+                continue
+        for candidate in torch_candidates(matrix, release, c.platform, run.excluded):
+            _judge(matrix, c, run, release, candidate)
+    ranked = sorted(run.plans, key=lambda item: item[0], reverse=True)
+    chosen = tuple(with_images(matrix, c, plan) for _key, plan in ranked[:limit])
+    found = () if chosen else tuple(advice(c, run, "torch"))
+    return Suggestion("torch", requirement or "torch", chosen, tuple(run.excluded), found, tuple(run.notes))
+
+
+def _judge(matrix: CompatMatrix, c: Constraints, run: Run, release: TorchRelease, candidate: Candidate) -> None:
+    """Plan one candidate, or record every rule that excludes it."""
+    who = f"torch {release.version} {candidate.label}"
+    cuda = candidate.cuda
+    problems: list[Reason] = list(run.hard)
+    if c.cuda_ceiling is not None and cuda > c.cuda_ceiling:
+        problems.append(("cuda-ceiling", f"CUDA {short(cuda)}", f"CUDA <= {c.cuda_ceiling} (--cuda)"))
+    problems += driver_reasons(matrix, c, cuda)
+    archs = matrix.torch_arch_list(release.version, candidate.variant)
+    problems += [reason for gpu in c.gpus if (reason := gpu_reason(matrix, archs, cuda, gpu))]
+    if not problems:
+        run.plans.append(_plan(matrix, c, release, candidate, archs))
+        return
+    run.exclude(who, problems)
+    if {r for r, _o, _q in problems} <= DRIVER_RULES and (needs := needed_driver(matrix, c, cuda)) is not None:
+        run.driver_only.append((release.version, who, needs))
+
+
+def torch_candidates(
+    matrix: CompatMatrix, release: TorchRelease, platform: str, excluded: list[Exclusion]
+) -> list[Candidate]:
+    """Every CUDA build of a release on ``platform``; builds the data cannot place are excluded, said why."""
+    name = f"torch {release.version}"
+    if platform == "linux-aarch64":
+        # Only the default PyPI wheel is sourced for aarch64 (compat/torch.toml pypi_aarch64_cuda).
+        cuda = release.pypi_aarch64_cuda
+        if cuda is None:
+            excluded.append(Exclusion(name, "platform", "linux-aarch64", "a CUDA wheel for aarch64 (none in data)"))
+            return []
+        return [Candidate(f"cu{cuda.major}{cuda.minor}", cuda, None, "from PyPI (aarch64)")]
+    if not release.variants and release.pypi_default_cuda is None:
+        excluded.append(Exclusion(name, "data", "no CUDA variants in compat/torch.toml", "a sourced variant list"))
+    out: list[Candidate] = []
+    for tag in release.variants:
+        variant = matrix.torch_variants.get(tag)
+        if variant is None or variant.cuda is None:
+            continue  # cpu / rocm builds are not CUDA plans
+        if platform == "linux-x86_64" and release.pypi_default_cuda == variant.cuda:
+            out.append(Candidate(tag, variant.cuda, None, f"from PyPI (CUDA {short(variant.cuda)})"))
+        elif variant.index_url is None:
+            excluded.append(
+                Exclusion(f"{name} {tag}", "data", "index URL not in compat/torch.toml", "a sourced index URL")
+            )
+        else:
+            out.append(Candidate(tag, variant.cuda, variant.index_url, f"{tag} from PyTorch's index"))
+    default = release.pypi_default_cuda
+    if platform == "linux-x86_64" and default is not None and not any(c.index_url is None for c in out):
+        out.append(Candidate(f"cu{default.major}{default.minor}", default, None, f"from PyPI (CUDA {short(default)})"))
+    return out
+
+
+def torch_pins(release: TorchRelease) -> tuple[tuple[str, str], ...]:
+    pins = [("torch", str(release.version))]
+    if release.torchvision:
+        pins.append(("torchvision", str(release.torchvision)))
+    if release.torchaudio:
+        pins.append(("torchaudio", str(release.torchaudio)))
+    return tuple(pins)
+
+
+def _driver_why(matrix: CompatMatrix, c: Constraints, cuda: Version) -> tuple[list[str], list[str], bool]:
+    """(why, caveats, native) about the driver for a build for ``cuda``."""
+    native = c.driver_cuda is not None and (cuda.major, cuda.minor) <= (c.driver_cuda.major, c.driver_cuda.minor)
+    if c.driver is None:
+        return [], [], native
+    verdict = driver_fit(matrix, c, cuda.major)
+    if verdict.basis.startswith("forward compatibility"):
+        caveat = "forward compatibility: keep that cuda-compat libcuda first on the loader's path"
+        return [f"driver {c.driver} runs CUDA {cuda.major}.x builds: {verdict.basis}"], [caveat], native
+    if native:
+        return [f"driver {c.driver} supports CUDA {c.driver_cuda}, at least the build's {short(cuda)}"], [], native
+    floor = matrix.minor_compat(cuda.major)
+    why = f"driver {c.driver} runs CUDA {cuda.major}.x builds through minor-version compatibility" + (
+        f" (>= {floor.min_driver_linux})" if floor else ""
+    )
+    caveat = "minor-version compatibility: code that JIT-compiles newer PTX may need a newer driver"
+    return [why], [caveat], native
+
+
+def _plan(
+    matrix: CompatMatrix, c: Constraints, release: TorchRelease, candidate: Candidate, archs: tuple[str, ...] | None
+) -> tuple[tuple[object, ...], Plan]:
+    """The plan for a candidate that fits, and its ranking key."""
+    pins = torch_pins(release)
+    driver_why, caveats, native = _driver_why(matrix, c, candidate.cuda)
+    why = [f"torch {release.version} {candidate.label}", *driver_why]
+    if c.gpus and archs is not None:
+        why.append("the build's GPU targets (" + " ".join(archs) + ") cover " + ", ".join(g.name for g in c.gpus))
+    elif c.gpus:
+        caveats.append(
+            f"the {candidate.variant} build's GPU architecture list for {release.version} is not in compat data"
+        )
+    if len(pins) < 3:
+        caveats.append("matching torchvision/torchaudio versions are not all in compat data; pin them yourself")
+    if release.derived:
+        caveats.append(f"torch {release.version} is known from the package index ({release.derived}), not curated data")
+    keeps = (
+        c.installed_torch is not None
+        and Version(c.installed_torch.public) == release.version
+        and (c.installed_torch_variant in (None, candidate.variant))
+    )
+    if keeps:
+        why.insert(0, "keeps the installed torch")
+    url = candidate.index_url
+    commands = (install_line("pip", pins, url), install_line("uv", pins, url))
+    variant = candidate.variant if url else "pypi"
+    plan = Plan("torch", pins, variant, candidate.cuda, url, commands, tuple(why), tuple(caveats), keeps)
+    # A plan whose GPU coverage is verified from data ranks above one that is not (correct beats new).
+    verified = archs is not None or not c.gpus
+    return (keeps, verified, release.version, native, candidate.cuda), plan

@@ -1,0 +1,149 @@
+"""Plans for vLLM: its wheel pulls the torch it pins from PyPI, so both must fit the machine."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from cudadoctor.data import CompatMatrix
+from cudadoctor.data.rows import TorchRelease, VllmRelease
+from cudadoctor.rules.gpus import vllm_supports_gpu
+from cudadoctor.rules.wheels import torch_has_wheels, vllm_has_wheels
+from cudadoctor.suggest.advice import advice
+from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion, install_line, short
+from cudadoctor.suggest.images import with_images
+from cudadoctor.suggest.judge import DRIVER_RULES, Reason, Run, driver_reasons, gpu_reason, needed_driver, start
+from cudadoctor.suggest.torch import suggest_torch
+
+__all__ = ["suggest_vllm"]
+
+
+def suggest_vllm(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
+    """Plans for vLLM, best first, and every exclusion."""
+    run = start("vllm", matrix, c, requirement)
+    for release in matrix.vllm_releases:
+        if run.spec.contains(release.version, prereleases=True):
+            _judge(matrix, c, run, release)
+    ranked = sorted(run.plans, key=lambda item: item[0], reverse=True)
+    chosen = tuple(with_images(matrix, c, plan) for _key, plan in ranked[:limit])
+    found = () if chosen else tuple(_vllm_advice(matrix, c, run))
+    return Suggestion("vllm", requirement or "vllm", chosen, tuple(run.excluded), found, tuple(run.notes))
+
+
+def _vllm_advice(matrix: CompatMatrix, c: Constraints, run: Run) -> list[str]:
+    found = advice(c, run, "vLLM")
+    if any(e.rule == "vllm-min-compute-capability" for e in run.excluded) and not run.driver_only:
+        best = suggest_torch(matrix, c, limit=1)
+        gpus = ", ".join(f"{g.compute_capability}" for g in c.gpus)
+        tail = (
+            f"; the newest torch that does is {best.plans[0].packages[0][1]} ({best.plans[0].variant})"
+            if best.plans
+            else ""
+        )
+        found = [f"no vLLM release in compat data supports compute capability {gpus}{tail}"]
+    return found
+
+
+def _admissible(matrix: CompatMatrix, c: Constraints, run: Run, release: VllmRelease) -> TorchRelease | None:
+    """The torch a release pins when the release can be judged on this platform and Python; else excluded."""
+    who = f"vllm {release.version}"
+    if c.platform != "linux-x86_64" or release.linux_x86_64_tag is None:
+        run.excluded.append(Exclusion(who, "platform", c.platform, "linux-x86_64 (the only vLLM wheels in data)"))
+        return None
+    if c.python is not None and (verdict := vllm_has_wheels(release, c.python)).is_problem:
+        shown = str(release.requires_python) if release.requires_python else verdict.required
+        run.excluded.append(Exclusion(who, "python", verdict.observed, shown))
+        return None
+    torch = _pinned_torch(matrix, release)
+    if torch is None or torch.pypi_default_cuda is None:
+        run.excluded.append(
+            Exclusion(who, "data", f"torch pin {release.torch}", "that torch release in compat/torch.toml")
+        )
+        return None
+    pinned = torch_has_wheels(torch, c.python, c.platform) if c.python is not None else None
+    if pinned is not None and pinned.is_problem:  # pip would find no wheel of the torch it pins
+        required = f"one of {pinned.required} (the torch {torch.version} it pins)"
+        run.excluded.append(Exclusion(who, "python", pinned.observed, required))
+        return None
+    if c.gpus and release.min_compute_capability is None:
+        # vLLM states a minimum compute capability in every release's docs; where compat data does not
+        # have it for this release, support for the GPU cannot be verified, so the release is not planned.
+        run.excluded.append(
+            Exclusion(who, "data", "minimum compute capability not in compat/vllm.toml", "a sourced minimum")
+        )
+        return None
+    return torch
+
+
+def _judge(matrix: CompatMatrix, c: Constraints, run: Run, release: VllmRelease) -> None:
+    """Plan one release, or record every rule that excludes it."""
+    torch = _admissible(matrix, c, run, release)
+    if torch is None or torch.pypi_default_cuda is None:
+        return
+    who = f"vllm {release.version}"
+    cudas = sorted({v for v in (release.cuda, torch.pypi_default_cuda) if v is not None})
+    problems: list[Reason] = list(run.hard)
+    for cuda in cudas:
+        if c.cuda_ceiling is not None and cuda > c.cuda_ceiling:
+            problems.append(("cuda-ceiling", f"CUDA {short(cuda)}", f"CUDA <= {c.cuda_ceiling} (--cuda)"))
+        problems += driver_reasons(matrix, c, cuda)
+    default = torch.pypi_default_cuda
+    archs = matrix.torch_arch_list(torch.version, f"cu{default.major}{default.minor}")
+    for gpu in c.gpus:
+        floor = vllm_supports_gpu(release.min_compute_capability, gpu.compute_capability, gpu.name)
+        if floor.is_problem:
+            problems.append((floor.rule, floor.observed, floor.required))
+        elif reason := gpu_reason(matrix, archs, default, gpu):
+            problems.append((reason[0], reason[1], f"{reason[2]} (the torch {torch.version} it pins)"))
+    if not problems:
+        run.plans.append(_plan(c, release, torch, cudas, archs))
+        return
+    run.exclude(who, problems)
+    if {r for r, _o, _q in problems} <= DRIVER_RULES:
+        needs = [n for n in (needed_driver(matrix, c, cuda) for cuda in cudas) if n]
+        if needs:
+            run.driver_only.append((release.version, who, max(needs, key=lambda n: n[0])))
+
+
+def _pinned_torch(matrix: CompatMatrix, release: VllmRelease) -> TorchRelease | None:
+    if release.torch is None:
+        return None
+    pin = release.torch
+    fitting = [t for t in matrix.torch_releases if pin.contains(t.version, prereleases=True)]
+    return max(fitting, key=lambda t: t.version) if fitting else None
+
+
+def _plan(
+    c: Constraints, release: VllmRelease, torch: TorchRelease, cudas: list[Version], archs: tuple[str, ...] | None
+) -> tuple[tuple[object, ...], Plan]:
+    """The plan for a release that fits, and its ranking key."""
+    pins = (("vllm", str(release.version)),)
+    cuda = cudas[-1]
+    default = torch.pypi_default_cuda
+    why = [
+        f"vllm {release.version} pins torch {torch.version}, whose PyPI wheel is built for CUDA "
+        f"{short(default) if default else '?'}"
+        + (f"; vLLM's own kernels for CUDA {short(release.cuda)}" if release.cuda else "")
+    ]
+    caveats = []
+    native = c.driver_cuda is not None and (cuda.major, cuda.minor) <= (c.driver_cuda.major, c.driver_cuda.minor)
+    if c.driver is not None:
+        why.append(
+            f"driver {c.driver} supports CUDA {c.driver_cuda}" if native else
+            f"driver {c.driver} runs CUDA {cuda.major}.x through minor-version compatibility"
+        )  # fmt: skip
+    floor_known = release.min_compute_capability is not None
+    if c.gpus:
+        if floor_known:
+            why.append(f"every GPU meets vLLM's minimum compute capability {release.min_compute_capability}")
+        else:
+            caveats.append(f"vLLM {release.version}'s minimum compute capability is not in compat data")
+        if archs is None:
+            caveats.append(f"the GPU architecture list of torch {torch.version}'s PyPI wheel is not in compat data")
+    if release.derived:
+        caveats.append(f"vLLM {release.version} is known from the package index ({release.derived}), not curated data")
+    if c.installed_torch is not None and Version(c.installed_torch.public) != torch.version:
+        caveats.append(f"replaces the installed torch {c.installed_torch} with {torch.version} (vLLM pins it)")
+    commands = (install_line("pip", pins, None), install_line("uv", pins, None))
+    plan = Plan("vllm", pins, "pypi", cuda, None, commands, tuple(why), tuple(caveats))
+    verified = (floor_known and archs is not None) or not c.gpus
+    return (verified, release.version, native), plan

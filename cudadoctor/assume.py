@@ -14,7 +14,7 @@ from packaging.version import InvalidVersion
 
 from cudadoctor import gpu_models
 from cudadoctor.data import CompatMatrix
-from cudadoctor.errors import UsageError
+from cudadoctor.errors import InvalidValue
 from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, Facts, GpuInfo, Source, SourceKind
 
 __all__ = ["apply_assumptions", "parse_driver_version"]
@@ -24,15 +24,18 @@ def parse_driver_version(text: str) -> DriverVersion:
     """``550.54.15`` -> Version; a driver version is two or three dot-separated numbers."""
     parts = text.strip().split(".")
     if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
-        raise UsageError(f"--assume-driver {text!r}: expected a driver version such as 550.54.15 or 535.104")
+        raise InvalidValue(text, "expected a driver version such as 550.54.15 or 535.104")
     try:
         return DriverVersion(text.strip())
     except (InvalidVersion, ValueError):  # e.g. a number too long for int()
-        raise UsageError(f"--assume-driver {text[:40]!r}: not a driver version") from None
+        raise InvalidValue(text, "not a driver version") from None
 
 
 def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence[str] = ()) -> Facts:
-    """Facts with the assumed driver and GPUs in place of the probed ones."""
+    """Facts with the assumed driver and GPUs in place of the probed ones.
+
+    :raises InvalidValue: for a driver version or GPU that does not parse (the caller says which flag).
+    """
     if driver is not None:
         version = parse_driver_version(driver)
         # The CUDA version a driver supports comes from the release notes' driver table in compat/.
@@ -60,7 +63,7 @@ def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence
             try:
                 model = gpu_models.parse_gpu_spec(spec, table)
             except ValueError as exc:
-                raise UsageError(f"--assume-gpu {spec!r}: {exc}") from None
+                raise InvalidValue(spec, str(exc)) from None
             assumed.append(
                 GpuInfo(
                     index=index,

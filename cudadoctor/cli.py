@@ -15,22 +15,20 @@ from __future__ import annotations
 import enum
 import functools
 import os
-import re
 import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from packaging.specifiers import InvalidSpecifier
-from packaging.version import InvalidVersion, Version
 
 from cudadoctor import __version__
 from cudadoctor.errors import CudadoctorError, UsageError
-from cudadoctor.facts.model import Facts
 from cudadoctor.report import Format
 
 if TYPE_CHECKING:
-    from cudadoctor.checks.findings import Finding
-    from cudadoctor.data import DataDates
+    from cudadoctor.report.document import Report
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["app", "main"]
 
@@ -117,86 +115,6 @@ def _err(message: str) -> None:
     print(prefix + message, file=sys.stderr)
 
 
-def _gather(
-    *,
-    from_file: str | None,
-    root: str | None,
-    env_file: str | None,
-    python: str | None,
-    assume_driver: str | None,
-    assume_gpu: list[str] | None,
-    redact: bool,
-    deep_timeout: float | None = None,
-    nccl: bool = False,
-) -> Facts:
-    """Facts from a snapshot, an image root or this machine, with assumptions and redaction applied."""
-    from cudadoctor.assume import apply_assumptions
-    from cudadoctor.facts.codec import redact_facts
-    from cudadoctor.redact import Redactor
-
-    if from_file is not None and root is not None:
-        raise UsageError("--from and --root cannot be combined: a snapshot already holds its facts")
-    if env_file is not None and root is None:
-        raise UsageError("--env-file describes an image: use it with --root")
-    if from_file is not None:
-        facts = _read_snapshot(from_file)
-    else:
-        from cudadoctor.probes.collect import collect_facts, live_context, root_context
-
-        if root is not None:
-            if not os.path.isdir(root):
-                raise UsageError(f"--root {root}: not a directory")
-            env: dict[str, str] = {}
-            if env_file is not None:
-                from cudadoctor.envfile import read_env_file
-
-                env, warnings = read_env_file(env_file)
-                for warning in warnings:
-                    print(f"cudadoctor: warning: {warning}", file=sys.stderr)
-            ctx = root_context(root, env, python=python)
-        else:
-            ctx = live_context(python=python)
-        facts = collect_facts(ctx)
-        if deep_timeout is not None:
-            from dataclasses import replace
-
-            from cudadoctor.probes.runtime import probe_runtime
-
-            print("cudadoctor: running --deep probes in child processes…", file=sys.stderr)
-            runtime = probe_runtime(ctx, timeout=deep_timeout)
-            if nccl and runtime is not None:
-                from cudadoctor.probes.runtime import probe_nccl_smoke
-
-                print("cudadoctor: running the NCCL all-reduce test…", file=sys.stderr)
-                from cudadoctor.probes.runtime import visible_gpus
-
-                smoke = probe_nccl_smoke(ctx, visible_gpus(runtime), timeout=max(deep_timeout, 60.0))
-                runtime = replace(runtime, nccl_smoke=smoke)
-            facts = replace(facts, runtime=runtime, errors=tuple(ctx.errors))
-    facts = apply_assumptions(facts, driver=assume_driver, gpus=assume_gpu or ())
-    # Secrets, URL credentials and GPU UUIDs are masked always; --no-redact only keeps the home directory.
-    return redact_facts(facts, Redactor.for_this_user() if redact else Redactor())
-
-
-def _read_snapshot(path: str) -> Facts:
-    from cudadoctor.errors import SnapshotError
-    from cudadoctor.facts.codec import facts_from_json
-
-    try:
-        with open(path, "rb") as handle:
-            # A snapshot is tens of kilobytes; refuse anything absurd instead of reading it whole.
-            data = handle.read(64 << 20)
-            if handle.read(1):
-                raise SnapshotError(f"{path}: larger than 64 MiB, not a cudadoctor snapshot")
-    except OSError as exc:
-        raise SnapshotError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SnapshotError(f"{path}: not UTF-8 text, not a cudadoctor snapshot") from None
-    return facts_from_json(text, origin=path)
-
-
 def _guarded(func):  # type: ignore[no-untyped-def]
     """Run a command body; turn cudadoctor's errors into one line and an exit code."""
 
@@ -274,6 +192,14 @@ def check(
         ),
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Same as --fail-on warning.")] = False,
+    fail_on_unknown: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-unknown",
+            help="Also exit 1 when a check could not be judged (a fact unreadable, data missing): for CI gates "
+            "that must not pass on what cudadoctor does not know.",
+        ),
+    ] = False,
     output: Annotated[
         str | None,
         typer.Option(
@@ -312,97 +238,48 @@ def check(
     or in .cudadoctor.toml. Exit status: 0 no errors, 1 errors found (or warnings with --fail-on warning),
     2 usage error, 3 cudadoctor could not produce a report.
     """
-    from cudadoctor.checks import selected
-    from cudadoctor.checks.meta import parse_assertion
-    from cudadoctor.config import FAIL_ON, find_settings
+    from cudadoctor.app import CheckRequest, FactSource, run_check, stderr_notice
+    from cudadoctor.config import find_settings
 
-    settings = find_settings()
-    level = "warning" if strict else (fail_on or settings.fail_on or "error")
-    if level not in FAIL_ON:
-        raise UsageError(f"--fail-on {level!r}: expected one of {', '.join(FAIL_ON)}")
-    requirements = (*settings.require, *(require or ()))
-    for text in requirements:
-        parse_assertion(text)  # a bad assertion is a usage error before any probing
-    codes = selected(select or settings.select, (*settings.ignore, *(ignore or ())))
-    if nccl and not deep:
-        raise UsageError("--nccl is part of the runtime checks: use it with --deep")
-    if deep and (root is not None or from_file is not None):
-        raise UsageError("--deep runs code on this machine: it cannot be combined with --root or --from")
-    if timeout <= 0:
+    if timeout <= 0 or timeout != timeout or timeout == float("inf"):
         raise UsageError("--timeout must be a positive number of seconds")
-    facts = _gather(
+    settings = find_settings()
+    source = FactSource(
         from_file=from_file, root=root, env_file=env_file, python=python,
-        assume_driver=assume_driver, assume_gpu=assume_gpu, redact=not no_redact or output_format is Format.MARKDOWN,
+        assume_driver=assume_driver, assume_gpus=tuple(assume_gpu or ()),
+        redact_home=not no_redact or output_format is Format.MARKDOWN,
         deep_timeout=timeout if deep else None, nccl=nccl,
     )  # fmt: skip
-    from cudadoctor.checks.engine import run_checks
-    from cudadoctor.checks.findings import Status
-    from cudadoctor.data import CompatMatrix
-
-    matrix = CompatMatrix()
-    findings = run_checks(facts, matrix, select=codes, requirements=requirements)
-    failing = {
-        "error": {Status.FAIL, Status.ERROR},
-        "warning": {Status.FAIL, Status.ERROR, Status.WARN},
-        "never": set(),
-    }
-    exit_code = 1 if any(f.status in failing[level] for f in findings) else 0
-    dates = matrix.dates
-    report = _render(
-        output_format, facts, findings, exit_code=exit_code, verbose=verbose, to_terminal=output is None, dates=dates
+    request = CheckRequest(
+        source=source,
+        select=tuple(select or settings.select),
+        ignore=(*settings.ignore, *(ignore or ())),
+        require=(*settings.require, *(require or ())),
+        fail_on="warning" if strict else (fail_on or settings.fail_on or "error"),
+        fail_on_unknown=fail_on_unknown,
     )
+    report = run_check(request, stderr_notice)
+    snapshot = from_file is not None
     if output is not None:
-        _write_file(output, report)
-        summary = _render(
-            Format.TEXT, facts, findings, exit_code=exit_code, verbose=False, to_terminal=True, dates=dates
-        )
-        sys.stdout.write(summary)
+        from cudadoctor.output import write_text
+
+        write_text(output, _render(report, output_format, verbose=verbose, to_terminal=False, snapshot=snapshot))
+        sys.stdout.write(_render(report, Format.TEXT, verbose=False, to_terminal=True, snapshot=snapshot))
         print(f"cudadoctor: wrote the {output_format.value} report to {output}", file=sys.stderr)
     else:
-        sys.stdout.write(report)
-    if exit_code:
-        raise typer.Exit(exit_code)
+        sys.stdout.write(_render(report, output_format, verbose=verbose, to_terminal=True, snapshot=snapshot))
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)
 
 
-def _render(
-    fmt: Format,
-    facts: Facts,
-    findings: list[Finding],
-    *,
-    exit_code: int,
-    verbose: bool,
-    to_terminal: bool,
-    dates: DataDates,
-) -> str:
-    if fmt is Format.JSON:
-        from cudadoctor.report.json import render_json
-
-        return render_json(facts, findings, exit_code=exit_code, dates=dates) + "\n"
-    if fmt is Format.GITHUB:
-        from cudadoctor.report.github import render_github
-
-        return render_github(findings)
-    if fmt is Format.MARKDOWN:
-        from cudadoctor.report.markdown import render_markdown
-
-        return render_markdown(facts, findings)
-    from cudadoctor.report.text import render_text
+def _render(report: Report, fmt: Format, *, verbose: bool, to_terminal: bool, snapshot: bool) -> str:
+    from cudadoctor.report.options import RenderOptions
+    from cudadoctor.report.render import render
 
     color = to_terminal and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     width = min(max(_terminal_width(), 60), 160) if to_terminal else 100
-    return render_text(facts, findings, verbose=verbose, color=color, width=width, dates=dates)
-
-
-def _write_file(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a half-written report is never left behind)."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        # errors="replace": a name or value that is not UTF-8 (a surrogate escape) must not lose the report.
-        with open(tmp, "w", encoding="utf-8", errors="replace") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    options = RenderOptions(verbose=verbose, color=color, width=width, from_snapshot=snapshot)
+    return render(report, fmt, options)
 
 
 def _terminal_width() -> int:
@@ -426,17 +303,19 @@ def snapshot(
     no_redact: NoRedactOpt = False,
 ) -> None:
     """Write every fact, with its source, as JSON: attach it to a bug report; replay it with check --from."""
+    from cudadoctor.app import FactSource, gather, stderr_notice
     from cudadoctor.facts.codec import facts_to_json
+    from cudadoctor.output import write_text
 
-    facts = _gather(
-        from_file=None, root=root, env_file=env_file, python=python,
-        assume_driver=assume_driver, assume_gpu=assume_gpu, redact=not no_redact,
+    source = FactSource(
+        root=root, env_file=env_file, python=python, assume_driver=assume_driver,
+        assume_gpus=tuple(assume_gpu or ()), redact_home=not no_redact,
     )  # fmt: skip
-    text = facts_to_json(facts) + "\n"
+    text = facts_to_json(gather(source, stderr_notice)) + "\n"
     if output is None or output == "-":
         sys.stdout.write(text)
         return
-    _write_file(output, text)
+    write_text(output, text)
     print(f"cudadoctor: wrote {output}", file=sys.stderr)
 
 
@@ -499,8 +378,7 @@ def suggest(
     a flag overrides the probed fact. Plans are ranked: keep a compatible installed torch, then the newest
     release, a CUDA the driver supports natively before one that relies on minor-version compatibility.
     """
-    from cudadoctor import suggest as planner
-    from cudadoctor.data import CompatMatrix
+    from cudadoctor.planning import HostFlags, plan
     from cudadoctor.report.suggestion import (
         render_commands,
         render_dockerfile,
@@ -508,24 +386,11 @@ def suggest(
         render_suggestion_text,
     )
 
-    name = re.split(r"[<>=!~ \[]", target.strip(), maxsplit=1)[0].lower()
-    planners = {
-        "torch": planner.suggest_torch,
-        "vllm": planner.suggest_vllm,
-        "jax": planner.suggest_jax,
-        "tensorrt": planner.suggest_tensorrt,
-        "cupy": planner.suggest_cupy,
-        "onnxruntime-gpu": planner.suggest_onnxruntime_gpu,
-        "tensorflow": planner.suggest_tensorflow,
-    }
-    if name not in planners:
-        raise UsageError(f"--target {target!r}: suggest plans {', '.join(planners)}")
-    matrix = CompatMatrix()
-    constraints = _constraints(matrix, driver, gpu or [], python_version, platform_name, cuda, probe=not no_probe)
-    try:
-        result = planners[name](matrix, constraints, target.strip())
-    except InvalidSpecifier:
-        raise UsageError(f"--target {target!r}: not a requirement such as 'torch>=2.6'") from None
+    flags = HostFlags(
+        driver=driver, gpus=tuple(gpu or ()), python=python_version, platform=platform_name, cuda=cuda,
+        probe=not no_probe,
+    )  # fmt: skip
+    result, constraints = plan(target, flags)
     if output_format is SuggestFormat.JSON:
         sys.stdout.write(render_suggestion_json(result, constraints))
     elif output_format is SuggestFormat.COMMANDS:
@@ -538,95 +403,6 @@ def suggest(
         if output_format in (SuggestFormat.COMMANDS, SuggestFormat.DOCKERFILE):
             print("cudadoctor: nothing fits: " + "; ".join(result.advice), file=sys.stderr)
         raise typer.Exit(1)
-
-
-def _constraints(matrix, driver, gpus, python_version, platform_name, cuda, *, probe):  # type: ignore[no-untyped-def]
-    """Constraints from this machine's facts (unless ``probe`` is False), overridden by the flags."""
-    from cudadoctor import gpu_models
-    from cudadoctor.assume import parse_driver_version
-    from cudadoctor.checks.driver import effective_cuda, forward_compat, gpu_segments
-    from cudadoctor.suggest import PLATFORMS, Constraints, Gpu
-
-    origins: dict[str, str] = {}
-    facts = None
-    if probe:
-        from cudadoctor.probes.collect import collect_facts, live_context
-
-        facts = collect_facts(live_context())
-    drv = drv_cuda = None
-    if driver is not None:
-        drv = parse_driver_version(driver.replace("--assume-driver", ""))
-        drv_cuda = matrix.cuda_for_driver(drv)
-        origins["driver"] = "--driver"
-    elif facts is not None and facts.driver is not None and facts.driver.version is not None:
-        drv = facts.driver.version
-        drv_cuda = effective_cuda(facts.driver, matrix)[0]
-        origins["driver"] = "probed"
-    found: list[Gpu] = []
-    if gpus:
-        table = gpu_models.load_models()
-        for spec in gpus:
-            try:
-                model = gpu_models.parse_gpu_spec(spec, table)
-            except ValueError as exc:
-                raise UsageError(f"--gpu {spec!r}: {exc}") from None
-            found.append(Gpu(model.name, model.compute_capability, "--gpu", model.segment))
-        origins["gpus"] = "--gpu"
-    elif facts is not None:
-        known = tuple(g for g in facts.gpus if g.compute_capability)
-        # segments decide only forward compatibility; the GPU table is not read otherwise
-        segments = (
-            gpu_segments(known) if facts.driver and forward_compat(facts.driver) else ((g.name, None) for g in known)
-        )
-        found = [Gpu(g.name, g.compute_capability, "probed", s) for g, (_, s) in zip(known, segments, strict=True)]
-        origins["gpus"] = "probed"
-    py = None
-    if python_version is not None:
-        try:
-            py = Version(python_version)
-        except InvalidVersion:
-            raise UsageError(f"--python {python_version!r}: expected a version such as 3.12") from None
-        origins["python"] = "--python"
-    elif facts is not None and facts.python is not None:
-        py = facts.python.version
-        origins["python"] = "probed"
-    platform_value = platform_name or _this_platform(facts)
-    if platform_value not in PLATFORMS:
-        raise UsageError(f"--platform {platform_value!r}: expected one of {', '.join(PLATFORMS)}")
-    ceiling = None
-    if cuda is not None:
-        try:
-            ceiling = Version(cuda)
-        except InvalidVersion:
-            raise UsageError(f"--cuda {cuda!r}: expected a CUDA version such as 12.4") from None
-    torch = facts.packages.get("torch") if facts is not None else None
-    return Constraints(
-        driver=drv,
-        driver_cuda=drv_cuda,
-        gpus=tuple(found),
-        python=py,
-        platform=platform_value,
-        cuda_ceiling=ceiling,
-        installed_torch=(
-            torch.torch_build.version
-            if torch and torch.torch_build and torch.torch_build.version
-            else torch.version
-            if torch
-            else None
-        ),
-        installed_torch_variant=torch.cuda_variant if torch else None,
-        origins=origins,
-        # only a probed host's own cuda-compat libcuda counts; a described one has none
-        forward_compat=forward_compat(facts.driver) if origins.get("driver") == "probed" and facts else None,
-    )
-
-
-def _this_platform(facts) -> str:  # type: ignore[no-untyped-def]
-    if facts is None:
-        return "linux-x86_64"
-    if facts.host.os == "Windows":
-        return "windows"
-    return "linux-aarch64" if facts.host.arch in ("aarch64", "arm64") else "linux-x86_64"
 
 
 @app.command()
@@ -690,69 +466,43 @@ def update(
     )
 
 
+class ListFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+    MARKDOWN = "markdown"
+
+
 @app.command("list-checks")
 @_guarded
 def list_checks(
-    output_format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.TEXT,
+    output_format: Annotated[
+        ListFormat, typer.Option("--format", "-f", help="text, json, or markdown (a table).")
+    ] = ListFormat.TEXT,
 ) -> None:
     """List every check: its code, name, category and the healthy condition it verifies."""
-    from cudadoctor.checks import ALL_CHECKS
+    from cudadoctor.catalog import list_checks as listing
 
-    if output_format is Format.JSON:
-        import json
-
-        rows = [
-            {
-                "code": c.code,
-                "name": c.name,
-                "category": c.category,
-                "severity": c.severity.value,
-                "summary": c.summary(),
-            }
-            for c in ALL_CHECKS.values()
-        ]
-        sys.stdout.write(json.dumps({"checks": rows}, indent=2) + "\n")
-        return
-    for check in ALL_CHECKS.values():
-        sys.stdout.write(f"{check.code}  {check.name:<40} {check.summary()}\n")
+    sys.stdout.write(listing(output_format.value))
 
 
 @app.command()
 @_guarded
 def explain(
     code: Annotated[str, typer.Argument(metavar="CODE", help="A check's code (CD102) or name.")],
-    output_format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.TEXT,
+    output_format: Annotated[
+        ListFormat, typer.Option("--format", "-f", help="text, json or markdown.")
+    ] = ListFormat.TEXT,
 ) -> None:
     """Explain one check: what it checks, why it matters, and how to fix what it finds."""
-    from cudadoctor.checks import ALL_CHECKS, resolve_codes
+    from cudadoctor.catalog import explain as explanation
+    from cudadoctor.checks import resolve_codes
 
     matches = resolve_codes([code], "explain")
     if len(matches) != 1:
         raise UsageError(
             f"explain {code!r}: matches {len(matches)} checks ({', '.join(sorted(matches))}); give one code"
         )
-    check = ALL_CHECKS[matches.pop()]
-    sections = check.sections()
-    if output_format is Format.JSON:
-        import json
-
-        doc = {
-            "code": check.code,
-            "name": check.name,
-            "category": check.category,
-            "summary": check.summary(),
-            "severity": check.severity.value,
-            "sections": sections,
-        }
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-        return
-    out = [f"{check.code} {check.name}", "", check.summary(), ""]
-    for title, body in sections.items():
-        out += [f"{title}:", f"  {body}", ""]
-    out.append(
-        f"Category: {check.category}; a problem is {'an error' if check.severity.value == 'fail' else 'a warning'}."
-    )
-    sys.stdout.write("\n".join(out) + "\n")
+    sys.stdout.write(explanation(matches.pop(), output_format.value))
 
 
 def _version_callback(value: bool) -> None:

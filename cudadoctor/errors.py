@@ -6,7 +6,7 @@ catches them. Anything else that escapes is a bug and is reported as such.
 
 from __future__ import annotations
 
-__all__ = ["CompatDataError", "CudadoctorError", "SnapshotError", "UsageError"]
+__all__ = ["CompatDataError", "CudadoctorError", "InvalidValue", "SnapshotError", "UsageError"]
 
 
 class CudadoctorError(Exception):
@@ -20,6 +20,20 @@ class UsageError(CudadoctorError):
     """A bad option value or combination (exit 2, like any usage error)."""
 
     exit_code = 2
+
+
+class InvalidValue(UsageError):
+    """A value that does not parse (a driver version, a GPU name, a requirement), said without naming a flag:
+    the layer that took the value from a flag or a settings file adds where it came from."""
+
+    def __init__(self, value: str, reason: str) -> None:
+        self.value = value
+        self.reason = reason
+        super().__init__(f"{value[:60]!r}: {reason}")
+
+    def at(self, where: str) -> UsageError:
+        """The same problem, said with where the value came from (``--assume-driver``)."""
+        return UsageError(f"{where} {self}")
 
 
 class SnapshotError(CudadoctorError):

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from cudadoctor.checks import ALL_CHECKS, resolve_codes, selected
-from cudadoctor.checks._base import Check, Skip
+from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.engine import run_check, run_checks
 from cudadoctor.checks.findings import Problem, Status
 from cudadoctor.data import CompatMatrix
@@ -42,7 +42,7 @@ def _values(**overrides):
 
 def test_required_fact_absent_skips_with_reason():
     finding = run_check(_Probe(lambda d, t: None), _values(driver=None))
-    assert finding.status is Status.SKIP and finding.skip_reason == absent_reason("driver")
+    assert finding.status is Status.NOT_APPLICABLE and finding.reason == absent_reason("driver")
 
 
 def test_optional_fact_absent_is_passed_as_default():
@@ -51,15 +51,37 @@ def test_optional_fact_absent_is_passed_as_default():
     assert seen == [None]
 
 
-def test_problem_and_explicit_skip():
+def test_problem_not_applicable_and_could_not_judge():
     assert run_check(_Probe(lambda d, t: Problem("bad")), _values()).status is Status.FAIL
     assert run_check(_Probe(lambda d, t: Problem("meh", status=Status.WARN)), _values()).status is Status.WARN
 
-    def skip(d, t):
-        raise Skip("not today")
+    def absent(d, t):
+        raise NotApplicable("no plugin installed")
 
-    finding = run_check(_Probe(skip), _values())
-    assert (finding.status, finding.skip_reason) == (Status.SKIP, "not today")
+    def unknown(d, t):
+        raise CannotJudge("no data for release 9.9")
+
+    finding = run_check(_Probe(absent), _values())
+    assert (finding.status, finding.reason) == (Status.NOT_APPLICABLE, "no plugin installed")
+    finding = run_check(_Probe(unknown), _values())
+    assert (finding.status, finding.reason) == (Status.UNKNOWN, "no data for release 9.9")
+
+
+def test_a_fact_whose_probe_crashed_makes_its_checks_unknown_not_absent():
+    """A probe that crashed leaves its fact empty; a check needing it could not judge (never ok, never n/a)."""
+    from cudadoctor.facts.model import ProbeError
+
+    facts = Facts(
+        host=HostInfo(os="Linux", arch="x86_64"),
+        errors=(ProbeError("driver", "probe crashed: ValueError: 5000 digits", crashed=True),),
+    )
+    values = {"driver": None, "torch": None, "facts": facts}
+    finding = run_check(_Probe(lambda d, t: None), values)
+    assert finding.status is Status.UNKNOWN
+    assert finding.reason == "could not read driver: probe crashed: ValueError: 5000 digits"
+    # the same absence without a crash: the driver is simply not there
+    values["facts"] = Facts(host=HostInfo(os="Linux", arch="x86_64"))
+    assert run_check(_Probe(lambda d, t: None), values).status is Status.NOT_APPLICABLE
 
 
 def test_a_crashing_check_is_one_error_finding():
@@ -71,7 +93,7 @@ def test_a_crashing_check_is_one_error_finding():
 def test_every_check_runs_on_empty_facts_without_crashing():
     findings = run_checks(Facts(host=HostInfo(os="Linux", arch="x86_64")), CompatMatrix())
     assert [f.code for f in findings] == list(ALL_CHECKS)
-    assert all(f.status in (Status.OK, Status.SKIP) for f in findings), findings
+    assert all(f.status in (Status.OK, Status.NOT_APPLICABLE) for f in findings), findings
 
 
 def test_selection_by_code_prefix_and_name():

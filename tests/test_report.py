@@ -6,12 +6,23 @@ import os
 
 from packaging.version import Version
 
+from cudadoctor.app import build_report
 from cudadoctor.checks.engine import run_checks
+from cudadoctor.checks.findings import Finding
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.codec import facts_from_json
 from cudadoctor.facts.model import Facts, HostInfo, InstalledPackage, Source, SourceKind, TorchBuild
-from cudadoctor.report.text import render_text
+from cudadoctor.report import Format
+from cudadoctor.report.document import Report
+from cudadoctor.report.options import RenderOptions
+from cudadoctor.report.render import RENDERERS
+from cudadoctor.report.text import render_text as _render_text
 from tests.conftest import fixture_text
+
+
+def render_text(facts: Facts, findings: list[Finding], matrix: CompatMatrix | None = None, **options) -> str:
+    report = build_report(facts, findings, matrix) if matrix is not None else Report(facts, tuple(findings))
+    return _render_text(report, RenderOptions(**options))
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "h200-check.txt")
 
@@ -23,7 +34,7 @@ def _h200():
 def test_h200_text_report_matches_golden(update_golden):
     facts = _h200()
     matrix = CompatMatrix(False)
-    text = render_text(facts, run_checks(facts, matrix), width=100, dates=matrix.dates)
+    text = render_text(facts, run_checks(facts, matrix), matrix, width=100)
     if update_golden:
         with open(GOLDEN, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -66,14 +77,46 @@ def test_apple_silicon_and_cpu_torch_are_not_cuda_failures():
     assert "[✗]" not in text and "[!]" not in text
 
 
-def test_the_data_date_comes_from_the_matrix_the_checks_used():
+def test_the_data_date_does_not_depend_on_the_checks_selected():
+    """Regression (issue #10): `--select CD104` reported no data date while `--select CD111` did."""
     facts = _h200()
-    unused = CompatMatrix(False)
-    assert unused.dates.compat is None  # nothing loaded yet: no date to state
-    findings = run_checks(facts, unused)
-    assert unused.dates.compat is not None
-    assert f"compatibility data as of {unused.dates.compat}" in render_text(facts, findings, dates=unused.dates)
-    assert "compatibility data as of" not in render_text(facts, findings)
+    dates = set()
+    for code in ("CD104", "CD111"):
+        matrix = CompatMatrix(False)
+        report = build_report(facts, run_checks(facts, matrix, select=[code]), matrix)
+        dates.add(report.compat_data_as_of)
+        assert f"compatibility data as of {report.compat_data_as_of}" in _render_text(report, RenderOptions())
+    assert len(dates) == 1 and None not in dates
+    assert "compatibility data as of" not in render_text(facts, run_checks(facts, CompatMatrix()))
+
+
+def test_every_format_has_a_renderer():
+    assert set(RENDERERS) == set(Format)
+    facts = _h200()
+    matrix = CompatMatrix()
+    report = build_report(facts, run_checks(facts, matrix), matrix)
+    for fmt, renderer in RENDERERS.items():
+        assert renderer(report, RenderOptions()).strip(), fmt
+
+
+def test_could_not_judge_is_never_shown_as_ok():
+    """A category whose check could not judge gets [?], the reason shows, and the closing line counts it."""
+    import dataclasses
+
+    from cudadoctor.checks.findings import Status
+
+    facts = _h200()
+    matrix = CompatMatrix()
+    findings = [
+        dataclasses.replace(f, status=Status.UNKNOWN, reason="no arch list for torch 2.11.0 cu130")
+        if f.code == "CD113" else f
+        for f in run_checks(facts, matrix)
+    ]  # fmt: skip
+    text = render_text(facts, findings, matrix, width=160)
+    assert "[?] GPUs:" in text
+    assert "? CD113 could not judge (no arch list for torch 2.11.0 cu130)" in text
+    assert "No issues found, but not everything could be judged" in text and "1 could not be judged" in text
+    assert "✓ No issues found" not in text
 
 
 def test_rocm_torch_is_named_as_such():

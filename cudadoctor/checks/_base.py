@@ -2,8 +2,10 @@
 
 A check states a healthy condition (the docstring's first line), names the facts it needs as the
 parameters of :meth:`Check.check`, and returns ``None`` when the condition holds or a
-:class:`~cudadoctor.checks.findings.Problem` saying what is wrong, with evidence and the fix. The engine
-injects the facts by parameter name and skips the check when a required fact is absent.
+:class:`~cudadoctor.checks.findings.Problem` saying what is wrong, with evidence and the fix; it raises
+:class:`NotApplicable` when its subject is not there and :class:`CannotJudge` when it lacks a fact or data
+to judge it. The engine injects the facts by parameter name; a required fact that is absent makes the
+check not applicable, or could-not-judge when the probe for that fact failed.
 
 Docstring layout (``cudadoctor explain CODE`` prints it)::
 
@@ -23,7 +25,7 @@ from typing import ClassVar
 
 from cudadoctor.checks.findings import Status
 
-__all__ = ["SECTIONS", "Check", "Skip"]
+__all__ = ["SECTIONS", "CannotJudge", "Check", "NotApplicable"]
 
 #: The sections every check's docstring has, in this order.
 SECTIONS = ("What it checks", "Why it matters", "How to fix")
@@ -31,8 +33,13 @@ SECTIONS = ("What it checks", "Why it matters", "How to fix")
 _CODE = re.compile(r"^CD\d{3}$")
 
 
-class Skip(Exception):
-    """Raised by a check that cannot judge (the reason is shown with -v)."""
+class NotApplicable(Exception):
+    """Raised by a check whose subject is not there (no plugin installed, no variable set): the reason says what."""
+
+
+class CannotJudge(Exception):
+    """Raised by a check that has its subject but not what it needs to judge it: the reason names the missing
+    fact or data. Never an ok: the report counts it as *could not be judged*."""
 
 
 class Check:

@@ -11,7 +11,7 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
-from cudadoctor.checks._base import Check, Skip
+from cudadoctor.checks._base import Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo
 from cudadoctor.nvreq import RequirementError, brand_token, evaluate, parse_requirement
@@ -47,12 +47,12 @@ class CD701(Check):
     def check(self, host: HostInfo, driver: DriverInfo, gpus: tuple[GpuInfo, ...] = ()) -> Problem | None:
         env = _env(host)
         if env.get("NVIDIA_DISABLE_REQUIRE", "").strip().lower() in _TRUE:
-            raise Skip("NVIDIA_DISABLE_REQUIRE is set")
+            raise NotApplicable("NVIDIA_DISABLE_REQUIRE is set")
         requirements = {
             k: v for k, v in env.items() if k.startswith("NVIDIA_REQUIRE_") and k != "NVIDIA_REQUIRE_JETPACK"
         }
         if not requirements:
-            raise Skip("no NVIDIA_REQUIRE_* variable is set")
+            raise NotApplicable("no NVIDIA_REQUIRE_* variable is set")
         facts_per_gpu = [
             {
                 "cuda": str(driver.cuda_api) if driver.cuda_api else None,

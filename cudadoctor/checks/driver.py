@@ -18,7 +18,7 @@ import re
 
 from packaging.version import Version
 
-from cudadoctor.checks._base import Check, Skip
+from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import GpuArch
@@ -388,7 +388,7 @@ class CD111(Check):
         gpus: tuple[GpuInfo, ...] = (),
     ) -> Problem | None:
         if driver.version is None:
-            raise Skip("the driver version is unknown")
+            raise CannotJudge("the driver version is unknown")
         cuda, why = effective_cuda(driver, matrix)
         forward = forward_compat(driver)
         # The GPU table is read only where it decides something (the GPU probe reports it when broken).
@@ -495,10 +495,10 @@ class CD113(Check):
         variant = torch.cuda_variant
         version = torch.torch_build.version if torch.torch_build and torch.torch_build.version else torch.version
         if not variant or not variant.startswith("cu"):
-            raise Skip("torch is not a CUDA build")
+            raise NotApplicable("torch is not a CUDA build")
         archs = matrix.torch_arch_list(version, variant)
         if archs is None:
-            raise Skip(f"no arch list for torch {version.public} {variant} in compat/torch.toml")
+            raise CannotJudge(f"no arch list for torch {version.public} {variant} in compat/torch.toml")
         missing = [
             g
             for g in gpus
@@ -536,7 +536,7 @@ class CD114(Check):
 
     def check(self, driver: DriverInfo, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix) -> Problem | None:
         if driver.version is None:
-            raise Skip("the driver version is unknown")
+            raise CannotJudge("the driver version is unknown")
         too_old: list[tuple[GpuInfo, GpuArch]] = []
         for gpu in gpus:
             verdict = driver_supports_gpu(matrix, driver.version, gpu.compute_capability, gpu.name)

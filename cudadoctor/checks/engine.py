@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from cudadoctor.checks import ALL_CHECKS, selected
-from cudadoctor.checks._base import Check, Skip
+from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Finding, Problem, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import Facts
-from cudadoctor.facts.registry import absent_reason, injectables
+from cudadoctor.facts.registry import absent_reason, fact_of_error, injectables
 
 __all__ = ["check_values", "run_check", "run_checks"]
 
@@ -39,22 +39,47 @@ def _finding(check: Check, status: Status, **kwargs: Any) -> Finding:
     )
 
 
-def run_check(check: Check, values: dict[str, Any], *, live: bool = True) -> Finding:
-    """Evaluate one check against the injectable values."""
-    if check.live_only and not live:
-        return _finding(check, Status.SKIP, skip_reason="judged only on the machine itself")
+def _unreadable(values: dict[str, Any]) -> dict[str, str]:
+    """Facts whose probe crashed, with why: a check needing one could not judge (it is not "absent")."""
+    facts = values.get("facts")
+    errors = facts.errors if isinstance(facts, Facts) else ()
+    found: dict[str, str] = {}
+    for error in errors:
+        name = fact_of_error(error.probe)
+        if error.crashed and name is not None:
+            found.setdefault(name, error.message)
+    return found
+
+
+def _arguments(function: Callable[..., Any], values: dict[str, Any]) -> dict[str, Any] | tuple[Status, str]:
+    """The check's arguments by parameter name, or why it cannot run: (status, reason)."""
     kwargs: dict[str, Any] = {}
-    function: Callable[..., Problem | None] = check.check  # type: ignore[attr-defined]
+    unreadable = _unreadable(values)
     for name, param in inspect.signature(function).parameters.items():
         value = values.get(name)
         absent = value is None or (isinstance(value, (tuple, list, dict)) and not value and name != "packages")
+        if name in unreadable and (absent or name == "packages"):
+            return Status.UNKNOWN, f"could not read {name}: {unreadable[name]}"
         if absent and param.default is inspect.Parameter.empty:
-            return _finding(check, Status.SKIP, skip_reason=absent_reason(name) or f"{name} unknown")
+            return Status.NOT_APPLICABLE, absent_reason(name) or f"{name} unknown"
         kwargs[name] = value if not absent else param.default
+    return kwargs
+
+
+def run_check(check: Check, values: dict[str, Any], *, live: bool = True) -> Finding:
+    """Evaluate one check against the injectable values."""
+    if check.live_only and not live:
+        return _finding(check, Status.NOT_APPLICABLE, reason="judged only on the machine itself")
+    function: Callable[..., Problem | None] = check.check  # type: ignore[attr-defined]
+    arguments = _arguments(function, values)
+    if isinstance(arguments, tuple):
+        return _finding(check, arguments[0], reason=arguments[1])
     try:
-        result = function(**kwargs)
-    except Skip as skip:
-        return _finding(check, Status.SKIP, skip_reason=str(skip))
+        result = function(**arguments)
+    except NotApplicable as why:
+        return _finding(check, Status.NOT_APPLICABLE, reason=str(why))
+    except CannotJudge as why:
+        return _finding(check, Status.UNKNOWN, reason=str(why))
     except CompatDataError:
         raise  # invalid shipped data is fatal for the whole run (exit 3), not one finding
     except Exception as exc:  # a bug in the check: one error finding, the others go on

@@ -1,7 +1,7 @@
 """Judgements: what the checks concluded from the facts, with evidence and the fix.
 
 Facts (:mod:`cudadoctor.facts.model`) say what is there; findings say whether it fits. A finding is
-produced for every check that was evaluated, including the ones that passed or were skipped, so
+produced for every check that was evaluated, including the ones that passed, did not apply or could not judge, so
 a JSON report shows exactly what was examined.
 """
 
@@ -14,20 +14,38 @@ __all__ = ["Finding", "Problem", "Remediation", "Status", "worst"]
 
 
 class Status(str, enum.Enum):
-    """The outcome of one check, from best to worst (``skip`` and ``error`` aside)."""
+    """The outcome of one check.
+
+    Three verdicts and two ways of not reaching one: *ok*, a problem (*warn* or *fail*), *not
+    applicable* (what the check is about is not there: no vLLM installed) and *could not judge*
+    (``unknown``: it is there, but a fact or the data to judge it is missing — the reason says which).
+    An unknown is never counted as ok. ``error`` is a crash of the check itself, a bug in cudadoctor.
+    """
 
     OK = "ok"  #: the condition holds
     WARN = "warn"  #: worth a look; does not stop the target from running
     FAIL = "fail"  #: the target will not run (or not correctly) as installed
-    SKIP = "skip"  #: the facts the check needs are absent (e.g. no torch installed)
+    NOT_APPLICABLE = "not-applicable"  #: what the check judges is absent (e.g. no torch installed)
+    UNKNOWN = "unknown"  #: could not judge: a fact could not be read, or the data does not cover it
     ERROR = "error"  #: the check itself crashed; a bug in cudadoctor
 
     @property
     def rank(self) -> int:
         return _RANK[self]
 
+    @property
+    def is_problem(self) -> bool:
+        return self in (Status.WARN, Status.FAIL, Status.ERROR)
 
-_RANK = {Status.OK: 0, Status.SKIP: 0, Status.WARN: 1, Status.ERROR: 2, Status.FAIL: 3}
+
+_RANK = {
+    Status.OK: 0,
+    Status.NOT_APPLICABLE: 0,
+    Status.UNKNOWN: 1,
+    Status.WARN: 2,
+    Status.ERROR: 3,
+    Status.FAIL: 4,
+}
 
 
 def worst(statuses: list[Status]) -> Status:
@@ -66,4 +84,5 @@ class Finding:
     message: str = ""  #: what is wrong (empty when ok or skipped)
     evidence: dict[str, str] = field(default_factory=dict)
     remediation: Remediation | None = None
-    skip_reason: str | None = None
+    #: why there is no verdict: what is not there (not applicable) or what was missing (unknown)
+    reason: str | None = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from cudadoctor.checks._base import Check, Skip
+from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.facts.model import (
     CudaWheels,
@@ -46,10 +46,10 @@ class CD201(Check):
 
     def check(self, nvcc: NvccInfo, torch: InstalledPackage) -> Problem | None:
         if nvcc.release is None:
-            raise Skip("nvcc's release is unknown")
+            raise CannotJudge("nvcc's release is unknown")
         build = torch.torch_build.cuda if torch.torch_build and torch.torch_build.cuda else torch.cuda_build
         if not build or not torch.cuda_variant or not torch.cuda_variant.startswith("cu"):
-            raise Skip("torch is not a CUDA build")
+            raise NotApplicable("torch is not a CUDA build")
         if int(build.split(".")[0]) == nvcc.release.major:
             return None
         return Problem(
@@ -227,10 +227,12 @@ class CD303(Check):
             if match:
                 needing.append((pkg, int(match.group(2) or match.group(3))))
         if not needing:
-            raise Skip("no CuPy or TensorRT package installed")
+            raise NotApplicable("no CuPy or TensorRT package installed")
         available = _available_majors(toolkits, cuda_wheels)
         if not available:
-            raise Skip("no CUDA toolkit or runtime wheel found to compare with (system libraries are not probed)")
+            raise CannotJudge(
+                "no CUDA toolkit or runtime wheel found to compare with (system libraries are not probed)"
+            )
         missing = [(pkg, major) for pkg, major in needing if major not in available]
         if not missing:
             return None

@@ -17,7 +17,7 @@ from cudadoctor.checks._base import Check
 from cudadoctor.checks.driver import effective_cuda
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
-from cudadoctor.errors import UsageError
+from cudadoctor.errors import InvalidValue
 from cudadoctor.facts.model import Facts
 
 __all__ = ["CD901", "CD902", "STALE_AFTER_DAYS", "Assertion", "parse_assertion"]
@@ -36,7 +36,7 @@ class Assertion:
 
 
 def parse_assertion(text: str) -> Assertion:
-    """``torch>=2.6``, ``vllm``, ``cuda>=12.4``, ``driver>=550``; UsageError when it is none of these."""
+    """``torch>=2.6``, ``vllm``, ``cuda>=12.4``, ``driver>=550``; InvalidValue when it is none of these."""
     raw = text.strip()
     # Not a package that merely starts so ("cuda-python", "driverkit").
     match = re.fullmatch(r"(cuda|driver)(?![A-Za-z0-9._-])\s*(.*)", raw, flags=re.IGNORECASE)
@@ -44,13 +44,11 @@ def parse_assertion(text: str) -> Assertion:
         try:
             return Assertion(raw, match.group(1).lower(), SpecifierSet(match.group(2)))
         except InvalidSpecifier:
-            raise UsageError(f"--require {text!r}: {match.group(2)!r} is not a version specifier") from None
+            raise InvalidValue(text, f"{match.group(2)!r} is not a version specifier") from None
     try:
         req = Requirement(raw)
     except InvalidRequirement:
-        raise UsageError(
-            f"--require {text!r}: expected a requirement such as 'torch>=2.6', 'cuda>=12.4' or 'vllm'"
-        ) from None
+        raise InvalidValue(text, "expected a requirement such as 'torch>=2.6', 'cuda>=12.4' or 'vllm'") from None
     return Assertion(raw, req.name.lower().replace("_", "-").replace(".", "-"), req.specifier)
 
 

@@ -14,7 +14,7 @@ import re
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from cudadoctor.checks._base import Check, Skip
+from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, PythonEnv
@@ -153,7 +153,7 @@ class CD403(Check):
         jaxlib = packages.get("jaxlib")
         plugins = [p for n, p in packages.items() if re.fullmatch(r"jax-cuda\d+-(plugin|pjrt)", n)]
         if jaxlib is None or not plugins:
-            raise Skip("JAX's CUDA plugin is not installed")
+            raise NotApplicable("JAX's CUDA plugin is not installed")
         problems = [
             f"{p.name} {p.version} does not match jaxlib {jaxlib.version}"
             for p in plugins
@@ -196,7 +196,7 @@ class CD501(Check):
     def check(self, vllm: InstalledPackage, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix) -> Problem | None:
         release = matrix.vllm_release(vllm.version)
         if release is None or release.min_compute_capability is None:
-            raise Skip(f"no minimum compute capability for vLLM {vllm.version} in compat/vllm.toml")
+            raise CannotJudge(f"no minimum compute capability for vLLM {vllm.version} in compat/vllm.toml")
         below = [
             g
             for g in gpus
@@ -238,7 +238,7 @@ class CD404(Check):
         host: HostInfo | None = None,
     ) -> Problem | None:
         if python.version is None:
-            raise Skip("the Python version is unknown")
+            raise CannotJudge("the Python version is unknown")
         short = f"{python.version.major}.{python.version.minor}"
         missing = []
         torch = packages.get("torch")

@@ -18,7 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from cudadoctor.checks._base import Check, Skip
+from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.packages import unmet_requirements
 from cudadoctor.data import CompatMatrix
@@ -172,15 +172,15 @@ class CD801(Check):
     ) -> Problem | None:
         api = runtime.driver
         if api is None:
-            raise Skip("the driver-API probe did not run")
+            raise NotApplicable("the driver-API probe did not run")
         if api.error is not None and api.init_rc is None and api.load_error is None:
             return _probe_failed(api, runtime)
         if api.load_error is not None:
             if driver is None and not gpus:
-                raise Skip("no NVIDIA driver or GPU found: there is no libcuda to load")
+                raise NotApplicable("no NVIDIA driver or GPU found: there is no libcuda to load")
             return _load_failed(api.load_error, api)
         if api.init_rc is None:
-            raise Skip("cuInit was not reached")
+            raise CannotJudge("cuInit was not reached")
         if api.init_rc == 0:
             return None
         code = api.init_rc
@@ -255,7 +255,7 @@ def _probe_failed(api: DriverApiResult, runtime: RuntimeInfo) -> Problem:
             status=Status.WARN,
         )
     if api.error_kind == "not-run":
-        raise Skip(f"the driver-API probe could not run: {api.error}")
+        raise CannotJudge(f"the driver-API probe could not run: {api.error}")
     return Problem(
         f"the driver-API probe {api.error}: loading libcuda.so.1 or calling the driver broke the process",
         {"probe": str(api.source)},
@@ -425,7 +425,7 @@ class CD802(Check):
     ) -> Problem | None:
         tried = _gpu_frameworks(runtime)
         if not tried:
-            raise Skip("no GPU framework installed that --deep tries")
+            raise NotApplicable("no GPU framework installed that --deep tries")
         api = runtime.driver
         init_failed = api is not None and api.init_rc not in (None, 0)
         lines: list[str] = []
@@ -633,7 +633,7 @@ class CD803(Check):
         host: HostInfo | None = None,
     ) -> Problem | None:
         if not _gpu_frameworks(runtime):
-            raise Skip("no GPU framework installed that --deep tries")
+            raise NotApplicable("no GPU framework installed that --deep tries")
         return _library_problems("cudnn", "cuDNN", runtime, packages, cudnn, host)
 
 
@@ -664,7 +664,7 @@ class CD804(Check):
         host: HostInfo | None = None,
     ) -> Problem | None:
         if not _gpu_frameworks(runtime):
-            raise Skip("no GPU framework installed that --deep tries")
+            raise NotApplicable("no GPU framework installed that --deep tries")
         return _library_problems("nccl", "NCCL", runtime, packages, nccl, host)
 
 
@@ -710,7 +710,7 @@ class CD805(Check):
         families = matrix.arch_families
         judged = [fw for fw in _gpu_frameworks(runtime) if fw.arch_list and fw.devices]
         if not judged:
-            raise Skip("no framework reported both its architecture list and its GPUs")
+            raise CannotJudge("no framework reported both its architecture list and its GPUs")
         lines: list[str] = []
         evidence: dict[str, str] = {}
         status = Status.WARN
@@ -771,7 +771,7 @@ class CD806(Check):
     def check(self, runtime: RuntimeInfo) -> Problem | None:
         smoke = runtime.nccl_smoke
         if smoke is None:
-            raise Skip("the NCCL test was not run (use --deep --nccl on a machine with two or more GPUs)")
+            raise NotApplicable("the NCCL test was not run (use --deep --nccl on a machine with two or more GPUs)")
         if smoke.ok:
             return None
         return Problem(

@@ -124,6 +124,8 @@ class ProbeError:
     probe: str  #: the probe that failed (``driver``, ``gpus``, ``toolkit`` …)
     message: str  #: one line, for people
     source: str | None = None  #: the file, call or command that failed
+    #: the probe itself crashed, so everything it would have reported is unknown (not absent)
+    crashed: bool = False
 
 
 # --- driver ---------------------------------------------------------------------------------------

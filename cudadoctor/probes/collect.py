@@ -42,7 +42,7 @@ def _run_one(ctx: ProbeContext, name: str, probe: Callable[[ProbeContext], Any])
         value = probe(ctx)
         ok = True
     except Exception as exc:  # one broken probe must never take the report down
-        ctx.fail(name, f"probe crashed: {type(exc).__name__}: {exc}")
+        ctx.fail(name, f"probe crashed: {type(exc).__name__}: {exc}", crashed=True)
         value, ok = None, False
     return value, time.perf_counter() - start, ok
 

@@ -48,10 +48,10 @@ class ProbeContext:
         """True when examining this machine, False for an image root."""
         return self.fs.is_live
 
-    def fail(self, probe: str, message: str, source: str | None = None) -> None:
-        """Record why a fact is unknown."""
+    def fail(self, probe: str, message: str, source: str | None = None, *, crashed: bool = False) -> None:
+        """Record why a fact is unknown (``crashed``: the whole probe failed, so all it reports is unknown)."""
         with self._guard:
-            self.errors.append(ProbeError(probe=probe, message=message, source=source))
+            self.errors.append(ProbeError(probe=probe, message=message, source=source, crashed=crashed))
 
     def once(self, key: str, compute: Callable[[], T]) -> T:
         """``compute()`` the first time ``key`` is asked for; the cached answer after that."""

@@ -6,7 +6,9 @@ workflow-command syntax requires (GitHub docs, "Workflow commands for GitHub Act
 
 from __future__ import annotations
 
-from cudadoctor.checks.findings import Finding, Status
+from cudadoctor.checks.findings import Status
+from cudadoctor.report.document import Report
+from cudadoctor.report.options import RenderOptions
 
 __all__ = ["render_github"]
 
@@ -19,10 +21,14 @@ def _escape_property(text: str) -> str:
     return _escape(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render_github(findings: list[Finding]) -> str:
+def render_github(report: Report, options: RenderOptions) -> str:
     lines = []
-    for f in findings:
-        if f.status in (Status.OK, Status.SKIP):
+    for f in report.findings:
+        if f.status is Status.UNKNOWN:
+            title = _escape_property(f"cudadoctor {f.code} {f.name}")
+            lines.append(f"::notice title={title}::{_escape(f'could not judge: {f.reason}')}")
+            continue
+        if not f.status.is_problem:
             continue
         level = "warning" if f.status is Status.WARN else "error"
         message = f.message
@@ -30,10 +36,7 @@ def render_github(findings: list[Finding]) -> str:
             message += f"\nFix: {f.remediation.text}"
             message += "".join(f"\n  $ {c}" for c in f.remediation.commands)
         lines.append(f"::{level} title={_escape_property(f'cudadoctor {f.code} {f.name}')}::{_escape(message)}")
-    bad = [f for f in findings if f.status not in (Status.OK, Status.SKIP)]
-    lines.append(
-        f"cudadoctor: {len(bad)} problem(s) in {len(findings)} checks"
-        if bad
-        else f"cudadoctor: no issues found ({len(findings)} checks)"
-    )
+    counts = report.counts
+    found = counts.problems_phrase() or "no issues"
+    lines.append(f"cudadoctor: {found} found ({counts.phrase()})")
     return "\n".join(lines) + "\n"

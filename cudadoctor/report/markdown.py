@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import json
 
-from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.facts.codec import encode
-from cudadoctor.facts.model import Facts
+from cudadoctor.report.document import Report
+from cudadoctor.report.options import RenderOptions
 from cudadoctor.report.summary import Mark, categories
 
 __all__ = ["render_markdown"]
 
-_MARK = {Mark.OK: "✅", Mark.WARN: "⚠️", Mark.FAIL: "❌", Mark.ABSENT: "➖"}
+_MARK = {Mark.OK: "✅", Mark.UNKNOWN: "❔", Mark.WARN: "⚠️", Mark.FAIL: "❌", Mark.ABSENT: "➖"}
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(facts: Facts, findings: list[Finding]) -> str:
+def render_markdown(report: Report, options: RenderOptions) -> str:
+    facts, findings = report.facts, report.findings
     out = [
         f"## cudadoctor report ({facts.tool_version}, {facts.mode})",
         "",
@@ -27,14 +28,17 @@ def render_markdown(facts: Facts, findings: list[Finding]) -> str:
     ]
     for cat in categories(facts, findings):
         out.append(f"| {_MARK[cat.mark]} | {_cell(cat.title)} | {_cell(cat.headline)} |")
-    problems = [f for f in findings if f.status not in (Status.OK, Status.SKIP)]
-    out += ["", "### Problems" if problems else "No problems found."]
+    problems = report.problems
+    out += ["", "### Problems" if problems else "No problems found.", "", report.counts.phrase() + "."]
     for f in problems:
         out += ["", f"**{f.code} {f.name}** ({f.status.value}): {f.message}"]
         if f.remediation:
             out += ["", f"Fix: {f.remediation.text}"]
             if f.remediation.commands:
                 out += ["", "```sh", *f.remediation.commands, "```"]
+    if report.unknown:
+        out += ["", "### Could not be judged", ""]
+        out += [f"- **{f.code} {f.name}**: {_cell(f.reason or '')}" for f in report.unknown]
     out += [
         "",
         "<details><summary>All facts (JSON)</summary>",

@@ -22,14 +22,15 @@ __all__ = ["Category", "Line", "Mark", "categories"]
 
 
 class Mark(str, enum.Enum):
-    OK = "ok"
+    OK = "ok"  #: found, and every check about it that applied passed
+    UNKNOWN = "unknown"  #: found, but a check about it could not judge it (never shown as ok)
     WARN = "warn"
     FAIL = "fail"
     ABSENT = "absent"
 
 
-_MARK_RANK = {Mark.ABSENT: 0, Mark.OK: 0, Mark.WARN: 1, Mark.FAIL: 2}
-_FINDING_MARK = {Status.WARN: Mark.WARN, Status.FAIL: Mark.FAIL, Status.ERROR: Mark.FAIL}
+_MARK_RANK = {Mark.ABSENT: 0, Mark.OK: 0, Mark.UNKNOWN: 1, Mark.WARN: 2, Mark.FAIL: 3}
+_FINDING_MARK = {Status.UNKNOWN: Mark.UNKNOWN, Status.WARN: Mark.WARN, Status.FAIL: Mark.FAIL, Status.ERROR: Mark.FAIL}
 
 
 @dataclass(frozen=True)
@@ -261,9 +262,14 @@ def categories(facts: Facts, findings: Iterable[Finding] = ()) -> list[Category]
 
 
 def _attach_finding(cat: Category, finding: Finding) -> None:
-    if finding.status in (Status.OK, Status.SKIP):
-        note = "ok" if finding.status is Status.OK else f"skipped ({finding.skip_reason})"
+    if finding.status in (Status.OK, Status.NOT_APPLICABLE):
+        note = "ok" if finding.status is Status.OK else f"not applicable ({finding.reason})"
         cat.lines.append(Line(f"{finding.code} {note}: {finding.summary}"))
+        return
+    if finding.status is Status.UNKNOWN:
+        cat.lines.append(Line(f"{finding.code} could not judge ({finding.reason}): {finding.summary}", level="unknown"))
+        if cat.mark in (Mark.OK, Mark.ABSENT):
+            cat.mark = Mark.UNKNOWN
         return
     level = "warn" if finding.status is Status.WARN else "fail"
     text = f"{finding.code} {finding.message}"

@@ -1,113 +1,102 @@
 """The terminal report: one line per category with a mark, details with ``-v``.
 
-Modelled on ``flutter doctor``: ``[✓]`` found, ``[!]`` something could not be read or needs a
-look, ``[✗]`` a problem, ``[-]`` not installed. Warnings always show; information lines only with
-``-v``. Colour only when the output is a terminal and ``NO_COLOR`` is unset (rich decides).
+Modelled on ``flutter doctor``: ``[✓]`` found and every check about it passed, ``[?]`` found but a
+check could not judge it (the reason is shown), ``[!]`` a warning or something that could not be read,
+``[✗]`` a problem, ``[-]`` not installed. Problems and could-not-judge lines always show; information
+lines only with ``-v``. Colour only when asked for (the CLI decides from the terminal and ``NO_COLOR``).
 """
 
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
-from cudadoctor.checks.findings import Finding, Status
-from cudadoctor.facts.model import Facts
+from cudadoctor.report.document import Report
+from cudadoctor.report.options import RenderOptions
 from cudadoctor.report.summary import Category, Mark, categories
-
-if TYPE_CHECKING:
-    from cudadoctor.data import DataDates
 
 __all__ = ["render_text"]
 
 _BOX = {
-    Mark.OK: ("[green][✓][/green]", "[✓]"),
-    Mark.WARN: ("[yellow][!][/yellow]", "[!]"),
-    Mark.FAIL: ("[red][✗][/red]", "[✗]"),
-    Mark.ABSENT: ("[dim][-][/dim]", "[-]"),
+    Mark.OK: "[green][✓][/green]",
+    Mark.UNKNOWN: "[yellow][?][/yellow]",
+    Mark.WARN: "[yellow][!][/yellow]",
+    Mark.FAIL: "[red][✗][/red]",
+    Mark.ABSENT: "[dim][-][/dim]",
 }
-_BULLET = {"info": "•", "warn": "[yellow]![/yellow]", "fail": "[red]✗[/red]"}
+_BULLET = {"info": "•", "unknown": "[yellow]?[/yellow]", "warn": "[yellow]![/yellow]", "fail": "[red]✗[/red]"}
 
 
 def _category(console: Console, cat: Category, verbose: bool) -> None:
-    box = _BOX[cat.mark][0]
-    console.print(f"{box} [bold]{escape(cat.title)}[/bold]: {escape(cat.headline)}", highlight=False, soft_wrap=True)
+    console.print(f"{_BOX[cat.mark]} [bold]{escape(cat.title)}[/bold]: {escape(cat.headline)}", soft_wrap=True)
     for line in cat.lines:
         if line.level == "info" and not verbose:
             continue
         text = escape(line.text)
         if verbose and line.source:
             text += f" [dim]({escape(line.source)})[/dim]"
-        console.print(f"    {_BULLET[line.level]} {text}", highlight=False, soft_wrap=True)
+        console.print(f"    {_BULLET[line.level]} {text}", soft_wrap=True)
         for command in line.commands:
-            console.print(f"        $ {escape(command)}", highlight=False, soft_wrap=True)
+            console.print(f"        $ {escape(command)}", soft_wrap=True)
 
 
-def render_text(
-    facts: Facts,
-    findings: list[Finding] | None = None,
-    *,
-    verbose: bool = False,
-    color: bool = False,
-    width: int = 100,
-    dates: DataDates | None = None,
-) -> str:
-    """The report as text (with ANSI colour codes when ``color``); ``dates``: the data's, for the last line."""
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=width,
-        force_terminal=color,
-        no_color=not color,
-        color_system="standard" if color else None,
-        emoji=False,
-        highlight=False,
-    )
-    if not verbose:
-        console.print("cudadoctor summary (details and sources: cudadoctor check -v)", highlight=False)
-    else:
-        console.print(
-            f"cudadoctor {facts.tool_version} — facts gathered {facts.collected_at} ({facts.mode})", highlight=False
-        )
-    console.print()
-    findings = findings or []
-    cats = categories(facts, findings)
-    for cat in cats:
-        _category(console, cat, verbose)
-    console.print()
-    failed = [f for f in findings if f.status in (Status.FAIL, Status.ERROR)]
-    warned = [f for f in findings if f.status is Status.WARN]
+def _verdict_line(report: Report) -> str:
+    """The closing line: what was found, and how many checks passed, did not apply or could not judge."""
+    counts = report.counts
+    if counts.errors or counts.warnings:
+        affected = len({f.category for f in report.problems})
+        mark = "[red]✗[/red]" if counts.errors else "[yellow]![/yellow]"
+        where = f"in {affected} categor{'y' if affected == 1 else 'ies'}"
+        return f"{mark} cudadoctor found {counts.problems_phrase()} {where} ({counts.phrase()})."
+    if counts.unknown:
+        return f"[yellow]?[/yellow] No issues found, but not everything could be judged: {counts.phrase()}."
+    return f"[green]✓[/green] No issues found: {counts.phrase()}."
+
+
+def _footer(console: Console, report: Report, cats: list[Category], verbose: bool) -> None:
     unread = [
         c for c in cats if any(line.level == "warn" and line.text.startswith("could not read") for line in c.lines)
     ]
-    if failed or warned:
-        affected = len({f.category for f in failed + warned})
-        parts = [f"{len(failed)} error{'s' * (len(failed) != 1)}"] if failed else []
-        parts += [f"{len(warned)} warning{'s' * (len(warned) != 1)}"] if warned else []
-        mark = "[red]✗[/red]" if failed else "[yellow]![/yellow]"
-        console.print(
-            f"{mark} cudadoctor found {' and '.join(parts)} in {affected} categor{'y' if affected == 1 else 'ies'}.",
-            highlight=False,
-        )
-    elif findings:
-        console.print(f"[green]✓[/green] No issues found ({len(findings)} checks).", highlight=False)
     if unread:
-        console.print(
-            "[yellow]![/yellow] Some facts could not be read ("
-            + ", ".join(c.title for c in unread)
-            + "); run with -v for the reasons.",
-            highlight=False,
-        )
-    as_of = dates.compat if dates is not None else None
-    if as_of is not None and findings:
-        index = dates.index if dates is not None else None
+        names = ", ".join(c.title for c in unread)
+        console.print(f"[yellow]![/yellow] Some facts could not be read ({names}); run with -v for the reasons.")
+    if report.compat_data_as_of is not None and report.findings:
+        index = report.index_data_as_of
         extra = f"; package-index data read {index} (cudadoctor update)" if index else ""
-        console.print(f"[dim]compatibility data as of {as_of}{extra}[/dim]", highlight=False)
-    probes = {k: v for k, v in facts.timings.items() if k != "total"}
+        console.print(f"[dim]compatibility data as of {report.compat_data_as_of}{extra}[/dim]")
+    probes = {k: v for k, v in report.facts.timings.items() if k != "total"}
     if verbose and probes:
         slowest = max(probes, key=lambda k: probes[k])
-        total = f"{facts.timings['total']:.3f} s" if "total" in facts.timings else "an unknown time"
-        console.print(f"[dim]probes took {total}; slowest: {slowest} {probes[slowest]:.3f} s[/dim]", highlight=False)
+        total = f"{report.facts.timings['total']:.3f} s" if "total" in report.facts.timings else "an unknown time"
+        console.print(f"[dim]probes took {total}; slowest: {slowest} {probes[slowest]:.3f} s[/dim]")
+
+
+def render_text(report: Report, options: RenderOptions) -> str:
+    """The report as text (with ANSI colour codes when ``options.color``)."""
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=options.width,
+        force_terminal=options.color,
+        no_color=not options.color,
+        color_system="standard" if options.color else None,
+        emoji=False,
+        highlight=False,
+    )
+    facts = report.facts
+    if options.verbose:
+        origin = "a snapshot" if options.from_snapshot else facts.mode
+        console.print(f"cudadoctor {facts.tool_version} — facts gathered {facts.collected_at} ({origin})")
+    else:
+        console.print("cudadoctor summary (details and sources: cudadoctor check -v)")
+    console.print()
+    cats = categories(facts, report.findings)
+    for cat in cats:
+        _category(console, cat, options.verbose)
+    console.print()
+    if report.findings:
+        console.print(_verdict_line(report))
+    _footer(console, report, cats, options.verbose)
     return buffer.getvalue()

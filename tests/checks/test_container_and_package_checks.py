@@ -44,8 +44,8 @@ def test_cd701_unknown_cuda_of_an_assumed_driver_is_not_a_failure(h200):
 
 
 def test_cd701_disabled_and_absent(h200):
-    assert run_check("CD701", with_env(h200, NVIDIA_DISABLE_REQUIRE="true")).status is Status.SKIP
-    assert run_check("CD701", with_env(h200, NVIDIA_REQUIRE_CUDA=None)).status is Status.SKIP
+    assert run_check("CD701", with_env(h200, NVIDIA_DISABLE_REQUIRE="true")).status is Status.NOT_APPLICABLE
+    assert run_check("CD701", with_env(h200, NVIDIA_REQUIRE_CUDA=None)).status is Status.NOT_APPLICABLE
 
 
 def test_cd701_invalid_requirement(h200):
@@ -113,4 +113,4 @@ def test_cd402_torch_build_kind(h200, variant, status):
 def test_cd402_cpu_torch_without_gpu_is_fine(h200):
     torch = replace(h200.packages["torch"], cuda_variant="cpu")
     facts = replace(h200, gpus=(), packages={**h200.packages, "torch": torch})
-    assert run_check("CD402", facts).status is Status.SKIP
+    assert run_check("CD402", facts).status is Status.NOT_APPLICABLE

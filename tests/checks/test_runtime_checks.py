@@ -183,7 +183,7 @@ def test_cd801_libcuda_not_loadable(h200):
     finding = run(CD801(), h200, rt(driver("driver-no-libcuda.txt")))
     assert finding.status is Status.FAIL and "libcuda.so.1 cannot be loaded" in finding.message
     bare = replace(h200, driver=None, gpus=())
-    assert run(CD801(), bare, rt(driver("driver-no-libcuda.txt"))).status is Status.SKIP
+    assert run(CD801(), bare, rt(driver("driver-no-libcuda.txt"))).status is Status.NOT_APPLICABLE
 
 
 def test_cd801_probe_timed_out_or_crashed(h200):
@@ -194,15 +194,15 @@ def test_cd801_probe_timed_out_or_crashed(h200):
     crashed = replace(base, error="crashed with SIGSEGV during init", error_kind="crash", init_rc=None)
     assert run(CD801(), h200, rt(crashed)).status is Status.FAIL
     not_run = replace(base, error="not found", error_kind="not-run", init_rc=None)
-    assert run(CD801(), h200, rt(not_run)).skip_reason == "the driver-API probe could not run: not found"
+    assert run(CD801(), h200, rt(not_run)).reason == "the driver-API probe could not run: not found"
     # cuInit answered before something later in the child raised: cuInit's answer is what counts
     late = replace(base, error="raised AttributeError: cuDeviceGetName", error_kind="crash")
     assert run(CD801(), h200, rt(late)).status is Status.OK
 
 
 def test_cd801_skipped_without_deep(h200):
-    assert run(CD801(), h200, None).status is Status.SKIP
-    assert run(CD801(), h200, rt(None)).status is Status.SKIP
+    assert run(CD801(), h200, None).status is Status.NOT_APPLICABLE
+    assert run(CD801(), h200, rt(None)).status is Status.NOT_APPLICABLE
 
 
 # --- CD802 frameworks -----------------------------------------------------------------------------
@@ -295,7 +295,7 @@ def test_cd802_timeouts_only_warn_crashes_fail(h200):
 
 def test_cd802_cpu_build_is_cd402s_business(h200):
     cpu = replace(framework("torch-healthy-h200.txt", "torch"), gpu_build=False, gpu_op=None)
-    assert run(CD802(), h200, rt(None, cpu)).status is Status.SKIP
+    assert run(CD802(), h200, rt(None, cpu)).status is Status.NOT_APPLICABLE
 
 
 # --- CD803 / CD804 loaded cuDNN and NCCL ----------------------------------------------------------
@@ -374,7 +374,7 @@ def test_cd804_system_nccl_loaded(h200):
 
 
 def test_cd803_skip_without_frameworks(h200):
-    assert run(CD803(), h200, rt(driver("driver-healthy-h200.txt"))).status is Status.SKIP
+    assert run(CD803(), h200, rt(driver("driver-healthy-h200.txt"))).status is Status.NOT_APPLICABLE
 
 
 # --- CD805 architectures --------------------------------------------------------------------------

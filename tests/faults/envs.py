@@ -22,6 +22,7 @@ from typing import Any
 
 from pyfakefs.fake_filesystem_unittest import Patcher
 
+from cudadoctor.app import build_report
 from cudadoctor.checks.engine import run_checks
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.data import CompatMatrix
@@ -32,6 +33,7 @@ from cudadoctor.probes.collect import collect_facts
 from cudadoctor.probes.native import LibcudaResult, NvmlDevice, NvmlResult
 from cudadoctor.redact import Redactor
 from cudadoctor.report.json import render_json
+from cudadoctor.report.options import RenderOptions
 from cudadoctor.report.text import render_text
 from tests.conftest import FakeNative, FakeRunner, make_ctx
 from tests.h200_fixture import LIBCUDA, NVCC_OUTPUT, NVML, SITE, SMI_OUTPUT, SMI_QUERY
@@ -256,14 +258,16 @@ class Fault:
 def observations(facts: Any, findings: Iterable[Any]) -> list[str]:
     """What a report says went wrong: every probe error and every finding that is not ok or skipped."""
     out = [f"{e.probe}: {e.message}" for e in facts.errors]
-    out += [f"{f.code} {f.status.value}: {f.message}" for f in findings if f.status not in (Status.OK, Status.SKIP)]
+    quiet = (Status.OK, Status.NOT_APPLICABLE)
+    out += [f"{f.code} {f.status.value}: {f.message}" for f in findings if f.status not in quiet]
     return out
 
 
 def json_observations(doc: dict[str, Any]) -> list[str]:
     """:func:`observations` read from a JSON report."""
     out = [f"{e['probe']}: {e['message']}" for e in doc["facts"]["errors"]]
-    out += [f"{f['code']} {f['status']}: {f['message']}" for f in doc["findings"] if f["status"] not in ("ok", "skip")]
+    quiet = ("ok", "not-applicable")
+    out += [f"{f['code']} {f['status']}: {f['message']}" for f in doc["findings"] if f["status"] not in quiet]
     return out
 
 
@@ -791,9 +795,10 @@ def judge(facts: Facts) -> tuple[list[Finding], int, str, str, dict[str, Any]]:
     matrix = CompatMatrix()
     findings = run_checks(facts, matrix)
     exit_code = 1 if any(f.status in (Status.FAIL, Status.ERROR) for f in findings) else 0
-    text = render_text(facts, findings, dates=matrix.dates)
-    verbose = render_text(facts, findings, verbose=True, dates=matrix.dates)
-    doc = json.loads(render_json(facts, findings, exit_code=exit_code, dates=matrix.dates))
+    report = build_report(facts, findings, matrix, exit_code=exit_code)
+    text = render_text(report, RenderOptions())
+    verbose = render_text(report, RenderOptions(verbose=True))
+    doc = json.loads(render_json(report, RenderOptions()))
     return findings, exit_code, text, verbose, doc
 
 

@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cudadoctor import cli
+from cudadoctor.app import read_snapshot
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data import load as compat_load
 from cudadoctor.errors import SnapshotError
@@ -136,7 +137,7 @@ def test_bad_snapshot_in_process(case, good_snapshot: bytes, tmp_path) -> None: 
     path = str(tmp_path / "snap.json")
     case.make(path, good_snapshot)
     with pytest.raises(SnapshotError) as info:
-        cli._read_snapshot(path)
+        read_snapshot(path)
     assert case.message in str(info.value)
     assert "\n" not in str(info.value)
     result = cli_runner.invoke(cli.app, ["check", "--from", path])

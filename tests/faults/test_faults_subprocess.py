@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from cudadoctor import cli
 from cudadoctor.data import load as compat_load
 from cudadoctor.facts.codec import facts_to_json
+from cudadoctor.output import write_text
 from tests.faults.envs import (
     CACHE_FAULTS,
     CATEGORY_KEYS,
@@ -153,7 +153,7 @@ def _job(fault: Fault, image_env: dict[str, str], fault_tree, live_facts, tmp_pa
     if fault.native:
         # NVML, libcuda and nvidia-smi exist only on a live machine: collect it in-process, replay the facts.
         snapshot = str(tmp_path / "facts.json")
-        cli._write_file(snapshot, facts_to_json(live_facts(fault)[0]) + "\n")  # as `cudadoctor snapshot -o`
+        write_text(snapshot, facts_to_json(live_facts(fault)[0]) + "\n")  # as `cudadoctor snapshot -o`
         args = ("check", "--from", snapshot, "-f", "json", "-o", report)
         return Job(fault, args, report, str(tmp_path), fault.exit_code, fault.expect)
     tree = fault_tree(fault)

@@ -73,7 +73,7 @@ def test_cd806_reports_the_failure_and_skips_when_not_run():
     assert finding.status is Status.FAIL
     assert finding.message == "an NCCL all-reduce across 2 GPUs failed: rank 0: NCCL error: invalid usage"
     skipped = Facts(host=HostInfo(os="Linux", arch="x86_64"), runtime=RuntimeInfo(python=PY, timeout=30.0))
-    assert run_check("CD806", skipped).status is Status.SKIP
+    assert run_check("CD806", skipped).status is Status.NOT_APPLICABLE
 
 
 def test_world_size_is_what_cuda_sees_not_what_nvml_lists():

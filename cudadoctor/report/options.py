@@ -1,0 +1,16 @@
+"""How a report is to be rendered (not what it says: that is the :class:`~cudadoctor.report.document.Report`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RenderOptions"]
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    verbose: bool = False  #: every fact and its source (text)
+    color: bool = False  #: ANSI colours (text)
+    width: int = 100  #: terminal columns (text)
+    #: the facts were read from a snapshot (``check --from``), not gathered by this run
+    from_snapshot: bool = False

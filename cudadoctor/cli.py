@@ -16,7 +16,8 @@ import enum
 import functools
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
 
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
     pass
 
 __all__ = ["app", "main"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 app = typer.Typer(
     name="cudadoctor",
@@ -115,11 +119,11 @@ def _err(message: str) -> None:
     print(prefix + message, file=sys.stderr)
 
 
-def _guarded(func):  # type: ignore[no-untyped-def]
+def _guarded(func: Callable[P, R]) -> Callable[P, R]:
     """Run a command body; turn cudadoctor's errors into one line and an exit code."""
 
     @functools.wraps(func)
-    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
         except CudadoctorError as exc:

@@ -109,7 +109,7 @@ def evaluate(alternatives: list[list[Condition]], facts: Mapping[str, str | None
     no_gpu = bool(facts.get("_no_gpu"))
     unknown = False
     for conditions in alternatives:
-        results = []
+        results: list[bool | None] = []
         for cond in conditions:
             if no_gpu and cond.prop in ("arch", "brand"):
                 results.append(True)

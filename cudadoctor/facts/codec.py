@@ -15,7 +15,7 @@ import json
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from packaging.version import Version
 
@@ -86,32 +86,57 @@ def decode(tp: Any, data: Any, path: str, depth: int = 0) -> Any:
     if tp is Any:
         return data
     if dataclasses.is_dataclass(tp):
-        if not isinstance(data, dict):
-            raise SnapshotError(f"{path}: expected an object")
-        hints = _hints(tp)
-        kwargs: dict[str, Any] = {}
-        for f in dataclasses.fields(tp):
-            if f.name.startswith("_"):
-                continue
-            if f.name in data:
-                kwargs[f.name] = decode(hints[f.name], data[f.name], f"{path}.{f.name}", depth + 1)
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise SnapshotError(f"{path}.{f.name}: missing")
-        return tp(**kwargs)
+        return _decode_dataclass(cast(type, tp), data, path, depth)
     if origin is tuple:
-        if not isinstance(data, list):
-            raise SnapshotError(f"{path}: expected a list")
-        (item, _ellipsis) = typing.get_args(tp)
-        return tuple(decode(item, v, f"{path}[{i}]", depth + 1) for i, v in enumerate(data))
+        return _decode_tuple(tp, data, path, depth)
     if origin is dict:
-        if not isinstance(data, dict):
-            raise SnapshotError(f"{path}: expected an object")
-        _key, item = typing.get_args(tp)
-        # A key that is not printable ("a\nb") is quoted, so an error naming it stays on one line.
-        return {
-            str(k): decode(item, v, f"{path}.{k}" if k.isprintable() else f"{path}[{k!r}]", depth + 1)
-            for k, v in data.items()
-        }
+        return _decode_dict(tp, data, path, depth)
+    return _decode_scalar(tp, data, path)
+
+
+def _decode_dataclass(cls: type, data: Any, path: str, depth: int) -> Any:
+    if not isinstance(data, dict):
+        raise SnapshotError(f"{path}: expected an object")
+    hints = _hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name.startswith("_"):
+            continue
+        if f.name in data:
+            kwargs[f.name] = decode(hints[f.name], data[f.name], f"{path}.{f.name}", depth + 1)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise SnapshotError(f"{path}.{f.name}: missing")
+    return cls(**kwargs)
+
+
+def _decode_tuple(tp: Any, data: Any, path: str, depth: int) -> tuple[Any, ...]:
+    if not isinstance(data, list):
+        raise SnapshotError(f"{path}: expected a list")
+    (item, _ellipsis) = typing.get_args(tp)
+    return tuple(decode(item, v, f"{path}[{i}]", depth + 1) for i, v in enumerate(data))
+
+
+def _decode_dict(tp: Any, data: Any, path: str, depth: int) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise SnapshotError(f"{path}: expected an object")
+    _key, item = typing.get_args(tp)
+    # A key that is not printable ("a\nb") is quoted, so an error naming it stays on one line.
+    return {
+        str(k): decode(item, v, f"{path}.{k}" if k.isprintable() else f"{path}[{k!r}]", depth + 1)
+        for k, v in data.items()
+    }
+
+
+#: JSON types a plain annotation accepts, and what the error says otherwise (bool is not an int here).
+_PLAIN: dict[type, tuple[tuple[type, ...], str]] = {
+    bool: ((bool,), "expected true or false"),
+    int: ((int,), "expected an integer"),
+    float: ((int, float), "expected a number"),
+    str: ((str,), "expected a string"),
+}
+
+
+def _decode_scalar(tp: Any, data: Any, path: str) -> Any:
     if isinstance(tp, type) and issubclass(tp, Version):
         if not isinstance(data, str):
             raise SnapshotError(f"{path}: expected a version string")
@@ -124,22 +149,11 @@ def decode(tp: Any, data: Any, path: str, depth: int = 0) -> Any:
             return tp(data)
         except ValueError:
             raise SnapshotError(f"{path}: {data!r} is not one of {[m.value for m in tp]}") from None
-    if tp is bool:
-        if not isinstance(data, bool):
-            raise SnapshotError(f"{path}: expected true or false")
-        return data
-    if tp is int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            raise SnapshotError(f"{path}: expected an integer")
-        return data
-    if tp is float:
-        if isinstance(data, bool) or not isinstance(data, (int, float)):
-            raise SnapshotError(f"{path}: expected a number")
-        return float(data)
-    if tp is str:
-        if not isinstance(data, str):
-            raise SnapshotError(f"{path}: expected a string")
-        return data
+    if tp in _PLAIN:
+        accepted, message = _PLAIN[tp]
+        if (isinstance(data, bool) and tp is not bool) or not isinstance(data, accepted):
+            raise SnapshotError(f"{path}: {message}")
+        return float(cast(float, data)) if tp is float else data
     raise SnapshotError(f"{path}: cannot decode type {tp!r}")  # a model type this codec lacks
 
 
@@ -164,7 +178,7 @@ def facts_from_json(text: str, *, origin: str = "snapshot") -> Facts:
             " (upgrade cudadoctor)"
         )
     try:
-        facts = decode(Facts, document.get("facts"), "facts")
+        facts: Facts = decode(Facts, document.get("facts"), "facts")
     except RecursionError:
         raise SnapshotError(f"{origin}: nested too deeply") from None
     except SnapshotError as exc:
@@ -174,4 +188,5 @@ def facts_from_json(text: str, *, origin: str = "snapshot") -> Facts:
 
 def redact_facts(facts: Facts, redactor: Redactor) -> Facts:
     """The same facts with every string passed through ``redactor`` (for every output format)."""
-    return decode(Facts, redactor.document(encode(facts)), "facts")
+    redacted: Facts = decode(Facts, redactor.document(encode(facts)), "facts")
+    return redacted

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from packaging.version import Version
 
@@ -34,7 +34,7 @@ from cudadoctor.facts.model import (
 )
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.loader import search_dirs, soname_version
-from cudadoctor.probes.native import NvmlResult, decode_cuda_version
+from cudadoctor.probes.native import LibcudaResult, NvmlResult, decode_cuda_version
 
 __all__ = [
     "PROC_VERSION",
@@ -343,6 +343,114 @@ def _garbled(text: str) -> str:
     return f"unrecognised contents: {line[:80]!r}" if line else "empty file"
 
 
+@dataclass
+class _Sources:
+    """What the driver's sources said so far, and what failed (one probe run)."""
+
+    problems: list[tuple[str, str | None]] = field(default_factory=list)
+    readings: list[DriverReading] = field(default_factory=list)
+    sys_version: DriverVersion | None = None
+    kernel: KernelModule | None = None
+    nvml: DriverReading | None = None
+    libcuda_cuda_api: Version | None = None
+    loaded: str | None = None
+    smi: SmiQuery | None = None
+
+
+def _read_module_files(ctx: ProbeContext, found: _Sources) -> None:
+    """The kernel module's version from sysfs and procfs."""
+    text = _read(ctx, SYS_VERSION, found.problems)
+    if text is not None:
+        found.sys_version = parse_sys_module_version(text)
+        if found.sys_version is None:
+            found.problems.append((_garbled(text), SYS_VERSION))
+        else:
+            found.readings.append(DriverReading(Source(SourceKind.FILE, SYS_VERSION), version=found.sys_version))
+    text = _read(ctx, PROC_VERSION, found.problems)
+    if text is not None:
+        found.kernel = kernel = parse_proc_driver_version(text)
+        if kernel is None:
+            found.problems.append((_garbled(text), PROC_VERSION))
+        else:
+            detail = f"{kernel.flavour} kernel module" + (f" for {kernel.arch}" if kernel.arch else "")
+            found.readings.append(DriverReading(kernel.source, version=kernel.version, detail=detail))
+
+
+def _read_nvml(nvml: NvmlResult, found: _Sources) -> None:
+    if nvml.error is not None:
+        found.problems.append((f"NVML: {nvml.error}", "nvml"))
+        return
+    found.nvml = reading = DriverReading(
+        Source(SourceKind.API, "nvml"),
+        version=parse_driver_version(nvml.driver_version or ""),
+        cuda_api=_cuda_api(nvml.cuda_driver_version),
+    )
+    found.readings.append(reading)
+    if reading.version is None:
+        found.problems.append((f"NVML: unrecognised driver version {nvml.driver_version!r}", "nvml"))
+    if reading.cuda_api is None:
+        # NVML asks libcuda for this; with a stub libcuda first on the search path it has no
+        # answer while the driver version still reads fine (measured on a real H200,
+        # tests/fixtures/h200-deep/deep-s2.json).
+        found.problems.append(("NVML: no CUDA driver version (nvmlSystemGetCudaDriverVersion_v2)", "nvml"))
+
+
+def _read_libcuda(lib: LibcudaResult, found: _Sources) -> None:
+    """``cuDriverGetVersion`` through the libcuda the loader picks, and that file's own version."""
+    found.loaded = lib.path
+    api = Source(SourceKind.API, "cuDriverGetVersion")
+    if lib.error is not None:
+        found.problems.append((f"libcuda: {lib.error}", "cuDriverGetVersion"))
+    elif lib.returncode == CUDA_ERROR_STUB_LIBRARY:
+        where = lib.path or "libcuda.so.1"
+        found.readings.append(DriverReading(api, detail=f"{where}: stub library (CUDA_ERROR_STUB_LIBRARY, rc 34)"))
+        message = (
+            "cuDriverGetVersion returned 34 (CUDA_ERROR_STUB_LIBRARY): "
+            f"the loader picked the toolkit's stub libcuda {where}"
+        )
+        found.problems.append((message, "cuDriverGetVersion"))
+    else:
+        found.libcuda_cuda_api = _cuda_api(lib.version) if lib.returncode == 0 else None
+        found.readings.append(DriverReading(api, cuda_api=found.libcuda_cuda_api, detail=lib.path))
+        if lib.returncode != 0:
+            found.problems.append((f"cuDriverGetVersion returned {lib.returncode}", "cuDriverGetVersion"))
+        elif found.libcuda_cuda_api is None:
+            found.problems.append((f"cuDriverGetVersion answered {lib.version}", "cuDriverGetVersion"))
+    # The loaded file's own name is a driver version when it is the versioned file.
+    name_version = _name_version(lib.path) if lib.path else None
+    if lib.path and name_version is not None:
+        detail = "the libcuda cuDriverGetVersion loaded"
+        found.readings.append(DriverReading(Source(SourceKind.FILENAME, lib.path), version=name_version, detail=detail))
+
+
+def _read_native(ctx: ProbeContext, found: _Sources) -> None:
+    """NVML, libcuda and, when NVML did not answer fully, nvidia-smi (live only)."""
+    nvml = ctx.native.nvml()
+    _read_nvml(nvml, found)
+    _read_libcuda(ctx.native.libcuda_version(), found)
+    # nvidia-smi reads the same NVML library cudadoctor just asked, so when NVML answered it
+    # adds nothing but ~100 ms (measured on the H200). It is the fallback, run only when NVML
+    # gave no driver version or no devices.
+    found.smi = smi = query_nvidia_smi(ctx) if nvml_answered_fully(nvml) is False else None
+    if smi is not None:
+        if smi.error is not None:
+            found.problems.append((f"nvidia-smi: {smi.error}", " ".join(smi.argv)))
+        elif smi.gpus:
+            found.readings.append(DriverReading(smi.source, version=smi.gpus[0].driver_version))
+
+
+def _agreed_version(found: _Sources) -> DriverVersion | None:
+    """The kernel module first, then sysfs, NVML and nvidia-smi."""
+    smi_version = found.smi.gpus[0].driver_version if found.smi is not None and found.smi.gpus else None
+    candidates = (
+        found.kernel.version if found.kernel else None,
+        found.sys_version,
+        found.nvml.version if found.nvml else None,
+        smi_version,
+    )
+    return next((v for v in candidates if v is not None), None)
+
+
 def probe_driver(ctx: ProbeContext) -> DriverInfo | None:
     """The driver as every source saw it; None when there is no trace of an NVIDIA driver at all.
 
@@ -352,134 +460,30 @@ def probe_driver(ctx: ProbeContext) -> DriverInfo | None:
 
     :return: :class:`~cudadoctor.facts.model.DriverInfo`, or None.
     """
-    problems: list[tuple[str, str | None]] = []
-    readings: list[DriverReading] = []
-
-    sys_version: DriverVersion | None = None
-    text = _read(ctx, SYS_VERSION, problems)
-    if text is not None:
-        sys_version = parse_sys_module_version(text)
-        if sys_version is None:
-            problems.append((_garbled(text), SYS_VERSION))
-        else:
-            readings.append(DriverReading(Source(SourceKind.FILE, SYS_VERSION), version=sys_version))
-
-    kernel: KernelModule | None = None
-    text = _read(ctx, PROC_VERSION, problems)
-    if text is not None:
-        kernel = parse_proc_driver_version(text)
-        if kernel is None:
-            problems.append((_garbled(text), PROC_VERSION))
-        else:
-            detail = f"{kernel.flavour} kernel module" + (f" for {kernel.arch}" if kernel.arch else "")
-            readings.append(DriverReading(kernel.source, version=kernel.version, detail=detail))
-
-    nvml_reading: DriverReading | None = None
-    libcuda_cuda_api: Version | None = None
-    loaded: str | None = None
-    smi: SmiQuery | None = None
+    found = _Sources()
+    _read_module_files(ctx, found)
     # Native calls and commands describe the machine cudadoctor runs on; with --root they would
     # attribute the host's driver to the image.
     if ctx.live:
-        nvml = ctx.native.nvml()
-        if nvml.error is not None:
-            problems.append((f"NVML: {nvml.error}", "nvml"))
-        else:
-            nvml_reading = DriverReading(
-                Source(SourceKind.API, "nvml"),
-                version=parse_driver_version(nvml.driver_version or ""),
-                cuda_api=_cuda_api(nvml.cuda_driver_version),
-            )
-            readings.append(nvml_reading)
-            if nvml_reading.version is None:
-                problems.append((f"NVML: unrecognised driver version {nvml.driver_version!r}", "nvml"))
-            if nvml_reading.cuda_api is None:
-                # NVML asks libcuda for this; with a stub libcuda first on the search path it has no
-                # answer while the driver version still reads fine (measured on a real H200,
-                # tests/fixtures/h200-deep/deep-s2.json).
-                problems.append(("NVML: no CUDA driver version (nvmlSystemGetCudaDriverVersion_v2)", "nvml"))
-
-        lib = ctx.native.libcuda_version()
-        loaded = lib.path
-        if lib.error is not None:
-            problems.append((f"libcuda: {lib.error}", "cuDriverGetVersion"))
-        elif lib.returncode == CUDA_ERROR_STUB_LIBRARY:
-            where = lib.path or "libcuda.so.1"
-            readings.append(
-                DriverReading(
-                    Source(SourceKind.API, "cuDriverGetVersion"),
-                    detail=f"{where}: stub library (CUDA_ERROR_STUB_LIBRARY, rc 34)",
-                )
-            )
-            message = (
-                "cuDriverGetVersion returned 34 (CUDA_ERROR_STUB_LIBRARY): "
-                f"the loader picked the toolkit's stub libcuda {where}"
-            )
-            problems.append((message, "cuDriverGetVersion"))
-        else:
-            libcuda_cuda_api = _cuda_api(lib.version) if lib.returncode == 0 else None
-            source = Source(SourceKind.API, "cuDriverGetVersion")
-            readings.append(DriverReading(source, cuda_api=libcuda_cuda_api, detail=lib.path))
-            if lib.returncode != 0:
-                problems.append((f"cuDriverGetVersion returned {lib.returncode}", "cuDriverGetVersion"))
-            elif libcuda_cuda_api is None:
-                problems.append((f"cuDriverGetVersion answered {lib.version}", "cuDriverGetVersion"))
-        if lib.path:
-            # The loaded file's own name is a driver version when it is the versioned file.
-            name_version = _name_version(lib.path)
-            if name_version is not None:
-                readings.append(
-                    DriverReading(
-                        Source(SourceKind.FILENAME, lib.path),
-                        version=name_version,
-                        detail="the libcuda cuDriverGetVersion loaded",
-                    )
-                )
-
-        # nvidia-smi reads the same NVML library cudadoctor just asked, so when NVML answered it
-        # adds nothing but ~100 ms (measured on the H200). It is the fallback, run only when NVML
-        # gave no driver version or no devices.
-        smi = query_nvidia_smi(ctx) if nvml_answered_fully(nvml) is False else None
-        if smi is not None:
-            if smi.error is not None:
-                problems.append((f"nvidia-smi: {smi.error}", " ".join(smi.argv)))
-            elif smi.gpus:
-                readings.append(DriverReading(smi.source, version=smi.gpus[0].driver_version))
-
+        _read_native(ctx, found)
     libcuda_files = find_libcuda_files(ctx)
     wsl = ctx.fs.exists(_WSL_LIB) or ctx.fs.exists("/dev/dxg")
-
-    trace = bool(readings) or any(f.kind != "stub" for f in libcuda_files) or (smi is not None and smi.ran)
-    if not trace:
-        if problems:
-            reasons = "; ".join(message for message, _ in problems)
+    smi_ran = found.smi is not None and found.smi.ran
+    if not found.readings and all(f.kind == "stub" for f in libcuda_files) and not smi_ran:
+        if found.problems:
+            reasons = "; ".join(message for message, _ in found.problems)
             ctx.fail("driver", f"no NVIDIA driver found ({reasons})")
         return None
-    for message, source in problems:
-        ctx.fail("driver", message, source)
-
-    smi_version = smi.gpus[0].driver_version if smi is not None and smi.gpus else None
-    version = next(
-        (
-            v
-            for v in (
-                kernel.version if kernel else None,
-                sys_version,
-                nvml_reading.version if nvml_reading else None,
-                smi_version,
-            )
-            if v is not None
-        ),
-        None,
-    )
-    cuda_api = nvml_reading.cuda_api if nvml_reading and nvml_reading.cuda_api else libcuda_cuda_api
+    for message, failed_at in found.problems:
+        ctx.fail("driver", message, failed_at)
+    nvml_api = found.nvml.cuda_api if found.nvml else None
     return DriverInfo(
-        version=version,
-        cuda_api=cuda_api,
-        kernel_module=kernel,
-        readings=tuple(readings),
+        version=_agreed_version(found),
+        cuda_api=nvml_api or found.libcuda_cuda_api,
+        kernel_module=found.kernel,
+        readings=tuple(found.readings),
         libcuda_files=libcuda_files,
-        loaded_libcuda=loaded,
+        loaded_libcuda=found.loaded,
         wsl=wsl,
     )
 

@@ -291,9 +291,9 @@ def _container(ctx: ProbeContext) -> ContainerInfo:
             cgroup = ctx.fs.read_text("/proc/1/cgroup", limit=64 << 10)
         except OSError:
             cgroup = ""
-        for path, runtime in parse_cgroup(cgroup)[:1]:
+        for path, found in parse_cgroup(cgroup)[:1]:
             markers.append(f"/proc/1/cgroup: {path}")
-            runtimes.append(runtime)
+            runtimes.append(found)
     runtime = next((r for r in _RUNTIME_ORDER if r in runtimes), runtimes[0] if runtimes else None)
     return ContainerInfo(in_container=bool(markers), runtime=runtime, markers=tuple(markers))
 

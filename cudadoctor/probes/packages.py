@@ -837,7 +837,8 @@ def parse_torch_version_py(text: str, where: str = "torch/version.py") -> TorchB
     if "__version__" not in fields and "cuda" not in fields:
         return None
     try:
-        version = Version(fields["__version__"]) if fields.get("__version__") else None
+        version_text = fields.get("__version__")
+        version = Version(version_text) if version_text else None
     except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
         version = None
     debug = fields.get("debug")

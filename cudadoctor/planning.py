@@ -76,7 +76,7 @@ def _version(flag: str, text: str, example: str) -> Version:
 
 def _driver(matrix: CompatMatrix, flags: HostFlags, facts: Facts | None) -> tuple[DriverVersion | None, Version | None]:
     from cudadoctor.assume import parse_driver_version
-    from cudadoctor.checks.driver import effective_cuda
+    from cudadoctor.facts.derive import effective_cuda
 
     if flags.driver is not None:
         try:
@@ -91,7 +91,7 @@ def _driver(matrix: CompatMatrix, flags: HostFlags, facts: Facts | None) -> tupl
 
 def _gpus(flags: HostFlags, facts: Facts | None) -> tuple[Gpu, ...]:
     from cudadoctor import gpu_models
-    from cudadoctor.checks.driver import forward_compat, gpu_segments
+    from cudadoctor.facts.derive import forward_compat, gpu_segments
 
     if flags.gpus:
         table = gpu_models.load_models()
@@ -129,7 +129,7 @@ def _origins(flags: HostFlags, facts: Facts | None, driver: object, gpus: Sequen
 
 def constraints(matrix: CompatMatrix, flags: HostFlags) -> Constraints:
     """What a plan must fit: this machine's facts (unless ``flags.probe`` is off), overridden by the flags."""
-    from cudadoctor.checks.driver import forward_compat
+    from cudadoctor.facts.derive import forward_compat
 
     facts = None
     if flags.probe:

@@ -16,24 +16,27 @@ from __future__ import annotations
 import posixpath
 import re
 
-from packaging.version import Version
-
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import GpuArch
+from cudadoctor.facts.derive import (
+    effective_cuda,
+    forward_compat,
+    frameworks_by_cuda_major,
+    gpu_segments,
+    loaded_libcuda,
+)
 from cudadoctor.facts.model import (
     DriverInfo,
     DriverVersion,
     GpuInfo,
     HostInfo,
     InstalledPackage,
-    LibcudaFile,
     VisibleDevices,
 )
 from cudadoctor.rules.archs import build_covers_gpu
 from cudadoctor.rules.driver import (
-    ForwardCompat,
     driver_runs_cuda,
     driver_supports_gpu,
     forward_compat_on_gpu,
@@ -55,18 +58,6 @@ __all__ = [
     "gpu_segments",
     "parse_visible_devices",
 ]
-
-
-def _loaded_file(driver: DriverInfo) -> LibcudaFile | None:
-    if not driver.loaded_libcuda:
-        return None
-    for f in driver.libcuda_files:
-        if f.path == driver.loaded_libcuda:
-            return f
-    kind = (
-        "compat" if "/compat/" in driver.loaded_libcuda else "stub" if "/stubs/" in driver.loaded_libcuda else "driver"
-    )
-    return LibcudaFile(path=driver.loaded_libcuda, version=None, kind=kind)
 
 
 def _ld_library_path(host: HostInfo) -> list[str]:
@@ -116,7 +107,7 @@ class CD101(Check):
             if reading.version is None or reading.source.kind.value not in ("api", "filename"):
                 continue
             if reading.source.kind.value == "filename":
-                loaded = _loaded_file(driver)
+                loaded = loaded_libcuda(driver)
                 if loaded is None or loaded.kind != "driver" or loaded.path != reading.source.where:
                     continue
             user[str(reading.source)] = str(reading.version)
@@ -170,7 +161,7 @@ class CD102(Check):
         ]
         if not stale:
             return None
-        loaded = _loaded_file(driver)
+        loaded = loaded_libcuda(driver)
         picked = loaded is not None and loaded.kind == "compat"
         # LD_LIBRARY_PATH may name the directory through a link (/usr/local/cuda/compat for the
         # file's real /usr/local/cuda-13.0/compat), so every */compat entry goes.
@@ -221,7 +212,7 @@ class CD103(Check):
 
     def check(self, driver: DriverInfo, host: HostInfo) -> Problem | None:
         stub_reading = any("STUB_LIBRARY" in (r.detail or "") for r in driver.readings)
-        loaded = _loaded_file(driver)
+        loaded = loaded_libcuda(driver)
         ld_path = ":".join(_ld_library_path(host))
         stub_dirs = {posixpath.normpath(p) for p in _ld_library_path(host) if re.search(r"/stubs/?$", p)}
         picked = stub_reading or (loaded is not None and loaded.kind == "stub")
@@ -301,63 +292,9 @@ class CD104(Check):
 # --- CD11x: the driver and GPUs against what the installed packages were built for -----------------
 
 
-def _built_for_cuda(packages: dict[str, InstalledPackage]) -> dict[int, list[InstalledPackage]]:
-    """Frameworks by the CUDA major they were built for (the nvidia-*/cuda-* library wheels aside)."""
-    by_major: dict[int, list[InstalledPackage]] = {}
-    for pkg in packages.values():
-        if not pkg.cuda_build or pkg.name.startswith(("nvidia-", "cuda-")):
-            continue
-        major = int(pkg.cuda_build.split(".")[0])
-        by_major.setdefault(major, []).append(pkg)
-    return by_major
-
-
 def _label(pkg: InstalledPackage) -> str:
     version = pkg.torch_build.version if pkg.torch_build and pkg.torch_build.version else pkg.version
     return f"{pkg.name} {version}"
-
-
-def forward_compat(driver: DriverInfo) -> ForwardCompat | None:
-    """The forward compatibility in effect: a cuda-compat libcuda newer than the kernel module, picked by
-    the loader, and the CUDA version it reports (cuDriverGetVersion through it); None when there is none.
-
-    NVIDIA CUDA Compatibility guide, "Forward Compatibility":
-    https://docs.nvidia.com/deploy/cuda-compatibility/
-    """
-    loaded = _loaded_file(driver)
-    kernel = driver.kernel_module.version if driver.kernel_module else driver.version
-    if loaded is None or loaded.kind != "compat" or not loaded.version or not kernel or loaded.version <= kernel:
-        return None
-    cuda = next((r.cuda_api for r in driver.readings if r.source.where == "cuDriverGetVersion" and r.cuda_api), None)
-    return ForwardCompat(cuda, loaded.path) if cuda is not None else None
-
-
-def gpu_segments(gpus: tuple[GpuInfo, ...]) -> tuple[tuple[str, str | None], ...]:
-    """(name, segment in compat/gpus.toml) of each GPU; the segment is None for a model the table lacks."""
-    from cudadoctor import gpu_models
-
-    table = gpu_models.load_models()
-    models = [gpu_models.lookup(gpu.name, table) for gpu in gpus]
-    return tuple((gpu.name, model.segment if model else None) for gpu, model in zip(gpus, models, strict=True))
-
-
-def effective_cuda(driver: DriverInfo, matrix: CompatMatrix) -> tuple[Version | None, str]:
-    """The CUDA version CUDA applications get from this driver, and why.
-
-    Under forward compatibility (:func:`forward_compat`) applications get the compat library's CUDA
-    version. Otherwise it is the driver's own (NVML, cuDriverGetVersion), or for an assumed driver the one
-    the release notes' driver table gives.
-    """
-    forward = forward_compat(driver)
-    if forward is not None:
-        return forward.cuda, f"forward compatibility through {forward.library}"
-    if driver.cuda_api is not None:
-        return driver.cuda_api, "reported by the driver"
-    if driver.version is not None:
-        derived = matrix.cuda_for_driver(driver.version)
-        if derived is not None:
-            return derived, "the CUDA release notes' driver table"
-    return None, "unknown"
 
 
 class CD111(Check):
@@ -396,7 +333,7 @@ class CD111(Check):
         failing: list[str] = []
         needed: list[DriverVersion] = []
         evidence = {"driver": f"{driver.version} (CUDA {cuda or 'unknown'}: {why})"}
-        for major, pkgs in sorted(_built_for_cuda(packages).items()):
+        for major, pkgs in sorted(frameworks_by_cuda_major(packages).items()):
             verdict = driver_runs_cuda(
                 matrix, major, driver.version, windows=host.os == "Windows", forward=forward, gpus=segments
             )
@@ -449,7 +386,7 @@ class CD112(Check):
         evidence: dict[str, str] = {}
         last_major = None
         for gpu in gpus:
-            for major, pkgs in sorted(_built_for_cuda(packages).items()):
+            for major, pkgs in sorted(frameworks_by_cuda_major(packages).items()):
                 verdict = cuda_major_supports_arch(matrix, major, gpu.compute_capability, gpu.name)
                 arch = verdict.detail
                 if not verdict.is_problem or arch is None:
@@ -574,7 +511,7 @@ class CD105(Check):
     live_only = True
 
     def check(self, driver: DriverInfo, gpus: tuple[GpuInfo, ...]) -> Problem | None:
-        loaded = _loaded_file(driver)
+        loaded = loaded_libcuda(driver)
         kernel = driver.kernel_module.version if driver.kernel_module else None
         if loaded is None or loaded.kind != "compat" or loaded.version is None or kernel is None:
             return None

@@ -19,6 +19,7 @@ from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import InvalidValue
 from cudadoctor.facts.model import Facts
+from cudadoctor.facts.names import canonical_name
 
 __all__ = ["CD901", "CD902", "STALE_AFTER_DAYS", "Assertion", "parse_assertion"]
 
@@ -49,7 +50,7 @@ def parse_assertion(text: str) -> Assertion:
         req = Requirement(raw)
     except InvalidRequirement:
         raise InvalidValue(text, "expected a requirement such as 'torch>=2.6', 'cuda>=12.4' or 'vllm'") from None
-    return Assertion(raw, req.name.lower().replace("_", "-").replace(".", "-"), req.specifier)
+    return Assertion(raw, canonical_name(req.name), req.specifier)
 
 
 class CD901(Check):

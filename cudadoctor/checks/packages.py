@@ -18,6 +18,7 @@ from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, PythonEnv
+from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes.packages import is_interesting
 from cudadoctor.rules.gpus import vllm_supports_gpu
 from cudadoctor.rules.wheels import torch_has_wheels, vllm_has_wheels, wheel_platform
@@ -42,20 +43,16 @@ def unmet_requirements(
                 req = Requirement(line)
             except InvalidRequirement:
                 continue
-            target = packages.get(_canonical(req.name))
+            target = packages.get(canonical_name(req.name))
             if target is None:
                 # Missing altogether: judged only for names the package probe looks for, so a
                 # dependency it never scans is not reported as missing.
-                if is_interesting(_canonical(req.name)) and req.specifier:
+                if is_interesting(canonical_name(req.name)) and req.specifier:
                     unmet.append((dependent, req, None))
                 continue
             if req.specifier and not req.specifier.contains(target.version, prereleases=True):
                 unmet.append((dependent, req, target))
     return unmet
-
-
-def _canonical(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")
 
 
 class CD401(Check):

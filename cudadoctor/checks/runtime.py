@@ -24,6 +24,7 @@ from cudadoctor.checks.packages import unmet_requirements
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import CudaError
 from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, VisibleDevices
+from cudadoctor.facts.names import canonical_name
 from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
 from cudadoctor.rules.archs import covers
 
@@ -501,7 +502,7 @@ def _pins(
                 req = Requirement(line)
             except InvalidRequirement:
                 continue
-            if req.name.lower().replace("_", "-").startswith(wheel_prefix):
+            if canonical_name(req.name).startswith(wheel_prefix):
                 found.append((source, req))
     return found
 
@@ -581,7 +582,7 @@ def _judge_pin(
     host: HostInfo | None,
 ) -> None:
     """Whether the framework (``loaded``: "torch 2.11.0 loaded cuDNN") loaded the wheel ``source`` pins."""
-    wheel = req.name.lower().replace("_", "-")
+    wheel = canonical_name(req.name)
     pinned_copy = next((c for c in copies if c.distribution == wheel), None)
     pin = f"{source} pins {req.name}{req.specifier}"
     if pinned_copy is None:

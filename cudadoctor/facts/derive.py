@@ -9,18 +9,35 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cudadoctor.facts.model import Facts, HostInfo, InstalledPackage
+from packaging.version import Version
 
-__all__ = ["DERIVED", "Derived", "env_map", "ld_library_path"]
+from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo, InstalledPackage, LibcudaFile
+
+if TYPE_CHECKING:
+    from cudadoctor.data import CompatMatrix
+    from cudadoctor.rules.driver import ForwardCompat
+
+__all__ = [
+    "DERIVED",
+    "Derived",
+    "effective_cuda",
+    "env_map",
+    "forward_compat",
+    "frameworks_by_cuda_major",
+    "gpu_segments",
+    "ld_library_path",
+    "loaded_libcuda",
+]
 
 
 @dataclass(frozen=True)
 class Derived:
     """One derived fact: how to compute it and why a check needing it is not applicable when absent."""
 
-    compute: Callable[[Facts], Any]
+    #: (the facts, the compat data) -> the value
+    compute: Callable[[Facts, CompatMatrix], Any]
     absent: str
     doc: str
 
@@ -42,8 +59,77 @@ def ld_library_path(host: HostInfo) -> tuple[str, ...] | None:
     return tuple(p for p in value.split(":") if p)
 
 
-def _package(name: str) -> Callable[[Facts], InstalledPackage | None]:
-    def compute(facts: Facts) -> InstalledPackage | None:
+def loaded_libcuda(driver: DriverInfo) -> LibcudaFile | None:
+    """The libcuda file the loader picked (``cuDriverGetVersion`` through it), with its kind."""
+    if not driver.loaded_libcuda:
+        return None
+    for f in driver.libcuda_files:
+        if f.path == driver.loaded_libcuda:
+            return f
+    kind = (
+        "compat" if "/compat/" in driver.loaded_libcuda else "stub" if "/stubs/" in driver.loaded_libcuda else "driver"
+    )
+    return LibcudaFile(path=driver.loaded_libcuda, version=None, kind=kind)
+
+
+def frameworks_by_cuda_major(packages: dict[str, InstalledPackage]) -> dict[int, list[InstalledPackage]]:
+    """Frameworks by the CUDA major they were built for (the nvidia-*/cuda-* library wheels aside)."""
+    by_major: dict[int, list[InstalledPackage]] = {}
+    for pkg in packages.values():
+        if not pkg.cuda_build or pkg.name.startswith(("nvidia-", "cuda-")):
+            continue
+        major = int(pkg.cuda_build.split(".")[0])
+        by_major.setdefault(major, []).append(pkg)
+    return by_major
+
+
+def forward_compat(driver: DriverInfo) -> ForwardCompat | None:
+    """The forward compatibility in effect: a cuda-compat libcuda newer than the kernel module, picked by
+    the loader, and the CUDA version it reports (cuDriverGetVersion through it); None when there is none.
+
+    NVIDIA CUDA Compatibility guide, "Forward Compatibility":
+    https://docs.nvidia.com/deploy/cuda-compatibility/
+    """
+    from cudadoctor.rules.driver import ForwardCompat
+
+    loaded = loaded_libcuda(driver)
+    kernel = driver.kernel_module.version if driver.kernel_module else driver.version
+    if loaded is None or loaded.kind != "compat" or not loaded.version or not kernel or loaded.version <= kernel:
+        return None
+    cuda = next((r.cuda_api for r in driver.readings if r.source.where == "cuDriverGetVersion" and r.cuda_api), None)
+    return ForwardCompat(cuda, loaded.path) if cuda is not None else None
+
+
+def gpu_segments(gpus: tuple[GpuInfo, ...]) -> tuple[tuple[str, str | None], ...]:
+    """(name, segment in compat/gpus.toml) of each GPU; the segment is None for a model the table lacks."""
+    from cudadoctor import gpu_models
+
+    table = gpu_models.load_models()
+    models = [gpu_models.lookup(gpu.name, table) for gpu in gpus]
+    return tuple((gpu.name, model.segment if model else None) for gpu, model in zip(gpus, models, strict=True))
+
+
+def effective_cuda(driver: DriverInfo, matrix: CompatMatrix) -> tuple[Version | None, str]:
+    """The CUDA version CUDA applications get from this driver, and why.
+
+    Under forward compatibility (:func:`forward_compat`) applications get the compat library's CUDA
+    version. Otherwise it is the driver's own (NVML, cuDriverGetVersion), or for an assumed driver the one
+    the release notes' driver table gives.
+    """
+    forward = forward_compat(driver)
+    if forward is not None:
+        return forward.cuda, f"forward compatibility through {forward.library}"
+    if driver.cuda_api is not None:
+        return driver.cuda_api, "reported by the driver"
+    if driver.version is not None:
+        derived = matrix.cuda_for_driver(driver.version)
+        if derived is not None:
+            return derived, "the CUDA release notes' driver table"
+    return None, "unknown"
+
+
+def _package(name: str) -> Callable[[Facts, CompatMatrix], InstalledPackage | None]:
+    def compute(facts: Facts, _matrix: CompatMatrix) -> InstalledPackage | None:
         return facts.packages.get(name)
 
     return compute
@@ -53,8 +139,23 @@ DERIVED: dict[str, Derived] = {
     "torch": Derived(_package("torch"), "torch is not installed", "the installed torch distribution"),
     "vllm": Derived(_package("vllm"), "vLLM is not installed", "the installed vLLM distribution"),
     "jax": Derived(_package("jax"), "JAX is not installed", "the installed JAX distribution"),
-    "env": Derived(lambda f: env_map(f.host), "", "the examined environment's variables, by name"),
+    "env": Derived(lambda f, _m: env_map(f.host), "", "the examined environment's variables, by name"),
     "ld_library_path": Derived(
-        lambda f: ld_library_path(f.host), "LD_LIBRARY_PATH is not set", "LD_LIBRARY_PATH's directories, in order"
+        lambda f, _m: ld_library_path(f.host), "LD_LIBRARY_PATH is not set", "LD_LIBRARY_PATH's directories, in order"
+    ),
+    "driver_cuda": Derived(
+        lambda f, m: effective_cuda(f.driver, m) if f.driver is not None else None,
+        "no NVIDIA driver found",
+        "the CUDA version applications get from the driver, and how that was decided",
+    ),
+    "forward": Derived(
+        lambda f, _m: forward_compat(f.driver) if f.driver is not None else None,
+        "no forward compatibility in effect",
+        "the cuda-compat libcuda in effect and the CUDA it reports",
+    ),
+    "cuda_builds": Derived(
+        lambda f, _m: frameworks_by_cuda_major(f.packages),
+        "no framework built for CUDA installed",
+        "the installed frameworks by the CUDA major they were built for",
     ),
 }

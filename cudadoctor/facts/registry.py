@@ -99,7 +99,8 @@ def absent_reason(name: str) -> str:
 def injectables(facts: Facts, context: Mapping[str, Any]) -> dict[str, Any]:
     """Every value a check may ask for, by name: probed, derived and context; None or empty means absent."""
     values: dict[str, Any] = {name: getattr(facts, name) for name in FACTS}
-    values.update({name: derived.compute(facts) for name, derived in DERIVED.items()})
+    matrix: Any = context.get("matrix")  # the CompatMatrix of the run (None only in tests of facts alone)
+    values.update({name: derived.compute(facts, matrix) for name, derived in DERIVED.items()})
     values.update(context)
     values["facts"] = facts
     return values

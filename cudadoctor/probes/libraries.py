@@ -21,10 +21,10 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.facts.model import CudaWheels, LibraryCopy, Source, SourceKind, WheelComponent
+from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes import loader, toolkit
 from cudadoctor.probes.context import ProbeContext
 
@@ -316,7 +316,7 @@ def _read_dist(ctx: ProbeContext, site: str, path: str) -> _Dist | None:
     # tests/fixtures/h200/capture.txt).
     stem = posixpath.basename(path)[: -len(".dist-info")]
     dir_name, _, dir_version = stem.partition("-")
-    if not _interesting(canonicalize_name(dir_name)):
+    if not _interesting(canonical_name(dir_name)):
         return None
     metadata = posixpath.join(path, "METADATA")
     name: str | None = None
@@ -342,7 +342,7 @@ def _read_dist(ctx: ProbeContext, site: str, path: str) -> _Dist | None:
         return None
     if problem is not None:
         ctx.fail("libraries", f"METADATA {problem}; version taken from the dist-info name", metadata)
-    return _Dist(canonicalize_name(name or dir_name), parsed, site, path, source)
+    return _Dist(canonical_name(name or dir_name), parsed, site, path, source)
 
 
 def _cuda_major_of(name: str) -> int | None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.facts.model import InstalledPackage, PythonEnv, Source, SourceKind, TorchBuild
+from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes.context import ProbeContext
 
 __all__ = [
@@ -102,18 +103,6 @@ _TOOL_ENV_MARKERS = ("/pipx/venvs/", "/uv/tools/", "/pipx/.cache/", "/uv/environ
 _DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 _RUN_TIMEOUT = 10.0
-
-
-_SEPARATORS = re.compile(r"[-_.]+")
-
-
-def canonical_name(name: str) -> str:
-    """A distribution name normalised as PEP 503 says (``NVIDIA_CUDNN_CU12`` -> ``nvidia-cudnn-cu12``).
-
-    The same rule as :func:`packaging.utils.canonicalize_name`, written out because importing
-    ``packaging.utils`` pulls in ``packaging.tags`` (about 15 ms, a tenth of the time budget).
-    """
-    return _SEPARATORS.sub("-", name).lower()
 
 
 def is_interesting(name: str) -> bool:

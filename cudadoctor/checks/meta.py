@@ -14,10 +14,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.checks._base import Check
-from cudadoctor.checks.driver import effective_cuda
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import InvalidValue
+from cudadoctor.facts.derive import effective_cuda
 from cudadoctor.facts.model import Facts
 from cudadoctor.facts.names import canonical_name
 

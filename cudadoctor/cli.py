@@ -509,6 +509,49 @@ def explain(
     sys.stdout.write(explanation(matches.pop(), output_format.value))
 
 
+@app.command()
+@_guarded
+def compare(
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="REPORT|DIR...",
+            help="Snapshots (cudadoctor snapshot) or JSON reports (check -f json) of the nodes, or directories of "
+            "them; a node is named by its file (reports/%N.json from srun).",
+        ),
+    ],
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            metavar="FILE",
+            help="Judge every node against this node's report, or a JSON object of expected values "
+            '({"nccl": "2.28.9 (pip)", "driver_branch": "580"}); default: the majority of each pool.',
+        ),
+    ] = None,
+    output_format: Annotated[
+        ListFormat, typer.Option("--format", "-f", help="text, json or markdown.")
+    ] = ListFormat.TEXT,
+) -> None:
+    """Find the node that differs: compare the snapshots or reports of many nodes.
+
+    Nodes are split into pools by GPU model, count and MIG layout; within a pool the NCCL and cuDNN that load,
+    the NCCL network plugin, the torch build, the CUDA runtime major and Python must match and the driver must
+    be on one branch. Each fact is judged against --baseline or the pool's majority (with no majority, no node
+    is named). Exit status: 0 all agree, 1 a node differs (or a report holds an error), 2 usage error.
+    """
+    from cudadoctor.compare.judge import judge
+    from cudadoctor.compare.load import baseline_values, load_nodes, node_files
+    from cudadoctor.compare.render import FORMATS, exit_code
+
+    expected = baseline_values(baseline) if baseline is not None else None
+    verdict = judge(list(load_nodes(node_files(paths))), expected)
+    sys.stdout.write(FORMATS[output_format.value](verdict))
+    code = exit_code(verdict)
+    if code:
+        raise typer.Exit(code)
+
+
 def _version_callback(value: bool) -> None:
     if value:
         print(f"cudadoctor {__version__}")

@@ -34,7 +34,7 @@ def test_root_audit_reads_the_image_and_runs_nothing(h200_root):
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     facts = doc["facts"]
-    assert doc["kind"] == "cudadoctor-report" and doc["schema_version"] == 1
+    assert doc["kind"] == "cudadoctor-report" and doc["schema_version"] == 2
     assert facts["mode"].startswith("root:")
     # No host facts: no driver calls and no commands; the GPU comes from the image's own /proc copy.
     assert all(r["source"]["kind"] == "file" for r in facts["driver"]["readings"])

@@ -70,7 +70,11 @@ __all__ = [
 
 #: Version of the facts JSON layout. Bump it when a field is renamed, removed or changes meaning;
 #: adding an optional field does not need a bump (readers ignore unknown fields).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Version 2 (cudadoctor 0.2): a finding's status is ``ok`` / ``warn`` / ``fail`` / ``not-applicable`` /
+#: ``unknown`` / ``error`` (version 1 had ``skip`` for both of the middle two) and its ``skip_reason`` is
+#: ``reason``; reports carry ``counts``; a probe error may be ``crashed``. Facts are unchanged, so a
+#: version 1 snapshot reads as it is.
 
 
 class DriverVersion(Version):

@@ -60,11 +60,9 @@ class HostFlags:
 
 def platform_of(facts: Facts | None) -> str:
     """The wheel platform of the examined machine (``linux-x86_64`` when nothing was examined)."""
-    if facts is None:
-        return "linux-x86_64"
-    if facts.host.os == "Windows":
-        return "windows"
-    return "linux-aarch64" if facts.host.arch in ("aarch64", "arm64") else "linux-x86_64"
+    from cudadoctor.rules.wheels import wheel_platform
+
+    return wheel_platform(facts.host.os, facts.host.arch) if facts is not None else "linux-x86_64"
 
 
 def _version(flag: str, text: str, example: str) -> Version:

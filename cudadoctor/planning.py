@@ -188,7 +188,8 @@ def _ecosystem(facts: Facts | None) -> tuple[tuple[str, str], ...]:
 
     if facts is None:
         return ()
-    return tuple((name, str(p.version)) for name, p in sorted(facts.packages.items()) if name in ECOSYSTEM and p.version)
+    found = sorted(facts.packages.items())
+    return tuple((name, str(p.version)) for name, p in found if name in ECOSYSTEM and p.version)
 
 
 def user_index(env: Mapping[str, str]) -> tuple[str, str] | None:
@@ -278,7 +279,7 @@ def parse_target(target: str) -> tuple[str, str, str | None]:
     project = name.lower()
     if project not in PLANNERS:
         close = difflib.get_close_matches(project, [*PLANNERS, *_ALIASES], n=2, cutoff=0.6)
-        guesses = sorted({_ALIASES.get(g, g) for g in close})
+        guesses = sorted({_ALIASES.get(g) or g for g in close})
         hint = f"; did you mean {' or '.join(guesses)}?" if guesses else ""
         raise UsageError(f"target {target!r}: suggest plans {', '.join(PLANNERS)}{hint}")
     return project, project + rest, variant

@@ -136,7 +136,7 @@ def test_cli_commands_and_dockerfile():
 def test_cli_nothing_fits_exits_1():
     result = _run("--target", "torch", "--driver", "418.40.04", "--gpu", "V100", "--python", "3.12")
     assert result.exit_code == 1
-    assert "Nothing fits." in result.stdout and "to change: upgrade the NVIDIA driver to " in result.stdout
+    assert "Nothing fits." in result.stdout and "to change: to unlock a plan: driver >= " in result.stdout
     quiet = _run("--target", "torch", "--driver", "418.40.04", "--gpu", "V100", "-f", "commands")
     assert quiet.exit_code == 1 and quiet.stdout == "" and "nothing fits" in quiet.stderr
 

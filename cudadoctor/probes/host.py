@@ -297,8 +297,8 @@ def _container(ctx: ProbeContext) -> ContainerInfo:
         for path, runtime in parse_cgroup(cgroup)[:1]:
             markers.append(f"/proc/1/cgroup: {path}")
             runtimes.append(runtime)
-    runtime = next((r for r in _RUNTIME_ORDER if r in runtimes), runtimes[0] if runtimes else None)
-    return ContainerInfo(in_container=bool(markers), runtime=runtime, markers=tuple(markers))
+    found: str | None = next((r for r in _RUNTIME_ORDER if r in runtimes), runtimes[0] if runtimes else None)
+    return ContainerInfo(in_container=bool(markers), runtime=found, markers=tuple(markers))
 
 
 def parse_rocm_version(text: str) -> Version | None:

@@ -25,7 +25,9 @@ def known_branches(matrix: CompatMatrix) -> dict[int, DriverVersion]:
             oldest[driver.major] = driver
     for major in (11, 12, 13):
         row = matrix.minor_compat(major)
-        if row is not None and (row.min_driver_linux.major not in oldest or row.min_driver_linux < oldest[row.min_driver_linux.major]):
+        if row is not None and (
+            row.min_driver_linux.major not in oldest or row.min_driver_linux < oldest[row.min_driver_linux.major]
+        ):
             oldest[row.min_driver_linux.major] = row.min_driver_linux
     return oldest
 

@@ -71,16 +71,16 @@ def _python_fits(c: Constraints, run: Run, release: TorchRelease) -> bool:
 def _judge(matrix: CompatMatrix, c: Constraints, run: Run, release: TorchRelease) -> None:
     who = f"torch {release.version}"
     if c.platform == "macos-arm64":
-        why = f"torch {release.version} from PyPI: its macOS arm64 wheel runs on the GPU through MPS ({MPS_NOTES})"
-        _add(c, run, release, "pypi", None, [why], (True, release.version))
+        mps = f"torch {release.version} from PyPI: its macOS arm64 wheel runs on the GPU through MPS ({MPS_NOTES})"
+        _add(c, run, release, "pypi", None, [mps], (True, release.version))
         return
     if c.accelerator == "rocm":
         _judge_rocm(matrix, c, run, release)
         return
     if c.platform == "linux-aarch64" and release.pypi_aarch64_cuda is None:
         # Requires-Dist of its aarch64 wheel pins no CUDA runtime: PyPI's aarch64 torch is a CPU build
-        why = f"torch {release.version} from PyPI: its Linux aarch64 wheel is a CPU build (pins no CUDA runtime)"
-        _add(c, run, release, "pypi", None, [why], (True, release.version))
+        cpu_wheel = f"torch {release.version} from PyPI: its Linux aarch64 wheel is a CPU build (pins no CUDA runtime)"
+        _add(c, run, release, "pypi", None, [cpu_wheel], (True, release.version))
         return
     cpu = matrix.torch_variants.get("cpu")
     if c.platform != "linux-x86_64" or "cpu" not in release.variants or cpu is None or cpu.index_url is None:

@@ -11,7 +11,18 @@ from cudadoctor.facts.model import DriverVersion
 from cudadoctor.rules.driver import ForwardCompat
 from cudadoctor.rules.wheels import PLATFORMS
 
-__all__ = ["PLATFORMS", "Constraints", "Exclusion", "Gpu", "Plan", "Suggestion", "Upgrade", "install_line", "pin", "short"]
+__all__ = [
+    "PLATFORMS",
+    "Constraints",
+    "Exclusion",
+    "Gpu",
+    "Plan",
+    "Suggestion",
+    "Upgrade",
+    "install_line",
+    "pin",
+    "short",
+]
 
 
 @dataclass(frozen=True)
@@ -110,9 +121,7 @@ def pin(name: str, version: str) -> str:
     return f"{name}=={version}" if version else name
 
 
-def install_line(
-    tool: str, pins: Iterable[tuple[str, str]], index_url: str | None, *, reinstall: bool = False
-) -> str:
+def install_line(tool: str, pins: Iterable[tuple[str, str]], index_url: str | None, *, reinstall: bool = False) -> str:
     """One install command; ``reinstall``: replace what is installed even where its version matches.
 
     pip: ``--force-reinstall`` (https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-force-reinstall);

@@ -66,7 +66,9 @@ def _python_upgrades(
             return
 
 
-def upgrades(matrix: CompatMatrix, c: Constraints, planner: Planner, requirement: str, now: Suggestion) -> list[Upgrade]:
+def upgrades(
+    matrix: CompatMatrix, c: Constraints, planner: Planner, requirement: str, now: Suggestion
+) -> list[Upgrade]:
     """The driver branches and the Python version that would unlock a newer release than ``now`` plans."""
     floor = _top_version(now.plans[0]) if now.plans else None
     found: list[Upgrade] = []

@@ -256,3 +256,26 @@ def test_installed_package_facts_reach_the_constraints():
     c = constraints_for(M, HostFlags(python="3.12", gpus=("RTX 4090",), driver="550"), facts)
     assert c.installed_torch_variant == "cpu" and c.installed_ecosystem == (("xformers", "0.0.40"),)
     assert c.accelerator == "cuda"
+
+
+# --- 5. images that fit -----------------------------------------------------------------------------------------
+
+
+def test_images_match_the_plans_python_and_name_end_of_life_systems():
+    s = suggest_torch(M, _c("580.95.05", ("H100", "9.0")), limit=1)
+    images = dict(s.plans[0].images)
+    cuda = next(i for i in images if i.startswith("nvidia/cuda:"))
+    assert "ubuntu24.04" in cuda and "python3 is the plan's 3.12" in images[cuda]
+    old = suggest_torch(M, _c("470.82.01", ("RTX 3090", "8.6"), python="3.10"), limit=1)
+    first, why = old.plans[0].images[0]
+    assert first == "python:3.10" and "gcc" in why
+    assert any("20.04's standard support ended" in w for _i, w in old.plans[0].images if "ubuntu20.04" in _i)
+
+
+def test_the_dockerfile_starts_from_the_image_the_text_shows_first():
+    for args in (("--driver", "550", "--python", "3.12"), ("--driver", "580.95.05", "--python", "3.12")):
+        text = _run("torch", "--gpu", "H100", *args).stdout
+        docker = _run("torch", "--gpu", "H100", *args, "-f", "dockerfile").stdout
+        first_image = text.split("  images:\n")[1].split()[0]
+        assert f"FROM {first_image}\n" in docker
+        assert "-slim" not in docker

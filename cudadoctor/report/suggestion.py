@@ -107,12 +107,27 @@ def render_commands(s: Suggestion) -> str:
 
 
 def render_dockerfile(s: Suggestion, c: Constraints) -> str:
+    """The top plan as a Dockerfile: the first image the text shows for it, else the official Python image.
+
+    The python:X.Y image (not -slim) has gcc (it builds on buildpack-deps, https://hub.docker.com/_/python),
+    which Triton and torch.compile need at run time; an nvidia/cuda image has no Python, so it installs the
+    distribution's python3 and pip.
+    """
     if not s.plans:
         return ""
     plan = s.plans[0]
     python = f"{c.python.major}.{c.python.minor}" if c.python else "3.12"
-    return (
-        f"# cudadoctor suggest --target {s.requirement} ({_constraints_line(c)})\n"
-        f"FROM python:{python}-slim\n"
-        f"RUN {plan.commands[0].replace('python -m pip install', 'pip install --no-cache-dir')}\n"
+    install = plan.commands[0].replace("python -m pip install", "python3 -m pip install --no-cache-dir")
+    head = f"# cudadoctor suggest {s.requirement} ({_constraints_line(c)})\n"
+    image = plan.images[0][0] if plan.images else None
+    if image is None or not image.startswith("nvidia/cuda:"):
+        base = image or f"python:{python}"
+        return head + f"FROM {base}\nRUN {install}\n"
+    return head + (
+        f"FROM {image}\n"
+        "RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pip python3-venv \\\n"
+        "    && rm -rf /var/lib/apt/lists/*\n"
+        "RUN python3 -m venv /opt/venv\n"
+        'ENV PATH="/opt/venv/bin:$PATH"\n'
+        f"RUN {install}\n"
     )

@@ -17,7 +17,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import InvalidValue
 from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, Facts, GpuInfo, Source, SourceKind
 
-__all__ = ["apply_assumptions", "parse_driver_version"]
+__all__ = ["apply_assumptions", "parse_driver_version", "resolve_driver"]
 
 
 def parse_driver_version(text: str) -> DriverVersion:
@@ -31,20 +31,39 @@ def parse_driver_version(text: str) -> DriverVersion:
         raise InvalidValue(text, "not a driver version") from None
 
 
+def resolve_driver(text: str, matrix: CompatMatrix) -> tuple[DriverVersion, str | None]:
+    """A driver version, or a branch (``550``) taken as its oldest release in compat/cuda.toml.
+
+    :return: the version and, for a branch, the assumption in words (None for a full version).
+    :raises InvalidValue: for neither, or a branch no CUDA release in compat data names a driver of.
+    """
+    from cudadoctor.rules.branches import known_branches, oldest_of_branch
+
+    branch = text.strip().upper().removeprefix("R")
+    if not branch.isdigit() or len(branch) > 4:
+        return parse_driver_version(text), None
+    oldest = oldest_of_branch(matrix, int(branch))
+    if oldest is None:
+        known = ", ".join(str(b) for b in sorted(known_branches(matrix)))
+        raise InvalidValue(text, f"no driver of branch R{branch} in compat/cuda.toml (branches known: {known})")
+    return oldest, f"branch R{branch}, taken as its oldest release in compat/cuda.toml ({oldest})"
+
+
 def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence[str] = ()) -> Facts:
     """Facts with the assumed driver and GPUs in place of the probed ones.
 
     :raises InvalidValue: for a driver version or GPU that does not parse (the caller says which flag).
     """
     if driver is not None:
-        version = parse_driver_version(driver)
+        matrix = CompatMatrix()
+        version, assumption = resolve_driver(driver, matrix)
         # The CUDA version a driver supports comes from the release notes' driver table in compat/.
-        cuda_api = CompatMatrix().cuda_for_driver(version)
+        cuda_api = matrix.cuda_for_driver(version)
+        detail = "; ".join(
+            d for d in (assumption, "CUDA version from compat/cuda.toml" if cuda_api else None) if d
+        )
         reading = DriverReading(
-            Source(SourceKind.ASSUMED, "--assume-driver"),
-            version=version,
-            cuda_api=cuda_api,
-            detail="CUDA version from compat/cuda.toml" if cuda_api else None,
+            Source(SourceKind.ASSUMED, "--assume-driver"), version=version, cuda_api=cuda_api, detail=detail or None
         )
         old = facts.driver
         facts = replace(

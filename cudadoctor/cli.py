@@ -333,18 +333,20 @@ class SuggestFormat(str, enum.Enum):
 @app.command()
 @_guarded
 def suggest(
-    target: Annotated[
-        str,
-        typer.Option(
-            "--target",
-            "-t",
-            metavar="TARGET",
+    what: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[TARGET]",
             help="What to install: torch, vllm, jax, tensorrt, tensorflow, cupy or onnxruntime-gpu, optionally "
-            "with a requirement ('torch>=2.6', 'vllm==0.30.0').",
+            "with a requirement ('torch>=2.6', 'torch==2.13.0+cu126', 'vllm==0.30.0').",
         ),
-    ],
+    ] = None,
+    target: Annotated[
+        str | None, typer.Option("--target", "-t", metavar="TARGET", help="The same as the TARGET argument.")
+    ] = None,
     driver: Annotated[
-        str | None, typer.Option("--driver", metavar="VERSION", help="Plan for this driver (e.g. 535.104.05).")
+        str | None,
+        typer.Option("--driver", metavar="VERSION", help="Plan for this driver (535.104.05) or branch (550)."),
     ] = None,
     gpu: Annotated[
         list[str] | None,
@@ -394,7 +396,9 @@ def suggest(
         driver=driver, gpus=tuple(gpu or ()), python=python_version, platform=platform_name, cuda=cuda,
         probe=not no_probe,
     )  # fmt: skip
-    result, constraints = plan(target, flags)
+    if (what is None) == (target is None):
+        raise UsageError("suggest: give one target, as an argument or --target (e.g. cudadoctor suggest torch)")
+    result, constraints = plan(what or target or "", flags)
     if output_format is SuggestFormat.JSON:
         sys.stdout.write(render_suggestion_json(result, constraints))
     elif output_format is SuggestFormat.COMMANDS:

@@ -6,9 +6,11 @@ the probed machine unless ``--no-probe``, each flag overriding the probed fact â
 
 from __future__ import annotations
 
+import difflib
+import os
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from packaging.specifiers import InvalidSpecifier
 from packaging.version import InvalidVersion, Version
@@ -19,6 +21,7 @@ from cudadoctor.facts.model import DriverVersion, Facts
 from cudadoctor.suggest import (
     PLATFORMS,
     Constraints,
+    Exclusion,
     Gpu,
     Suggestion,
     suggest_cupy,
@@ -30,7 +33,19 @@ from cudadoctor.suggest import (
     suggest_vllm,
 )
 
-__all__ = ["PLANNERS", "HostFlags", "constraints", "plan", "platform_of"]
+__all__ = [
+    "PLANNERS",
+    "HostFlags",
+    "accelerator_of",
+    "constraints",
+    "constraints_for",
+    "other_accelerator",
+    "parse_target",
+    "plan",
+    "platform_of",
+    "user_index",
+    "without_cuda",
+]
 
 Planner = Callable[..., Suggestion]
 
@@ -60,11 +75,9 @@ class HostFlags:
 
 def platform_of(facts: Facts | None) -> str:
     """The wheel platform of the examined machine (``linux-x86_64`` when nothing was examined)."""
-    if facts is None:
-        return "linux-x86_64"
-    if facts.host.os == "Windows":
-        return "windows"
-    return "linux-aarch64" if facts.host.arch in ("aarch64", "arm64") else "linux-x86_64"
+    from cudadoctor.rules.wheels import wheel_platform
+
+    return wheel_platform(facts.host.os, facts.host.arch) if facts is not None else "linux-x86_64"
 
 
 def _version(flag: str, text: str, example: str) -> Version:
@@ -74,19 +87,60 @@ def _version(flag: str, text: str, example: str) -> Version:
         raise UsageError(f"{flag} {text[:40]!r}: expected a version such as {example}") from None
 
 
-def _driver(matrix: CompatMatrix, flags: HostFlags, facts: Facts | None) -> tuple[DriverVersion | None, Version | None]:
-    from cudadoctor.assume import parse_driver_version
+def _driver(
+    matrix: CompatMatrix, flags: HostFlags, facts: Facts | None
+) -> tuple[DriverVersion | None, Version | None, str | None]:
+    """(driver, the CUDA it supports, the assumption made for a branch given as --driver)."""
+    from cudadoctor.assume import resolve_driver
     from cudadoctor.facts.derive import effective_cuda
 
     if flags.driver is not None:
         try:
-            version = parse_driver_version(flags.driver)
+            version, assumption = resolve_driver(flags.driver, matrix)
         except InvalidValue as exc:
             raise exc.at("--driver") from None
-        return version, matrix.cuda_for_driver(version)
+        return version, matrix.cuda_for_driver(version), assumption
     if facts is not None and facts.driver is not None and facts.driver.version is not None:
-        return facts.driver.version, effective_cuda(facts.driver, matrix)[0]
-    return None, None
+        return facts.driver.version, effective_cuda(facts.driver, matrix)[0], None
+    return None, None, None
+
+
+#: --gpu names of GPUs that CUDA wheels do not run on, by the accelerator their torch is built for
+_OTHER_GPUS = (
+    (re.compile(r"(amd\s+)?(instinct\s+)?mi\d{2,3}\w*|(amd\s+)?radeon\b.*", re.IGNORECASE), "rocm"),
+    (re.compile(r"(intel\s+)?(arc\b.*|data\s+center\s+gpu\s+max.*)", re.IGNORECASE), "xpu"),
+    (re.compile(r"(apple\s+)?m[1-9](\s+(pro|max|ultra))?", re.IGNORECASE), "mps"),
+)
+
+
+def other_accelerator(spec: str) -> str | None:
+    """The accelerator of a --gpu that is not an NVIDIA GPU (``MI300X`` -> ``rocm``); None for NVIDIA's."""
+    return next((kind for pattern, kind in _OTHER_GPUS if pattern.fullmatch(spec.strip())), None)
+
+
+def accelerator_of(facts: Facts | None, gpus: Sequence[Gpu], flags: HostFlags) -> str | None:
+    """What the machine computes with: ``cuda``, ``jetson``, ``rocm``, ``mps``, ``xpu``, ``cpu``; None: unknown.
+
+    A described machine (--gpu, --driver) is what the flags say; a probed one is CPU-only only when no NVIDIA
+    driver or GPU, no ROCm, no Apple GPU, no Jetson and no Intel GPU driver was found.
+    """
+    others = {other_accelerator(g) for g in flags.gpus} - {None}
+    if others:
+        return sorted(o for o in others if o)[0]
+    if gpus:
+        return "jetson" if any(g.name.startswith("Jetson") for g in gpus) else "cuda"
+    if flags.driver is not None or facts is None:
+        return "cuda" if flags.driver is not None else None
+    host = facts.host
+    if host.jetson_l4t:
+        return "jetson"
+    if facts.driver is not None or facts.gpus:
+        return "cuda"
+    if host.rocm_version is not None or host.amdgpu_driver:
+        return "rocm"
+    if host.apple_silicon:
+        return "mps"
+    return "xpu" if host.intel_gpu_driver else "cpu"
 
 
 def _gpus(flags: HostFlags, facts: Facts | None) -> tuple[Gpu, ...]:
@@ -97,6 +151,8 @@ def _gpus(flags: HostFlags, facts: Facts | None) -> tuple[Gpu, ...]:
         table = gpu_models.load_models()
         found = []
         for spec in flags.gpus:
+            if other_accelerator(spec) is not None:
+                continue  # not an NVIDIA GPU: it sets the accelerator instead
             try:
                 model = gpu_models.parse_gpu_spec(spec, table)
             except ValueError as exc:
@@ -127,16 +183,52 @@ def _origins(flags: HostFlags, facts: Facts | None, driver: object, gpus: Sequen
     return origins
 
 
-def constraints(matrix: CompatMatrix, flags: HostFlags) -> Constraints:
-    """What a plan must fit: this machine's facts (unless ``flags.probe`` is off), overridden by the flags."""
-    from cudadoctor.facts.derive import forward_compat
+def _ecosystem(facts: Facts | None) -> tuple[tuple[str, str], ...]:
+    from cudadoctor.suggest.install import ECOSYSTEM
 
+    if facts is None:
+        return ()
+    found = sorted(facts.packages.items())
+    return tuple((name, str(p.version)) for name, p in found if name in ECOSYSTEM and p.version)
+
+
+def user_index(env: Mapping[str, str]) -> tuple[str, str] | None:
+    """The index pip (or uv) is configured with when it is not PyPI: (URL, credentials masked; where it is set)."""
+    from cudadoctor.pipconfig import configured_index, redacted
+
+    found = configured_index(env)
+    if found.source != "default":
+        return found.display, found.source
+    for name in ("UV_DEFAULT_INDEX", "UV_INDEX_URL"):  # https://docs.astral.sh/uv/reference/environment/
+        if env.get(name, "").strip():
+            return redacted(env[name].strip()), name
+    return None
+
+
+def constraints(matrix: CompatMatrix, flags: HostFlags, *, variant: str | None = None) -> Constraints:
+    """What a plan must fit: this machine's facts (unless ``flags.probe`` is off), overridden by the flags."""
     facts = None
+    index = None
     if flags.probe:
         from cudadoctor.probes.collect import collect_facts, live_context
 
         facts = collect_facts(live_context())
-    driver, driver_cuda = _driver(matrix, flags, facts)
+        index = user_index(os.environ)
+    return constraints_for(matrix, flags, facts, variant=variant, index=index)
+
+
+def constraints_for(
+    matrix: CompatMatrix,
+    flags: HostFlags,
+    facts: Facts | None,
+    *,
+    variant: str | None = None,
+    index: tuple[str, str] | None = None,
+) -> Constraints:
+    """The constraints for ``facts`` (None: nothing probed) overridden by the flags."""
+    from cudadoctor.facts.derive import forward_compat
+
+    driver, driver_cuda, assumption = _driver(matrix, flags, facts)
     gpus = _gpus(flags, facts)
     py = _version("--python", flags.python, "3.12") if flags.python is not None else None
     if py is None and facts is not None and facts.python is not None:
@@ -145,9 +237,12 @@ def constraints(matrix: CompatMatrix, flags: HostFlags) -> Constraints:
     if platform not in PLATFORMS:
         raise UsageError(f"--platform {platform!r}: expected one of {', '.join(PLATFORMS)}")
     origins = _origins(flags, facts, driver, gpus)
+    if assumption:
+        origins["driver"] = f"--driver {flags.driver} ({assumption})"
     torch = facts.packages.get("torch") if facts is not None else None
     built = torch.torch_build.version if torch and torch.torch_build and torch.torch_build.version else None
     probed_driver = facts.driver if facts is not None and origins.get("driver") == "probed" else None
+    host = facts.host if facts is not None else None
     return Constraints(
         driver=driver,
         driver_cuda=driver_cuda,
@@ -160,22 +255,61 @@ def constraints(matrix: CompatMatrix, flags: HostFlags) -> Constraints:
         origins=origins,
         # only a probed host's own cuda-compat libcuda counts; a described one has none
         forward_compat=forward_compat(probed_driver) if probed_driver is not None else None,
+        accelerator=accelerator_of(facts, gpus, flags),
+        rocm=host.rocm_version if host is not None else None,
+        jetson_l4t=host.jetson_l4t if host is not None else None,
+        installed_ecosystem=_ecosystem(facts),
+        user_index=index,
+        wanted_variant=variant,
     )
 
 
-def target_name(target: str) -> str:
-    """The project a ``--target`` names (``torch`` of ``torch>=2.6``)."""
-    return re.split(r"[<>=!~ \[]", target.strip(), maxsplit=1)[0].lower()
+def parse_target(target: str) -> tuple[str, str, str | None]:
+    """(project, requirement, build) of a target: ``torch==2.13.0+cu126`` -> (torch, torch==2.13.0, cu126).
+
+    The build is the local version pytorch.org writes; the requirement keeps the version without it.
+    :raises UsageError: for a project ``suggest`` does not plan, with the closest names.
+    """
+    text = target.strip()
+    name = re.split(r"[<>=!~ \[]", text, maxsplit=1)[0]
+    rest = text[len(name) :].strip()
+    variant = None
+    if match := re.search(r"\+([a-z0-9.]+)\s*$", rest, re.IGNORECASE):
+        variant, rest = match.group(1).lower(), rest[: match.start()]
+    project = name.lower()
+    if project not in PLANNERS:
+        close = difflib.get_close_matches(project, [*PLANNERS, *_ALIASES], n=2, cutoff=0.6)
+        guesses = sorted({_ALIASES.get(g) or g for g in close})
+        hint = f"; did you mean {' or '.join(guesses)}?" if guesses else ""
+        raise UsageError(f"target {target!r}: suggest plans {', '.join(PLANNERS)}{hint}")
+    return project, project + rest, variant
+
+
+#: names users type for a target ``suggest`` knows by another
+_ALIASES = {"pytorch": "torch", "onnxruntime": "onnxruntime-gpu", "tensorrt-cu12": "tensorrt", "jaxlib": "jax"}
 
 
 def plan(target: str, flags: HostFlags) -> tuple[Suggestion, Constraints]:
-    """The plans for a target on the machine the flags describe."""
-    name = target_name(target)
-    if name not in PLANNERS:
-        raise UsageError(f"--target {target!r}: suggest plans {', '.join(PLANNERS)}")
+    """The plans for a target on the machine the flags describe, with the upgrades that would unlock more."""
+    from cudadoctor.suggest.accelerators import NON_CUDA
+    from cudadoctor.suggest.upgrades import with_upgrades
+
+    name, requirement, variant = parse_target(target)
     matrix = CompatMatrix()
-    c = constraints(matrix, flags)
+    c = constraints(matrix, flags, variant=variant)
+    if variant == "cpu" or (variant or "").startswith("rocm"):  # the target names a build without CUDA
+        c = replace(c, accelerator="cpu" if variant == "cpu" else "rocm")
     try:
-        return PLANNERS[name](matrix, c, target.strip()), c
+        if c.accelerator in NON_CUDA and name != "torch":
+            return without_cuda(name, c, requirement), c
+        return with_upgrades(matrix, c, PLANNERS[name], requirement), c
     except InvalidSpecifier:
-        raise UsageError(f"--target {target!r}: not a requirement such as 'torch>=2.6'") from None
+        raise UsageError(f"target {target!r}: not a requirement such as 'torch>=2.6'") from None
+
+
+def without_cuda(name: str, c: Constraints, requirement: str) -> Suggestion:
+    """Nothing to plan: ``name``'s wheels in compat data are CUDA builds, and this machine has no CUDA GPU."""
+    machine = c.accelerator or "cpu"
+    reason = Exclusion(name, "accelerator", f"no CUDA GPU ({machine})", "an NVIDIA GPU (its wheels are CUDA builds)")
+    advice = (f"{name}'s wheels in compat data are CUDA builds; this machine computes with {machine}",)
+    return Suggestion(name, requirement, (), (reason,), advice)

@@ -126,3 +126,11 @@ def test_rocm_torch_is_named_as_such():
     text = render_text(facts, run_checks(facts, CompatMatrix()))
     assert "torch 2.4.1+rocm6.1 (rocm6.1)" in text
     assert "[✗]" not in text
+
+
+def test_check_says_when_the_machine_is_amd_or_jetson():
+    amd = Facts(host=HostInfo(os="Linux", arch="x86_64", rocm_version=Version("6.4.1"), amdgpu_driver=True))
+    jetson = Facts(host=HostInfo(os="Linux", arch="aarch64", jetson_l4t="R36.4.3"))
+    assert "AMD GPU stack (ROCm 6.4.1, amdgpu driver loaded)" in render_text(amd, run_checks(amd, CompatMatrix()))
+    jetson_text = render_text(jetson, run_checks(jetson, CompatMatrix()))
+    assert "NVIDIA Jetson (L4T R36.4.3)" in jetson_text

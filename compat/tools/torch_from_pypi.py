@@ -9,6 +9,7 @@ How to run (needs network access to pypi.org and files.pythonhosted.org; standar
 For every torch release >= --min it prints:
   python          CPython minor versions with a manylinux x86_64 wheel (from wheel file names)
   python_aarch64  the same for manylinux aarch64 wheels
+  python_macos_arm64  the same for macOS arm64 wheels
   requires_python Requires-Python of the release's wheels
   pypi_default_cuda / pypi_default_evidence
                   CUDA major.minor of the manylinux x86_64 wheels, proven by their Requires-Dist pin on
@@ -216,8 +217,11 @@ def _pyminor(tag: str) -> str | None:
 def torch_release(files: list[dict], version: str, pool: ThreadPoolExecutor) -> dict:
     wheels = _wheels(files, version)
     rec: dict = {"version": version}
-    for key, arch in (("python", "x86_64"), ("python_aarch64", "aarch64")):
-        pys = {_pyminor(m.group("py")) for f, m in wheels if "manylinux" in m.group("plat") and arch in m.group("plat")}
+    for key, os_tag, arch in (
+        ("python", "manylinux", "x86_64"), ("python_aarch64", "manylinux", "aarch64"),
+        ("python_macos_arm64", "macosx", "arm64"),
+    ):  # fmt: skip
+        pys = {_pyminor(m.group("py")) for f, m in wheels if os_tag in m.group("plat") and arch in m.group("plat")}
         pys.discard(None)
         if pys:
             rec[key] = sorted(pys, key=vkey)
@@ -271,6 +275,7 @@ _LOOSE_FROM = {"torchvision": "0.15.0", "torchaudio": "2.0.0"}
 _CHECKED = {
     "python": "python",
     "python_aarch64": "python_aarch64",
+    "python_macos_arm64": "python_macos_arm64",
     "pypi_default_cuda": "pypi_default_cuda",
     "pypi_default_evidence": "pypi_default_evidence",
     "pypi_aarch64_cuda": "aarch64_cuda",

@@ -165,6 +165,8 @@ class TorchRelease(Row):
     version: Version
     python: tuple[str, ...] = ()
     python_aarch64: tuple[str, ...] = ()
+    #: CPython versions of its macOS arm64 wheels (PyPI; CPU and MPS builds)
+    python_macos_arm64: tuple[str, ...] = ()
     pypi_default_cuda: Version | None = None
     pypi_default_evidence: str | None = None
     pypi_aarch64_cuda: Version | None = None

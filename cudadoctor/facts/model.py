@@ -367,6 +367,14 @@ class HostInfo:
     container: ContainerInfo | None = None
     wsl: bool = False
     apple_silicon: bool = False
+    #: ROCm user space (/opt/rocm/.info/version), e.g. 6.4.1; None when absent
+    rocm_version: Version | None = None
+    #: the amdgpu kernel driver is loaded (/sys/module/amdgpu; live machine only)
+    amdgpu_driver: bool = False
+    #: NVIDIA Jetson's L4T release (/etc/nv_tegra_release), e.g. ``R36.4.3``; None elsewhere
+    jetson_l4t: str | None = None
+    #: an Intel GPU kernel driver is loaded (``xe`` or ``i915``, /sys/module; live machine only)
+    intel_gpu_driver: str | None = None
     env: tuple[EnvVar, ...] = ()
     #: the dynamic loader's search directories, in order: LD_LIBRARY_PATH, then ld.so.conf
     loader_paths: tuple[str, ...] = ()

@@ -13,6 +13,7 @@ import platform
 import posixpath
 import re
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -29,7 +30,9 @@ __all__ = [
     "image_arch",
     "parse_cgroup",
     "parse_dpkg_version",
+    "parse_l4t_release",
     "parse_os_release",
+    "parse_rocm_version",
     "probe_host",
 ]
 
@@ -298,6 +301,55 @@ def _container(ctx: ProbeContext) -> ContainerInfo:
     return ContainerInfo(in_container=bool(markers), runtime=runtime, markers=tuple(markers))
 
 
+def parse_rocm_version(text: str) -> Version | None:
+    """ROCm's /opt/rocm/.info/version (``6.4.1-120``): the release before the build number."""
+    match = re.match(r"\s*(\d+\.\d+(?:\.\d+)?)", text)
+    try:
+        return Version(match.group(1)) if match else None
+    except InvalidVersion:
+        return None
+
+
+def parse_l4t_release(text: str) -> str | None:
+    """Jetson's /etc/nv_tegra_release (``# R36 (release), REVISION: 4.3, …``) as ``R36.4.3``."""
+    match = re.search(r"R(\d+)\s*\(release\),\s*REVISION:\s*([\d.]+)", text)
+    return f"R{match.group(1)}.{match.group(2).rstrip('.')}" if match else None
+
+
+def _read_small(ctx: ProbeContext, path: str) -> str | None:
+    try:
+        return ctx.fs.read_text(path, limit=4096)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+class _Accelerators(NamedTuple):
+    rocm_version: Version | None
+    amdgpu_driver: bool
+    jetson_l4t: str | None
+    intel_gpu_driver: str | None
+
+
+def _other_accelerators(ctx: ProbeContext) -> _Accelerators:
+    """Signs of a non-NVIDIA (or Jetson) machine: ROCm, amdgpu, L4T, an Intel GPU driver.
+
+    ROCm installs its version in /opt/rocm/.info/version
+    (https://rocm.docs.amd.com/projects/install-on-linux/en/latest/install/post-install.html); Jetson's
+    L4T writes /etc/nv_tegra_release (https://docs.nvidia.com/jetson/archives/r36.4/DeveloperGuide/);
+    a loaded kernel module appears under /sys/module. Kernel modules are only read on the live machine.
+    """
+    rocm = _read_small(ctx, "/opt/rocm/.info/version")
+    tegra = _read_small(ctx, "/etc/nv_tegra_release")
+    live = ctx.live
+    intel = next((m for m in ("xe", "i915") if live and ctx.fs.is_dir(f"/sys/module/{m}")), None)
+    return _Accelerators(
+        rocm_version=parse_rocm_version(rocm) if rocm else None,
+        amdgpu_driver=live and ctx.fs.is_dir("/sys/module/amdgpu"),
+        jetson_l4t=parse_l4t_release(tegra) if tegra else None,
+        intel_gpu_driver=intel,
+    )
+
+
 def _wsl(ctx: ProbeContext) -> bool:
     """WSL2: its kernel says "microsoft" / "WSL"; its GPU paravirtualisation adds /dev/dxg and the
     driver store /usr/lib/wsl/lib. Only for the live machine: an image root is not running anywhere."""
@@ -328,6 +380,7 @@ def probe_host(ctx: ProbeContext) -> HostInfo:
         container=_container(ctx),
         wsl=_wsl(ctx),
         apple_silicon=ctx.system == "Darwin" and ctx.machine in ("arm64", "aarch64"),
+        **_other_accelerators(ctx)._asdict(),
         env=collect_env(ctx.env),
         loader_paths=loader.search_dirs(ctx),
     )

@@ -6,6 +6,7 @@ import json
 
 from cudadoctor.facts.codec import encode
 from cudadoctor.suggest import Constraints, Suggestion
+from cudadoctor.suggest.constraints import pin
 
 __all__ = ["SUGGEST_KIND", "render_commands", "render_dockerfile", "render_suggestion_json", "render_suggestion_text"]
 
@@ -15,7 +16,7 @@ SUGGEST_KIND = "cudadoctor-suggestion"
 def _constraints_line(c: Constraints) -> str:
     parts = [
         f"driver {c.driver}" + (f" (CUDA {c.driver_cuda})" if c.driver_cuda else "") if c.driver else "driver unknown",
-        ", ".join(f"{g.name} ({g.compute_capability})" for g in c.gpus) or "GPU unknown",
+        ", ".join(f"{g.name} ({g.compute_capability})" for g in c.gpus) or _no_nvidia_gpu(c),
         f"Python {c.python}" if c.python else "Python unknown",
         c.platform,
     ]
@@ -24,14 +25,30 @@ def _constraints_line(c: Constraints) -> str:
     return "; ".join(parts)
 
 
+_ACCELERATORS = {
+    "cpu": "no GPU (CPU only)",
+    "rocm": "AMD GPU (ROCm)",
+    "mps": "Apple Silicon GPU (MPS)",
+    "xpu": "Intel GPU",
+    "jetson": "NVIDIA Jetson",
+}
+
+
+def _no_nvidia_gpu(c: Constraints) -> str:
+    shown = _ACCELERATORS.get(c.accelerator or "", "GPU unknown")
+    if c.accelerator == "rocm" and c.rocm is not None:
+        shown += f" {c.rocm}"
+    return shown
+
+
 def render_suggestion_text(s: Suggestion, c: Constraints, *, verbose: bool = False) -> str:
     out = [f"cudadoctor suggest --target {s.requirement}", f"for: {_constraints_line(c)}", ""]
-    for note in s.notes:
-        out.append(f"note: {note}")
-    if s.notes:
+    notes = [*_assumptions(c), *s.notes]
+    out.extend(f"note: {note}" for note in notes)
+    if notes:
         out.append("")
     for number, plan in enumerate(s.plans, start=1):
-        out.append(f"Plan {number}: " + " ".join(f"{n}=={v}" for n, v in plan.packages))
+        out.append(f"Plan {number}: " + " ".join(pin(n, v) for n, v in plan.packages))
         out.extend(f"  why: {w}" for w in plan.why)
         out.extend(f"  caveat: {w}" for w in plan.caveats)
         out.append("  install:")
@@ -40,9 +57,14 @@ def render_suggestion_text(s: Suggestion, c: Constraints, *, verbose: bool = Fal
             out.append("  images:")
             out.extend(f"    {image}  ({why})" for image, why in plan.images)
         out.append("")
+    if s.plans and s.upgrades:
+        out.append("Would unlock newer releases:")
+        out.extend(f"  {u.text}" for u in s.upgrades)
+        out.append("")
     if not s.plans:
         out.append("Nothing fits.")
         out.extend(f"  to change: {a}" for a in s.advice)
+        out.extend(_reasons(s))
         out.append("")
     rules: dict[str, int] = {}
     for e in s.excluded:
@@ -58,6 +80,22 @@ def render_suggestion_text(s: Suggestion, c: Constraints, *, verbose: bool = Fal
     return "\n".join(out).rstrip() + "\n"
 
 
+def _assumptions(c: Constraints) -> list[str]:
+    """Assumptions the flags made, stated (a driver branch taken as its oldest release)."""
+    origin = c.origins.get("driver", "")
+    return [f"assumed driver: {origin.removeprefix('--driver ')}"] if origin.startswith("--driver ") else []
+
+
+def _reasons(s: Suggestion) -> list[str]:
+    """When nothing fits, the rules that excluded the candidates, always listed (at most five shown)."""
+    if not s.excluded:
+        return ["  why: no candidate in compat data matches the target's version"]
+    out = [f"  why: {e.candidate}: {e.rule}: {e.observed}; requires {e.required}" for e in s.excluded[:5]]
+    if len(s.excluded) > 5:
+        out.append(f"  … and {len(s.excluded) - 5} more (-v lists them)")
+    return out
+
+
 def render_suggestion_json(s: Suggestion, c: Constraints) -> str:
     doc = {"kind": SUGGEST_KIND, "schema_version": 1, "constraints": encode(c), "suggestion": encode(s)}
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -69,12 +107,27 @@ def render_commands(s: Suggestion) -> str:
 
 
 def render_dockerfile(s: Suggestion, c: Constraints) -> str:
+    """The top plan as a Dockerfile: the first image the text shows for it, else the official Python image.
+
+    The python:X.Y image (not -slim) has gcc (it builds on buildpack-deps, https://hub.docker.com/_/python),
+    which Triton and torch.compile need at run time; an nvidia/cuda image has no Python, so it installs the
+    distribution's python3 and pip.
+    """
     if not s.plans:
         return ""
     plan = s.plans[0]
     python = f"{c.python.major}.{c.python.minor}" if c.python else "3.12"
-    return (
-        f"# cudadoctor suggest --target {s.requirement} ({_constraints_line(c)})\n"
-        f"FROM python:{python}-slim\n"
-        f"RUN {plan.commands[0].replace('python -m pip install', 'pip install --no-cache-dir')}\n"
+    install = plan.commands[0].replace("python -m pip install", "python3 -m pip install --no-cache-dir")
+    head = f"# cudadoctor suggest {s.requirement} ({_constraints_line(c)})\n"
+    image = plan.images[0][0] if plan.images else None
+    if image is None or not image.startswith("nvidia/cuda:"):
+        base = image or f"python:{python}"
+        return head + f"FROM {base}\nRUN {install}\n"
+    return head + (
+        f"FROM {image}\n"
+        "RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pip python3-venv \\\n"
+        "    && rm -rf /var/lib/apt/lists/*\n"
+        "RUN python3 -m venv /opt/venv\n"
+        'ENV PATH="/opt/venv/bin:$PATH"\n'
+        f"RUN {install}\n"
     )

@@ -74,6 +74,13 @@ def _host(facts: Facts) -> Category:
         parts.append("WSL2")
     if h.apple_silicon:
         parts.append("Apple Silicon: GPU work runs on Metal (MPS / MLX), not CUDA")
+    if h.jetson_l4t:
+        parts.append(f"NVIDIA Jetson (L4T {h.jetson_l4t}): CUDA comes with JetPack, not from PyPI's server wheels")
+    if h.rocm_version or h.amdgpu_driver:
+        rocm = f"ROCm {h.rocm_version}" if h.rocm_version else "ROCm not found"
+        parts.append(f"AMD GPU stack ({rocm}{', amdgpu driver loaded' if h.amdgpu_driver else ''})")
+    if h.intel_gpu_driver:
+        parts.append(f"Intel GPU driver {h.intel_gpu_driver} loaded")
     cat = Category("host", "Host", ", ".join(p for p in parts if p))
     if h.kernel:
         cat.lines.append(Line(f"kernel {h.kernel}"))

@@ -17,13 +17,15 @@ from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
 __all__ = ["PLATFORMS", "python_has_wheels", "torch_has_wheels", "vllm_has_wheels", "wheel_platform"]
 
 #: The platforms compat data has wheels for.
-PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows")
+PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows", "macos-arm64")
 
 
 def wheel_platform(os: str | None, arch: str | None) -> str:
     """The wheel platform of a host (``linux-x86_64`` when nothing is known)."""
     if os == "Windows":
         return "windows"
+    if os == "Darwin" and arch in ("aarch64", "arm64"):
+        return "macos-arm64"
     return "linux-aarch64" if arch in ("aarch64", "arm64") else "linux-x86_64"
 
 
@@ -62,7 +64,8 @@ def python_has_wheels(
 
 def torch_has_wheels(release: TorchRelease, python: Version, platform: str) -> Verdict[str]:
     """Does this torch release have wheels for ``python`` on ``platform`` (compat/torch.toml)?"""
-    pythons = release.python_aarch64 if platform == "linux-aarch64" else release.python
+    by_platform = {"linux-aarch64": release.python_aarch64, "macos-arm64": release.python_macos_arm64}
+    pythons = by_platform.get(platform, release.python)
     return python_has_wheels(python, pythons=pythons)
 
 

@@ -11,7 +11,18 @@ from cudadoctor.facts.model import DriverVersion
 from cudadoctor.rules.driver import ForwardCompat
 from cudadoctor.rules.wheels import PLATFORMS
 
-__all__ = ["PLATFORMS", "Constraints", "Exclusion", "Gpu", "Plan", "Suggestion", "install_line", "short"]
+__all__ = [
+    "PLATFORMS",
+    "Constraints",
+    "Exclusion",
+    "Gpu",
+    "Plan",
+    "Suggestion",
+    "Upgrade",
+    "install_line",
+    "pin",
+    "short",
+]
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,17 @@ class Constraints:
     #: the cuda-compat libcuda this host's loader picks (forward compatibility); None: there is none, and
     #: no plan counts on one
     forward_compat: ForwardCompat | None = None
+    #: what the machine computes with: ``cuda``, ``cpu``, ``rocm``, ``mps``, ``xpu`` or ``jetson``; None when
+    #: unknown (CUDA plans, not checked against a GPU)
+    accelerator: str | None = None
+    rocm: Version | None = None  #: the host's ROCm (/opt/rocm/.info/version)
+    jetson_l4t: str | None = None  #: the Jetson's L4T release (/etc/nv_tegra_release)
+    #: installed torch-ecosystem packages besides torch, (name, version): xformers, flash-attn, vllm …
+    installed_ecosystem: tuple[tuple[str, str], ...] = ()
+    #: the index pip is configured with when it is not PyPI, as (URL with credentials masked, where it is set)
+    user_index: tuple[str, str] | None = None
+    #: the build the target names (``cu126`` of ``torch==2.13.0+cu126``); None: any
+    wanted_variant: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +90,16 @@ class Plan:
 
 
 @dataclass(frozen=True)
+class Upgrade:
+    """One change to the machine and the best plan it would unlock (``suggest`` under that assumption)."""
+
+    change: str  #: ``driver`` or ``python``
+    value: str  #: the driver version (the oldest of its branch in data) or the Python version
+    plan: Plan  #: the top plan under that change
+    text: str
+
+
+@dataclass(frozen=True)
 class Suggestion:
     target: str
     requirement: str
@@ -76,13 +108,27 @@ class Suggestion:
     #: what would have to change when nothing fits (or to unlock a better plan)
     advice: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    #: newer releases a supported driver branch or another Python would unlock, each checked by planning
+    upgrades: tuple[Upgrade, ...] = ()
 
 
 def short(version: Version) -> str:
     return f"{version.major}.{version.minor}"
 
 
-def install_line(tool: str, pins: Iterable[tuple[str, str]], index_url: str | None) -> str:
+def pin(name: str, version: str) -> str:
+    """``name==version``, or the bare name when the version is left to the resolver (``""``)."""
+    return f"{name}=={version}" if version else name
+
+
+def install_line(tool: str, pins: Iterable[tuple[str, str]], index_url: str | None, *, reinstall: bool = False) -> str:
+    """One install command; ``reinstall``: replace what is installed even where its version matches.
+
+    pip: ``--force-reinstall`` (https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-force-reinstall);
+    uv: ``--reinstall`` (https://docs.astral.sh/uv/reference/cli/#uv-pip-install--reinstall).
+    """
     head = "python -m pip install" if tool == "pip" else "uv pip install"
-    line = head + " " + " ".join(f"{name}=={version}" for name, version in pins)
+    line = head + " " + " ".join(pin(name, version) for name, version in pins)
+    if reinstall:
+        line += " --force-reinstall" if tool == "pip" else " --reinstall"
     return line + (f" --index-url {index_url}" if index_url else "")

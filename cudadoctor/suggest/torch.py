@@ -9,9 +9,11 @@ from packaging.version import Version
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
 from cudadoctor.rules.wheels import torch_has_wheels
+from cudadoctor.suggest.accelerators import NON_CUDA, suggest_torch_without_cuda
 from cudadoctor.suggest.advice import advice
-from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion, install_line, short
+from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion, short
 from cudadoctor.suggest.images import with_images
+from cudadoctor.suggest.install import torch_install
 from cudadoctor.suggest.judge import (
     DRIVER_RULES,
     Reason,
@@ -23,7 +25,7 @@ from cudadoctor.suggest.judge import (
     start,
 )
 
-__all__ = ["suggest_torch", "torch_pins"]
+__all__ = ["suggest_torch", "toolkit_match", "torch_candidates"]
 
 
 class Candidate(NamedTuple):
@@ -37,6 +39,8 @@ class Candidate(NamedTuple):
 
 def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
     """Plans for torch (with matching torchvision/torchaudio), best first, and every exclusion."""
+    if c.accelerator in NON_CUDA:
+        return suggest_torch_without_cuda(matrix, c, requirement, limit=limit)
     run = start("torch", matrix, c, requirement)
     for release in matrix.torch_releases:
         if not run.spec.contains(release.version, prereleases=True):
@@ -49,6 +53,10 @@ def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *
                 )
                 continue
         for candidate in torch_candidates(matrix, release, c.platform, run.excluded):
+            if c.wanted_variant is not None and candidate.variant != c.wanted_variant:
+                who = f"torch {release.version} {candidate.label}"
+                run.excluded.append(Exclusion(who, "variant", candidate.variant, f"{c.wanted_variant} (the target)"))
+                continue
             _judge(matrix, c, run, release, candidate)
     ranked = sorted(run.plans, key=lambda item: item[0], reverse=True)
     chosen = tuple(with_images(matrix, c, plan) for _key, plan in ranked[:limit])
@@ -107,15 +115,6 @@ def torch_candidates(
     return out
 
 
-def torch_pins(release: TorchRelease) -> tuple[tuple[str, str], ...]:
-    pins = [("torch", str(release.version))]
-    if release.torchvision:
-        pins.append(("torchvision", str(release.torchvision)))
-    if release.torchaudio:
-        pins.append(("torchaudio", str(release.torchaudio)))
-    return tuple(pins)
-
-
 def _driver_why(matrix: CompatMatrix, c: Constraints, cuda: Version) -> tuple[list[str], list[str], bool]:
     """(why, caveats, native) about the driver for a build for ``cuda``."""
     native = c.driver_cuda is not None and (cuda.major, cuda.minor) <= (c.driver_cuda.major, c.driver_cuda.minor)
@@ -135,34 +134,47 @@ def _driver_why(matrix: CompatMatrix, c: Constraints, cuda: Version) -> tuple[li
     return [why], [caveat], native
 
 
+def toolkit_match(c: Constraints, cuda: Version) -> tuple[bool, list[str]]:
+    """Whether a build's CUDA major is the toolkit's the user builds with (``--cuda``), and why it matters.
+
+    torch.utils.cpp_extension refuses to build an extension whose nvcc differs from torch's CUDA in major
+    (``_check_cuda_version``, https://github.com/pytorch/pytorch/blob/main/torch/utils/cpp_extension.py).
+    """
+    if c.cuda_ceiling is None or cuda.major != c.cuda_ceiling.major:
+        return False, []
+    why = (
+        f"CUDA {short(cuda)} has the major of your CUDA {c.cuda_ceiling} toolkit (--cuda): extensions built "
+        "with its nvcc need torch's CUDA major (torch.utils.cpp_extension checks it)"
+    )
+    return True, [why]
+
+
 def _plan(
     matrix: CompatMatrix, c: Constraints, release: TorchRelease, candidate: Candidate, archs: tuple[str, ...] | None
 ) -> tuple[tuple[object, ...], Plan]:
     """The plan for a candidate that fits, and its ranking key."""
-    pins = torch_pins(release)
     driver_why, caveats, native = _driver_why(matrix, c, candidate.cuda)
-    why = [f"torch {release.version} {candidate.label}", *driver_why]
+    toolkit, toolkit_why = toolkit_match(c, candidate.cuda)
+    why = [f"torch {release.version} {candidate.label}", *toolkit_why, *driver_why]
     if c.gpus and archs is not None:
         why.append("the build's GPU targets (" + " ".join(archs) + ") cover " + ", ".join(g.name for g in c.gpus))
     elif c.gpus:
         caveats.append(
             f"the {candidate.variant} build's GPU architecture list for {release.version} is not in compat data"
         )
-    if len(pins) < 3:
-        caveats.append("matching torchvision/torchaudio versions are not all in compat data; pin them yourself")
     if release.derived:
         caveats.append(f"torch {release.version} is known from the package index ({release.derived}), not curated data")
-    keeps = (
-        c.installed_torch is not None
-        and Version(c.installed_torch.public) == release.version
-        and (c.installed_torch_variant in (None, candidate.variant))
-    )
-    if keeps:
-        why.insert(0, "keeps the installed torch")
     url = candidate.index_url
-    commands = (install_line("pip", pins, url), install_line("uv", pins, url))
+    install = torch_install(c, release, candidate.variant, url)
+    if install.keeps:
+        why.insert(0, "keeps the installed torch")
+    elif url is None and c.user_index is not None:
+        why.append(f"installs from the index pip is configured with ({c.user_index[0]}): it must serve PyPI's torch")
     variant = candidate.variant if url else "pypi"
-    plan = Plan("torch", pins, variant, candidate.cuda, url, commands, tuple(why), tuple(caveats), keeps)
+    plan = Plan(
+        "torch", install.pins, variant, candidate.cuda, url, install.commands, tuple(why),
+        (*caveats, *install.caveats), install.keeps,
+    )  # fmt: skip
     # A plan whose GPU coverage is verified from data ranks above one that is not (correct beats new).
     verified = archs is not None or not c.gpus
-    return (keeps, verified, release.version, native, candidate.cuda), plan
+    return (install.keeps, toolkit, verified, release.version, native, candidate.cuda), plan

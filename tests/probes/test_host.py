@@ -303,3 +303,26 @@ def test_image_arch_is_ambiguous_with_two_loaders(fs):
     fs.create_file("/img/lib/ld-linux-aarch64.so.1")
     fs.create_dir("/img/usr/lib/x86_64-linux-gnu")
     assert host.image_arch(make_ctx(root="/img")) == "x86_64"  # the multiarch dirs decide
+
+
+def test_rocm_version_and_jetson_release_are_parsed():
+    assert host.parse_rocm_version("6.4.1-120\n") == Version("6.4.1")
+    assert host.parse_rocm_version("garbage") is None
+    tegra = "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, DATE: Wed Jan  8\n"
+    assert host.parse_l4t_release(tegra) == "R36.4.3"
+    assert host.parse_l4t_release("nothing here") is None
+
+
+def test_amd_jetson_and_intel_signs_are_host_facts(fs):
+    fs.create_file("/opt/rocm/.info/version", contents="6.1.3-122\n")
+    fs.create_dir("/sys/module/amdgpu")
+    fs.create_dir("/sys/module/xe")
+    fs.create_file("/etc/nv_tegra_release", contents="# R35 (release), REVISION: 6.0, GCID: 1\n")
+    info = host.probe_host(make_ctx())
+    assert (info.rocm_version, info.amdgpu_driver) == (Version("6.1.3"), True)
+    assert (info.jetson_l4t, info.intel_gpu_driver) == ("R35.6.0", "xe")
+
+
+def test_a_plain_host_has_no_other_accelerator(fs):
+    info = host.probe_host(make_ctx())
+    assert (info.rocm_version, info.amdgpu_driver, info.jetson_l4t, info.intel_gpu_driver) == (None, False, None, None)

@@ -1,0 +1,105 @@
+"""How a torch plan is installed: its pins (torch, torchvision, torchaudio), the commands, and what they replace.
+
+pip treats an installed ``2.13.0+cpu`` as satisfying ``torch==2.13.0`` (a public version matches any local
+version, https://packaging.python.org/en/latest/specifications/version-specifiers/#local-version-identifiers),
+so a plan that keeps the version but changes the build must say so: a ``+cu126`` local pin on PyTorch's
+index (its wheels carry the tag), or a forced reinstall from PyPI (whose wheels carry none).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from packaging.version import Version
+
+from cudadoctor.data.rows import TorchRelease
+from cudadoctor.suggest.constraints import Constraints, install_line
+
+__all__ = ["ECOSYSTEM", "Install", "torch_install", "torch_pins"]
+
+#: installed packages built for one torch release; replacing torch leaves them behind
+ECOSYSTEM = ("vllm", "xformers", "flash-attn", "flash_attn")
+
+
+class Install(NamedTuple):
+    pins: tuple[tuple[str, str], ...]
+    commands: tuple[str, ...]
+    caveats: tuple[str, ...]
+    keeps: bool  #: the installed torch is already this build
+
+
+def torch_pins(release: TorchRelease) -> tuple[tuple[str, str], ...]:
+    """torch with its companions: the torchvision/torchaudio that pin it exactly (compat/torch.toml).
+
+    Without a sourced torchvision, torchvision goes in the same command unpinned: the resolver then picks one
+    that accepts the pinned torch, where a later ``pip install torchvision`` could pull another torch.
+    torchaudio without a sourced match is left out (no torchaudio release pins torch 2.12 or newer).
+    """
+    pins = [("torch", str(release.version)), ("torchvision", str(release.torchvision or ""))]
+    if release.torchaudio:
+        pins.append(("torchaudio", str(release.torchaudio)))
+    return tuple(pins)
+
+
+def _companion_caveats(release: TorchRelease) -> list[str]:
+    out = []
+    if release.torchvision is None:
+        out.append(
+            f"no torchvision release pins torch {release.version} exactly (compat/torch.toml); torchvision is "
+            "installed in the same command so the resolver picks one that accepts it"
+        )
+    if release.torchaudio is None:
+        out.append(f"no torchaudio release in compat data matches torch {release.version}; it is left out")
+    return out
+
+
+def _installed_variant(c: Constraints) -> str | None:
+    return c.installed_torch_variant if c.installed_torch is not None else None
+
+
+def torch_install(c: Constraints, release: TorchRelease, variant: str, index_url: str | None) -> Install:
+    """The commands installing ``release``'s ``variant`` build (from ``index_url``; None: the default index)."""
+    pins = torch_pins(release)
+    caveats = _companion_caveats(release)
+    installed = c.installed_torch
+    same_version = installed is not None and Version(installed.public) == release.version
+    other_build = _installed_variant(c) not in (None, variant)
+    keeps = same_version and not other_build
+    reinstall = False
+    if same_version and other_build:
+        shown = f"torch {installed} ({_installed_variant(c)} build)"
+        if index_url is not None:  # PyTorch's index tags every wheel with its build
+            pins = tuple((n, f"{v}+{variant}" if v else v) for n, v in pins)
+            caveats.append(f"replaces the installed {shown}: the +{variant} pins make pip take the {variant} build")
+        else:
+            reinstall = True
+            caveats.append(f"replaces the installed {shown}: a forced reinstall, as the version alone matches it")
+    elif installed is not None and not same_version:
+        caveats.append(f"replaces the installed torch {installed} with {release.version}")
+    if installed is not None and not keeps:
+        caveats += _ecosystem_caveats(c, release)
+    if index_url is not None and c.user_index is not None:
+        url, where = c.user_index
+        caveats.append(
+            f"--index-url replaces the index pip is configured with ({url}, {where}) for this command: "
+            f"the {variant} build is published on PyTorch's own index"
+        )
+    commands = tuple(install_line(tool, pins, index_url, reinstall=reinstall) for tool in ("pip", "uv"))
+    return Install(pins, commands, tuple(caveats), keeps)
+
+
+def _ecosystem_caveats(c: Constraints, release: TorchRelease) -> list[str]:
+    """Installed packages built for the torch being replaced, and what each needs."""
+    out = []
+    for name, version in c.installed_ecosystem:
+        if name == "vllm":
+            out.append(
+                f"the installed vllm {version} pins its torch: replacing torch breaks it; plan vllm instead "
+                "(cudadoctor suggest vllm), which brings the torch it needs"
+            )
+        else:
+            out.append(
+                f"the installed {name} {version} was built for torch {c.installed_torch}: install a {name} build "
+                f"for torch {release.version} with it"
+            )
+    return out

@@ -1,0 +1,281 @@
+"""suggest on everyday machines: one test per story of issue #12 ("Tried as a new user would"), from its facts."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from packaging.version import Version
+from typer.testing import CliRunner
+
+from cudadoctor.cli import app
+from cudadoctor.data import CompatMatrix
+from cudadoctor.errors import UsageError
+from cudadoctor.facts.model import (
+    DriverInfo,
+    DriverVersion,
+    Facts,
+    GpuInfo,
+    HostInfo,
+    InstalledPackage,
+    Source,
+    SourceKind,
+)
+from cudadoctor.planning import HostFlags, constraints_for, parse_target
+from cudadoctor.rules.branches import branch_status
+from cudadoctor.suggest import Constraints, Gpu, suggest_torch, suggest_vllm
+from cudadoctor.suggest.upgrades import with_upgrades
+
+M = CompatMatrix()
+SRC = Source(SourceKind.METADATA, "test")
+
+
+def _c(driver: str | None, *gpus: tuple[str, str], python: str = "3.12", **kw: object) -> Constraints:
+    drv = DriverVersion(driver) if driver else None
+    return Constraints(
+        driver=drv,
+        driver_cuda=M.cuda_for_driver(drv) if drv else None,
+        gpus=tuple(Gpu(n, cc, "--gpu") for n, cc in gpus),
+        python=Version(python),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _facts(host: HostInfo, **kw: object) -> Facts:
+    return Facts(host=host, **kw)  # type: ignore[arg-type]
+
+
+def _run(*args: str):
+    return CliRunner().invoke(app, ["suggest", "--no-probe", *args])
+
+
+# --- 1. machines without an NVIDIA GPU -------------------------------------------------------------------------
+
+
+def test_cpu_only_laptop_gets_the_cpu_index_not_cuda_wheels():
+    facts = _facts(HostInfo(os="Linux", arch="x86_64"))
+    c = constraints_for(M, HostFlags(python="3.12"), facts)
+    assert c.accelerator == "cpu"
+    s = suggest_torch(M, c)
+    assert s.plans
+    for plan in s.plans:
+        assert plan.variant == "cpu" and plan.index_url == "https://download.pytorch.org/whl/cpu"
+        assert plan.cuda is None and not plan.images  # no nvidia/cuda image for a CPU build
+        assert plan.commands[0].endswith("--index-url https://download.pytorch.org/whl/cpu")
+    assert "uv's automatic backend" in " ".join(s.plans[0].why)
+
+
+def test_amd_host_gets_rocm_builds_ranked_by_the_hosts_rocm_major():
+    facts = _facts(HostInfo(os="Linux", arch="x86_64", rocm_version=Version("6.1.3"), amdgpu_driver=True))
+    c = constraints_for(M, HostFlags(python="3.12"), facts)
+    assert (c.accelerator, c.rocm) == ("rocm", Version("6.1.3"))
+    s = suggest_torch(M, c)
+    assert s.plans and all(p.variant.startswith("rocm") for p in s.plans)
+    assert s.plans[0].variant.startswith("rocm6")
+    assert any("host's ROCm 6.1.3" in w for w in s.plans[0].why)
+    seven = suggest_torch(M, replace(c, rocm=Version("7.1")))
+    assert any("differs in major" in cav for cav in seven.plans[0].caveats)
+
+
+def test_mi300x_by_name_plans_rocm_and_vllm_says_why_nothing_fits():
+    result = _run("torch", "--gpu", "MI300X", "--python", "3.12")
+    assert result.exit_code == 0, result.stdout
+    assert "AMD GPU (ROCm)" in result.stdout and "/whl/rocm" in result.stdout
+    vllm = _run("vllm", "--gpu", "MI300X", "--python", "3.12")
+    assert vllm.exit_code == 1 and "why: vllm: accelerator: no CUDA GPU (rocm)" in vllm.stdout
+
+
+def test_apple_silicon_gets_pypi_wheels_with_mps():
+    facts = _facts(HostInfo(os="Darwin", arch="arm64", apple_silicon=True))
+    c = constraints_for(M, HostFlags(python="3.13"), facts)
+    assert (c.accelerator, c.platform) == ("mps", "macos-arm64")
+    s = suggest_torch(M, c)
+    top = s.plans[0]
+    assert top.index_url is None and "MPS" in top.why[0]
+    # 2.5.x has no macOS arm64 wheel for 3.13 (PyPI), though its Linux wheels have one
+    old = suggest_torch(M, c, "torch<2.6")
+    assert all(Version(p.packages[0][1]) < Version("2.5") for p in old.plans)
+    assert any(e.candidate == "torch 2.5.1" and e.rule == "python" for e in old.excluded)
+
+
+def test_jetson_gets_a_sourced_refusal_naming_its_l4t():
+    facts = _facts(HostInfo(os="Linux", arch="aarch64", jetson_l4t="R36.4.3"), gpus=())
+    c = constraints_for(M, HostFlags(python="3.10"), facts)
+    assert c.accelerator == "jetson"
+    s = suggest_torch(M, c)
+    assert not s.plans and s.excluded
+    assert "L4T R36.4.3" in s.advice[0] and "install-pytorch-jetson-platform" in s.advice[0]
+
+
+def test_intel_gpu_gets_cpu_plans_and_says_why_not_xpu():
+    facts = _facts(HostInfo(os="Linux", arch="x86_64", intel_gpu_driver="xe"))
+    c = constraints_for(M, HostFlags(python="3.12"), facts)
+    s = suggest_torch(M, c)
+    assert c.accelerator == "xpu" and s.plans and s.plans[0].variant == "cpu"
+    assert any("XPU" in n for n in s.notes)
+
+
+def test_an_nvidia_host_stays_cuda():
+    gpu = GpuInfo(index=0, name="NVIDIA H100", compute_capability="9.0", source=SRC)
+    facts = _facts(
+        HostInfo(os="Linux", arch="x86_64"),
+        gpus=(gpu,),
+        driver=DriverInfo(version=DriverVersion("580.95.05"), cuda_api=Version("13.0")),
+    )
+    assert constraints_for(M, HostFlags(python="3.12"), facts).accelerator == "cuda"
+    assert constraints_for(M, HostFlags(python="3.12", probe=False), None).accelerator is None
+
+
+# --- 2. replace, don't no-op ------------------------------------------------------------------------------------
+
+
+def test_installed_cpu_torch_is_really_replaced_by_the_cuda_build():
+    c = _c(
+        "550.54.14", ("RTX 4090", "8.9"),
+        installed_torch=Version("2.13.0+cpu"), installed_torch_variant="cpu",
+        installed_ecosystem=(("xformers", "0.0.40"),),
+    )  # fmt: skip
+    s = suggest_torch(M, c, "torch==2.13.0")
+    top = s.plans[0]
+    assert top.variant == "cu126" and not top.keeps_installed
+    assert "torch==2.13.0+cu126" in top.commands[0] and "torchvision==0.28.0+cu126" in top.commands[0]
+    assert any("replaces the installed torch 2.13.0+cpu (cpu build)" in cav for cav in top.caveats)
+    assert any("xformers 0.0.40" in cav for cav in top.caveats)
+
+
+def test_a_pypi_build_replacing_another_build_is_forced():
+    c = _c("580.95.05", ("H100", "9.0"), installed_torch=Version("2.13.0+cu126"), installed_torch_variant="cu126")
+    s = suggest_torch(M, c, "torch==2.13.0")
+    pypi = next(p for p in s.plans if p.index_url is None)
+    assert "--force-reinstall" in pypi.commands[0] and "--reinstall" in pypi.commands[1]
+    kept = next(p for p in s.plans if p.variant == "cu126")
+    assert kept.keeps_installed and "+cu126" not in kept.commands[0]
+
+
+def test_every_torch_plan_installs_torchvision_with_it():
+    s = suggest_torch(M, _c("580.95.05", ("H100", "9.0")), limit=10)
+    for plan in s.plans:
+        names = [n for n, _v in plan.packages]
+        assert names[:2] == ["torch", "torchvision"]
+    newest = s.plans[0]
+    assert dict(newest.packages)["torchvision"] == ""  # 2.15.0: no torchvision pins it; resolved with it
+    assert any("no torchvision release pins torch" in cav for cav in newest.caveats)
+
+
+# --- 3. --cuda is the toolkit the user builds with --------------------------------------------------------------
+
+
+def test_cuda_flag_ranks_its_major_first_and_says_why():
+    result = _run("torch", "--cuda", "12.4", "--driver", "580.95.05", "--gpu", "H100", "--python", "3.12")
+    assert result.exit_code == 0
+    first = result.stdout.split("Plan 2:")[0]
+    assert "torch==2.6.0" in first and "cu118" not in first
+    assert "the major of your CUDA 12.4 toolkit" in first
+
+
+# --- 4. upgrade paths -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("planner", "driver", "gpu"),
+    [
+        (suggest_vllm, "550.54.14", ("H100", "9.0")),
+        (suggest_vllm, "470.82.01", ("RTX 3090", "8.6")),
+        (suggest_torch, "570.26", ("B300", "10.3")),
+        (suggest_torch, "470.82.01", ("RTX 3090", "8.6")),
+    ],
+)
+def test_every_upgrade_hint_is_what_suggest_plans_under_it(planner, driver, gpu):
+    c = _c(driver, gpu)
+    s = with_upgrades(M, c, planner)
+    assert s.upgrades
+    for hint in s.upgrades:
+        assumed = DriverVersion(hint.value)
+        there = planner(M, replace(c, driver=assumed, driver_cuda=M.cuda_for_driver(assumed)), limit=1)
+        assert there.plans[0] == hint.plan
+        assert branch_status(M, assumed.major).is_ok  # only supported branches are proposed
+        assert f"R{assumed.major}" in hint.text
+
+
+def test_vllm_below_580_is_told_what_580_unlocks():
+    s = with_upgrades(M, _c("550.54.14", ("H100", "9.0")), suggest_vllm)
+    assert s.plans[0].packages == (("vllm", "0.19.1"),)
+    newest = max(r.version for r in M.vllm_releases)
+    assert any(u.value == "580.65.06" and u.plan.packages == (("vllm", str(newest)),) for u in s.upgrades)
+    assert any("R550 is end of life" in n for n in s.notes)
+
+
+def test_a_470_driver_is_never_sent_to_an_end_of_life_branch():
+    s = with_upgrades(M, _c("470.82.01", ("RTX 3090", "8.6")), suggest_vllm)
+    assert not s.plans
+    assert not any("525." in a for a in s.advice)
+    assert s.advice[0].startswith("to unlock a plan: driver >= 535.")
+
+
+def test_b300_on_570_is_promised_what_580_really_plans():
+    s = with_upgrades(M, _c("570.26", ("B300", "10.3")), suggest_torch)
+    assert not s.plans
+    on_580 = suggest_torch(M, _c("580.65.06", ("B300", "10.3")), limit=1).plans[0]
+    assert s.upgrades[0].plan == on_580 and on_580.packages[0][1] in s.advice[0]
+
+
+# --- 7. interface -----------------------------------------------------------------------------------------------
+
+
+def test_a_target_with_a_build_tag_is_accepted_and_picks_that_build():
+    assert parse_target("torch==2.13.0+cu126") == ("torch", "torch==2.13.0", "cu126")
+    c = replace(_c("550.54.14", ("RTX 4090", "8.9")), wanted_variant="cu126")
+    s = suggest_torch(M, c, "torch==2.13.0")
+    assert [p.variant for p in s.plans] == ["cu126"]
+    assert any(e.rule == "variant" for e in s.excluded)
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("pytorch", "torch"), ("vlm", "vllm"), ("tensorflw", "tensorflow")])
+def test_a_misspelt_target_gets_did_you_mean(typed, meant):
+    with pytest.raises(UsageError, match=f"did you mean {meant}"):
+        parse_target(typed)
+
+
+def test_positional_target_any_case_and_a_driver_branch():
+    result = _run("vLLM", "--driver", "550", "--gpu", "H100", "--python", "3.12")
+    assert result.exit_code == 0, result.stdout
+    assert "assumed driver: 550 (branch R550, taken as its oldest release" in result.stdout
+    assert "Plan 1: vllm==" in result.stdout and "Would unlock newer releases:" in result.stdout
+
+
+def test_nothing_fits_always_lists_the_reason():
+    result = _run("torch==2.13.0+cu999", "--driver", "580.95.05", "--gpu", "H100", "--python", "3.12")
+    assert result.exit_code == 1
+    assert "why: torch 2.13.0" in result.stdout and "variant" in result.stdout
+
+
+def test_installed_package_facts_reach_the_constraints():
+    torch = InstalledPackage("torch", Version("2.13.0+cpu"), "/site", SRC, cuda_variant="cpu")
+    xformers = InstalledPackage("xformers", Version("0.0.40"), "/site", SRC)
+    facts = _facts(HostInfo(os="Linux", arch="x86_64"), packages={"torch": torch, "xformers": xformers})
+    c = constraints_for(M, HostFlags(python="3.12", gpus=("RTX 4090",), driver="550"), facts)
+    assert c.installed_torch_variant == "cpu" and c.installed_ecosystem == (("xformers", "0.0.40"),)
+    assert c.accelerator == "cuda"
+
+
+# --- 5. images that fit -----------------------------------------------------------------------------------------
+
+
+def test_images_match_the_plans_python_and_name_end_of_life_systems():
+    s = suggest_torch(M, _c("580.95.05", ("H100", "9.0")), limit=1)
+    images = dict(s.plans[0].images)
+    cuda = next(i for i in images if i.startswith("nvidia/cuda:"))
+    assert "ubuntu24.04" in cuda and "python3 is the plan's 3.12" in images[cuda]
+    old = suggest_torch(M, _c("470.82.01", ("RTX 3090", "8.6"), python="3.10"), limit=1)
+    first, why = old.plans[0].images[0]
+    assert first == "python:3.10" and "gcc" in why
+    assert any("20.04's standard support ended" in w for _i, w in old.plans[0].images if "ubuntu20.04" in _i)
+
+
+def test_the_dockerfile_starts_from_the_image_the_text_shows_first():
+    for args in (("--driver", "550", "--python", "3.12"), ("--driver", "580.95.05", "--python", "3.12")):
+        text = _run("torch", "--gpu", "H100", *args).stdout
+        docker = _run("torch", "--gpu", "H100", *args, "-f", "dockerfile").stdout
+        first_image = text.split("  images:\n")[1].split()[0]
+        assert f"FROM {first_image}\n" in docker
+        assert "-slim" not in docker

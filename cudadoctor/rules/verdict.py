@@ -44,6 +44,7 @@ class Verdict(Generic[T_co]):
     missing: str = ""
     basis: str = ""
     detail: T_co | None = None
+    inferred: str = ""
 
     @property
     def is_ok(self) -> bool:
@@ -58,12 +59,12 @@ class Verdict(Generic[T_co]):
         return self.outcome is Outcome.UNKNOWN
 
 
-def fits(rule: str, basis: str = "", detail: T | None = None) -> Verdict[T]:
-    return Verdict(Outcome.OK, rule, basis=basis, detail=detail)
+def fits(rule: str, basis: str = "", detail: T | None = None, *, inferred: str = "") -> Verdict[T]:
+    return Verdict(Outcome.OK, rule, basis=basis, detail=detail, inferred=inferred)
 
 
-def fails(rule: str, observed: str, required: str, detail: T | None = None) -> Verdict[T]:
-    return Verdict(Outcome.PROBLEM, rule, observed=observed, required=required, detail=detail)
+def fails(rule: str, observed: str, required: str, detail: T | None = None, *, inferred: str = "") -> Verdict[T]:
+    return Verdict(Outcome.PROBLEM, rule, observed=observed, required=required, detail=detail, inferred=inferred)
 
 
 def cannot_judge(rule: str, missing: str, observed: str = "", detail: T | None = None) -> Verdict[T]:

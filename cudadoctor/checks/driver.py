@@ -316,12 +316,13 @@ def _built_for_cuda(packages: dict[str, InstalledPackage]) -> dict[int, list[Ins
 def _built_for_cuda_release(
     packages: dict[str, InstalledPackage],
 ) -> dict[tuple[int, int | None], list[InstalledPackage]]:
-    """Frameworks by the CUDA (major, minor — None when only the major is known) they were built for."""
+    """Frameworks by the CUDA they were built for: (major, None) from CUDA 11 on, where minor-version
+    compatibility makes the major decide; (major, minor) before, where each release has its own floor."""
     by_release: dict[tuple[int, int | None], list[InstalledPackage]] = {}
     for major, pkgs in _built_for_cuda(packages).items():
         for pkg in pkgs:
             parts = (pkg.cuda_build or "").split(".")
-            minor = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+            minor = int(parts[1]) if major < 11 and len(parts) > 1 and parts[1].isdigit() else None
             by_release.setdefault((major, minor), []).append(pkg)
     return by_release
 
@@ -430,12 +431,9 @@ class CD111(Check):
             if not verdict.is_problem or verdict.detail is None:
                 continue
             failing.append(f"{names} (built for CUDA {pkgs[0].cuda_build})")
-            floor = (
-                "minor-version compatibility floor"
-                if minor is None or major >= 11
-                else "the release notes' driver table"
-            )
-            evidence[f"CUDA {pkgs[0].cuda_build}"] = f"needs driver >= {verdict.detail} ({floor})"
+            floor = "minor-version compatibility floor" if minor is None else "the release notes' driver table"
+            release = f"CUDA {major}.x" if minor is None else f"CUDA {major}.{minor}"
+            evidence[release] = f"needs driver >= {verdict.detail} ({floor})"
             needed.append(verdict.detail)
         if not failing and unknown:
             raise CannotJudge("no driver floor for " + "; ".join(unknown))
@@ -516,7 +514,7 @@ class CD112(Check):
 
 
 class CD113(Check):
-    """Every installed CUDA build has GPU code for every GPU.
+    """The installed torch build has GPU code for every GPU, and no framework's CUDA predates a GPU.
 
     What it checks: for torch, the GPU architectures PyTorch compiled the installed release and variant
     for (its published arch list, compat/torch.toml) against each GPU's compute capability, with CUDA's
@@ -562,9 +560,14 @@ class CD113(Check):
         return _no_kernel_problem(problems)
 
 
+#: Built by PyTorch's release scripts with torch's own TORCH_CUDA_ARCH_LIST: torch's verdict stands for them.
+_BUILT_WITH_TORCH = ("torchvision", "torchaudio")
+
+
 def _judged_build(pkg: InstalledPackage) -> bool:
     """A framework's own CUDA build (torch, CuPy, a JAX plugin …), not one of NVIDIA's library wheels."""
-    return bool(pkg.cuda_build) and not pkg.name.startswith(("nvidia-", "cuda-"))
+    own = not pkg.name.startswith(("nvidia-", "cuda-")) and pkg.name not in _BUILT_WITH_TORCH
+    return bool(pkg.cuda_build) and own
 
 
 def _build_verdict(pkg: InstalledPackage, gpu: GpuInfo, matrix: CompatMatrix) -> Verdict[object]:
@@ -579,9 +582,11 @@ def _build_verdict(pkg: InstalledPackage, gpu: GpuInfo, matrix: CompatMatrix) ->
     major_only = len(parts) < 2 or not parts[1].isdigit()
     cuda = Version(f"{parts[0]}.0" if major_only else ".".join(parts[:2]))
     inferred = cuda_knows_arch(matrix, cuda, cc, gpu.name, any_minor=major_only)
-    if inferred.is_problem:
+    if inferred.is_problem or pkg.name != "torch":
+        # Other frameworks publish no arch list: what is claimed for them is that their CUDA is not
+        # older than the GPU's architecture.
         return inferred
-    return cannot_judge("gpu-arch-list", f"the GPU architecture list of {_label(pkg)} {pkg.cuda_variant}", gpu.name)
+    return cannot_judge("gpu-arch-list", f"no arch list for {_label(pkg)} {pkg.cuda_variant} in compat data", gpu.name)
 
 
 def _no_kernel_problem(problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]]) -> Problem:

@@ -8,6 +8,7 @@ from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
+from cudadoctor.rules.gpus import cuda_knows_arch
 from cudadoctor.rules.wheels import torch_has_wheels
 from cudadoctor.suggest.advice import advice
 from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion, install_line, short
@@ -107,6 +108,12 @@ def torch_candidates(
     return out
 
 
+def inferred_gpu_fit(matrix: CompatMatrix, cuda: Version, c: Constraints) -> list[str]:
+    """Why a build without an arch list may still run on each GPU: its CUDA knows the architecture."""
+    verdicts = [cuda_knows_arch(matrix, cuda, g.compute_capability, g.name) for g in c.gpus]
+    return [v.basis for v in verdicts if v.is_ok]
+
+
 def torch_pins(release: TorchRelease) -> tuple[tuple[str, str], ...]:
     pins = [("torch", str(release.version))]
     if release.torchvision:
@@ -148,6 +155,7 @@ def _plan(
         caveats.append(
             f"the {candidate.variant} build's GPU architecture list for {release.version} is not in compat data"
         )
+        caveats += [f"inferred: {reason}" for reason in inferred_gpu_fit(matrix, candidate.cuda, c)]
     if len(pins) < 3:
         caveats.append("matching torchvision/torchaudio versions are not all in compat data; pin them yourself")
     if release.derived:
@@ -163,6 +171,7 @@ def _plan(
     commands = (install_line("pip", pins, url), install_line("uv", pins, url))
     variant = candidate.variant if url else "pypi"
     plan = Plan("torch", pins, variant, candidate.cuda, url, commands, tuple(why), tuple(caveats), keeps)
-    # A plan whose GPU coverage is verified from data ranks above one that is not (correct beats new).
+    # A plan whose GPU coverage is verified from data ranks above one that is not (correct beats new);
+    # those are labelled: an "inferred:" caveat says what the GPU fit rests on, or the list is missing.
     verified = archs is not None or not c.gpus
     return (keeps, verified, release.version, native, candidate.cuda), plan

@@ -35,6 +35,8 @@ class Verdict(Generic[T_co]):
     *could not judge*, ``missing`` names the fact or the data that was missing; for ok, ``basis`` says on
     what grounds (``minor-version compatibility`` …). ``detail`` is the rule's typed by-product that
     callers need for their messages (the driver a CUDA major needs, the target that covers a GPU …).
+    ``inferred`` is set when the answer follows from how CUDA works rather than from a table that states
+    it (the reason, e.g. "CUDA 10.1 predates compute capability 8.x (Ampere)"); callers label it *inferred*.
     """
 
     outcome: Outcome

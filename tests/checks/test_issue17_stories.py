@@ -14,7 +14,15 @@ from typer.testing import CliRunner
 from cudadoctor.checks.findings import Status
 from cudadoctor.cli import app
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, GpuInfo, InstalledPackage, Source, SourceKind
+from cudadoctor.facts.model import (
+    DriverInfo,
+    DriverReading,
+    DriverVersion,
+    GpuInfo,
+    InstalledPackage,
+    Source,
+    SourceKind,
+)
 from cudadoctor.rules.gpus import build_runs_on_gpu, cuda_knows_arch
 from cudadoctor.testing import run_check
 
@@ -69,7 +77,9 @@ def test_a30_with_torch_1_6_0_cu101_fails_cd113_inferred(h200):
 
 
 def test_titan_v_with_a_cuda_8_build_fails_cd113_inferred(h200):
-    facts = replace(h200, gpus=_gpu("NVIDIA TITAN V", "7.0"), packages=_only(h200, "cupy-cuda80", "4.0.0", "cuda80", "8.0"))
+    facts = replace(
+        h200, gpus=_gpu("NVIDIA TITAN V", "7.0"), packages=_only(h200, "cupy-cuda80", "4.0.0", "cuda80", "8.0")
+    )
     finding = run_check("CD113", facts)
     assert finding.status is Status.FAIL and "inferred: CUDA 8.0 predates compute capability 7.x" in finding.message
 

@@ -39,7 +39,8 @@ def _files() -> list[Path]:
             found.append(path)
         elif path.is_dir():
             found += [
-                p for p in path.rglob("*")
+                p
+                for p in path.rglob("*")
                 if p.is_file() and p.suffix in SUFFIXES and "__pycache__" not in p.parts and p != Path(__file__)
             ]
     return found
@@ -75,7 +76,7 @@ def test_explain_text_of_every_check_cites_nothing_private(output_format: str):
         result = CliRunner().invoke(app, ["explain", code, "-f", output_format])
         assert result.exit_code == 0, (code, result.output)
         if match := PRIVATE.search(result.stdout):
-            offenders.append(f"{code}: ...{result.stdout[max(0, match.start() - 40):match.end() + 40]}...")
+            offenders.append(f"{code}: ...{result.stdout[max(0, match.start() - 40) : match.end() + 40]}...")
     assert offenders == []
 
 

@@ -26,8 +26,14 @@ def test_shipped_file_is_valid(name):
 
 
 def _meta(**extra):
-    return {"schema": 1, "kind": "cuda-toolkit-drivers", "covers": "x", "updated": datetime.date(2026, 1, 1),
-            "sources": [{"id": "s", "url": "https://example.invalid"}], **extra}
+    return {
+        "schema": 1,
+        "kind": "cuda-toolkit-drivers",
+        "covers": "x",
+        "updated": datetime.date(2026, 1, 1),
+        "sources": [{"id": "s", "url": "https://example.invalid"}],
+        **extra,
+    }
 
 
 def test_every_problem_is_reported_with_file_record_and_field():
@@ -75,8 +81,19 @@ M = CompatMatrix()
 
 @pytest.mark.parametrize(
     ("driver", "cuda"),
-    [("580.159.04", "13.0"), ("550.54.15", "12.4"), ("550.54.14", "12.4"), ("535.104.05", "12.2"),
-     ("470.82.01", "11.4"), ("450.51.05", "11.0"), ("450.36.06", None)],
+    [
+        ("580.159.04", "13.0"),
+        ("550.54.15", "12.4"),
+        ("550.54.14", "12.4"),
+        ("535.104.05", "12.2"),
+        ("470.82.01", "11.4"),
+        ("450.51.05", "11.0"),
+        ("450.36.06", "10.2"),
+        ("410.48", "10.0"),
+        ("396.54", "9.2"),
+        ("346.46", "7.0"),
+        ("340.29", None),
+    ],
 )
 def test_cuda_a_driver_supports(driver, cuda):
     assert M.cuda_for_driver(DriverVersion(driver)) == (Version(cuda) if cuda else None)
@@ -101,7 +118,9 @@ def test_every_vllm_torch_pin_exists_in_the_torch_table():
     missing = [
         f"vllm {r.version}: torch{r.torch}"
         for r in M.vllm_releases
-        if r.torch is not None and r.version >= Version("0.4.0") and not any(r.torch.contains(v) for v in versions)
+        if r.torch is not None
+        and r.version >= Version("0.4.0")
+        and not any(r.torch.contains(v) for v in versions)
         # torch 2.0 is the oldest release the torch table covers (issue scope: 2.0 to newest)
         and not all(s.version < "2.0" for s in r.torch if s.operator == "==")
     ]

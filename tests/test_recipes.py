@@ -190,17 +190,25 @@ def test_a_healthy_cuda12_machine_has_no_errors_or_warnings(image, driver):
 
 #: The checks that skip on a healthy CUDA 12 image judged with --root and an assumed driver and GPU, and why.
 HEALTHY_IMAGE_SKIPS = {
-    "CD101", "CD102", "CD103", "CD105",  # the loaded driver and libcuda: judged only on the machine itself
+    "CD101",
+    "CD102",
+    "CD103",
+    "CD105",  # the loaded driver and libcuda: judged only on the machine itself
     "CD201",  # the image has no nvcc on PATH
     "CD303",  # no CuPy or TensorRT installed
     "CD403",  # no JAX CUDA plugin installed
     "CD501",  # no vLLM installed
     "CD701",  # the image sets no NVIDIA_REQUIRE_* variable
-    "CD801", "CD802", "CD803", "CD804", "CD805", "CD806",  # runtime probes run only with --deep
+    "CD801",
+    "CD802",
+    "CD803",
+    "CD804",
+    "CD805",
+    "CD806",  # runtime probes run only with --deep
     "CD901",  # no --require given
 }
 
 #: The checks that could not judge it: their data does not cover this release.
 HEALTHY_IMAGE_UNKNOWN = {
-    "CD113",  # compat/torch.toml has no arch list for torch 2.5.1 cu124
+    "CD114",  # compat/gpu_archs.toml has no oldest driver branch for Hopper (compat/notes/cuda.md)
 }

@@ -24,6 +24,7 @@ def render_text(facts: Facts, findings: list[Finding], matrix: CompatMatrix | No
     report = build_report(facts, findings, matrix) if matrix is not None else Report(facts, tuple(findings))
     return _render_text(report, RenderOptions(**options))
 
+
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "h200-check.txt")
 
 

@@ -135,10 +135,11 @@ def test_cli_commands_and_dockerfile():
 
 
 def test_cli_nothing_fits_exits_1():
-    result = _run("--target", "torch", "--driver", "418.40.04", "--gpu", "V100", "--python", "3.12")
+    # R396 runs CUDA 9.2 at most; every torch in data needs CUDA 10.0 or newer (an RTX 3090 needs 11.0).
+    result = _run("--target", "torch", "--driver", "396.54", "--gpu", "RTX 3090", "--python", "3.12")
     assert result.exit_code == 1
     assert "Nothing fits." in result.stdout and "to change: to unlock a plan: driver >= " in result.stdout
-    quiet = _run("--target", "torch", "--driver", "418.40.04", "--gpu", "V100", "-f", "commands")
+    quiet = _run("--target", "torch", "--driver", "396.54", "--gpu", "RTX 3090", "-f", "commands")
     assert quiet.exit_code == 1 and quiet.stdout == "" and "nothing fits" in quiet.stderr
 
 

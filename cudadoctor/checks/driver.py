@@ -16,6 +16,8 @@ from __future__ import annotations
 import posixpath
 import re
 
+from packaging.version import Version
+
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
@@ -42,7 +44,8 @@ from cudadoctor.rules.driver import (
     forward_compat_on_gpu,
     forward_compat_on_gpus,
 )
-from cudadoctor.rules.gpus import cuda_major_supports_arch
+from cudadoctor.rules.gpus import cuda_knows_arch, cuda_major_supports_arch
+from cudadoctor.rules.verdict import Verdict, cannot_judge
 
 __all__ = [
     "CD101",
@@ -292,6 +295,26 @@ class CD104(Check):
 # --- CD11x: the driver and GPUs against what the installed packages were built for -----------------
 
 
+def _built_for_cuda_release(
+    packages: dict[str, InstalledPackage],
+) -> dict[tuple[int, int | None], list[InstalledPackage]]:
+    """Frameworks by the CUDA they were built for: (major, None) from CUDA 11 on, where minor-version
+    compatibility makes the major decide; (major, minor) before, where each release has its own floor."""
+    by_release: dict[tuple[int, int | None], list[InstalledPackage]] = {}
+    for major, pkgs in frameworks_by_cuda_major(packages).items():
+        for pkg in pkgs:
+            parts = (pkg.cuda_build or "").split(".")
+            minor = int(parts[1]) if major < 11 and len(parts) > 1 and parts[1].isdigit() else None
+            by_release.setdefault((major, minor), []).append(pkg)
+    return by_release
+
+
+def _by_release(packages: dict[str, InstalledPackage]) -> list[tuple[tuple[int, int | None], list[InstalledPackage]]]:
+    return sorted(
+        _built_for_cuda_release(packages).items(), key=lambda i: (i[0][0], -1 if i[0][1] is None else i[0][1])
+    )
+
+
 def _label(pkg: InstalledPackage) -> str:
     version = pkg.torch_build.version if pkg.torch_build and pkg.torch_build.version else pkg.version
     return f"{pkg.name} {version}"
@@ -326,22 +349,33 @@ class CD111(Check):
     ) -> Problem | None:
         if driver.version is None:
             raise CannotJudge("the driver version is unknown")
+        if not frameworks_by_cuda_major(packages):
+            raise NotApplicable("no installed framework is built for CUDA")
         cuda, why = effective_cuda(driver, matrix)
         forward = forward_compat(driver)
         # The GPU table is read only where it decides something (the GPU probe reports it when broken).
         segments = gpu_segments(gpus) if forward is not None else ()
         failing: list[str] = []
         needed: list[DriverVersion] = []
+        unknown: list[str] = []
         evidence = {"driver": f"{driver.version} (CUDA {cuda or 'unknown'}: {why})"}
-        for major, pkgs in sorted(frameworks_by_cuda_major(packages).items()):
+        for (major, minor), pkgs in _by_release(packages):
             verdict = driver_runs_cuda(
-                matrix, major, driver.version, windows=host.os == "Windows", forward=forward, gpus=segments
-            )
+                matrix, major, driver.version, windows=host.os == "Windows", forward=forward, gpus=segments,
+                cuda_minor=minor,
+            )  # fmt: skip
+            names = ", ".join(_label(p) for p in pkgs)
+            if verdict.is_unknown:
+                unknown.append(f"{names} (CUDA {pkgs[0].cuda_build}): {verdict.missing}")
             if not verdict.is_problem or verdict.detail is None:
                 continue
-            failing.append(f"{', '.join(_label(p) for p in pkgs)} (built for CUDA {pkgs[0].cuda_build})")
-            evidence[f"CUDA {major}.x"] = f"needs driver >= {verdict.detail} (minor-version compatibility floor)"
+            failing.append(f"{names} (built for CUDA {pkgs[0].cuda_build})")
+            floor = "minor-version compatibility floor" if minor is None else "the release notes' driver table"
+            release = f"CUDA {major}.x" if minor is None else f"CUDA {major}.{minor}"
+            evidence[release] = f"needs driver >= {verdict.detail} ({floor})"
             needed.append(verdict.detail)
+        if not failing and unknown:
+            raise CannotJudge("no driver floor for " + "; ".join(unknown))
         if not failing:
             return None
         refused = forward_compat_on_gpus(segments) if forward is not None else None
@@ -382,13 +416,21 @@ class CD112(Check):
     def check(
         self, gpus: tuple[GpuInfo, ...], packages: dict[str, InstalledPackage], matrix: CompatMatrix
     ) -> Problem | None:
+        builds = frameworks_by_cuda_major(packages)
+        if not builds:
+            raise NotApplicable("no installed framework is built for CUDA")
+        if not gpus:
+            raise NotApplicable("no GPU was found")
         problems: list[str] = []
+        unknown: list[str] = []
         evidence: dict[str, str] = {}
         last_major = None
         for gpu in gpus:
-            for major, pkgs in sorted(frameworks_by_cuda_major(packages).items()):
+            for major, pkgs in sorted(builds.items()):
                 verdict = cuda_major_supports_arch(matrix, major, gpu.compute_capability, gpu.name)
                 arch = verdict.detail
+                if verdict.is_unknown:
+                    unknown.append(f"{gpu.name}: {verdict.missing}")
                 if not verdict.is_problem or arch is None:
                     continue
                 names = ", ".join(_label(p) for p in pkgs)
@@ -399,6 +441,8 @@ class CD112(Check):
                 evidence[f"GPU {gpu.index}"] = f"{gpu.name}, compute capability {gpu.compute_capability}"
                 evidence[arch.name] = f"last supported by CUDA {arch.last_cuda_major}.x (compat/gpu_archs.toml)"
                 last_major = arch.last_cuda_major
+        if not problems and unknown:
+            raise CannotJudge("; ".join(dict.fromkeys(unknown)))
         if not problems:
             return None
         return Problem(
@@ -409,50 +453,104 @@ class CD112(Check):
 
 
 class CD113(Check):
-    """The installed torch build has GPU code for every GPU.
+    """The installed torch build has GPU code for every GPU, and no framework's CUDA predates a GPU.
 
-    What it checks: the GPU architectures PyTorch compiled the installed release and variant for (its
-    published arch list, compat/torch.toml) against each GPU's compute capability, with CUDA's binary
-    compatibility rules (a cubin runs on the same major with an equal or newer minor; PTX is compiled
-    just in time for newer GPUs). Skipped where the data has no arch list for that build; `check --deep`
-    asks torch itself (CD805).
+    What it checks: for torch, the GPU architectures PyTorch compiled the installed release and variant
+    for (its published arch list, compat/torch.toml) against each GPU's compute capability, with CUDA's
+    binary compatibility rules (a cubin runs on the same major with an equal or newer minor; PTX is
+    compiled just in time for newer GPUs). Where no arch list is known (older torch releases, CuPy, JAX
+    plugins …), a rule *inferred* from how CUDA works: a build for CUDA X cannot hold compiled code for an
+    architecture whose first CUDA (compat/gpu_archs.toml) is newer than X — the finding says "inferred".
+    Anything else without an arch list is could not judge; `check --deep` asks torch itself (CD805).
 
     Why it matters: a GPU outside the list gets "no kernel image is available for execution on the
     device" at the first kernel, or torch warns that the GPU "is not compatible with the current PyTorch
     installation".
 
-    How to fix: install a variant whose arch list covers the GPU (older GPUs: cu126; Blackwell: cu128 or
+    How to fix: install a build whose targets cover the GPU (torch: older GPUs cu126; Blackwell cu128 or
     newer), e.g. with the command from `cudadoctor suggest --target torch`.
     """
 
     name = "torch-build-covers-gpus"
     category = "gpus"
 
-    def check(self, torch: InstalledPackage, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix) -> Problem | None:
-        variant = torch.cuda_variant
-        version = torch.torch_build.version if torch.torch_build and torch.torch_build.version else torch.version
-        if not variant or not variant.startswith("cu"):
-            raise NotApplicable("torch is not a CUDA build")
-        archs = matrix.torch_arch_list(version, variant)
-        if archs is None:
-            raise CannotJudge(f"no arch list for torch {version.public} {variant} in compat/torch.toml")
-        missing = [
-            g
-            for g in gpus
-            if g.compute_capability
-            and build_covers_gpu(archs, g.compute_capability, matrix.gpu_archs, g.name).is_problem
-        ]
-        if not missing:
+    def check(
+        self, packages: dict[str, InstalledPackage], gpus: tuple[GpuInfo, ...], matrix: CompatMatrix
+    ) -> Problem | None:
+        builds = [p for p in packages.values() if _judged_build(p)]
+        if not builds:
+            raise NotApplicable("no installed framework is a CUDA build")
+        judged = [g for g in gpus if g.compute_capability]
+        if not judged:
+            raise CannotJudge("the GPUs' compute capabilities are unknown" if gpus else "no GPU was found")
+        missing: list[str] = []
+        problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]] = []
+        for pkg in builds:
+            for gpu in judged:
+                verdict = _build_verdict(pkg, gpu, matrix)
+                if verdict.is_problem:
+                    problems.append((pkg, verdict, gpu))
+                elif verdict.is_unknown:
+                    missing.append(f"{_label(pkg)} ({pkg.cuda_variant}) on {gpu.name}: {verdict.missing}")
+        if not problems:
+            if missing:
+                raise CannotJudge("; ".join(dict.fromkeys(missing)))
             return None
-        names = ", ".join(f"GPU {g.index} {g.name} (compute capability {g.compute_capability})" for g in missing)
-        return Problem(
-            f"torch {version} ({variant}) has no GPU code for {names}: its build targets are {' '.join(archs)}; "
-            'kernels fail with "no kernel image is available for execution on the device"',
-            {"torch": f"{version} ({variant}, {torch.cuda_variant_source})", "arch list": " ".join(archs)},
-            Remediation(
-                "Install a torch variant whose arch list covers the GPU: cudadoctor suggest --target torch", ()
-            ),
-        )
+        return _no_kernel_problem(problems)
+
+
+#: Built by PyTorch's release scripts with torch's own TORCH_CUDA_ARCH_LIST: torch's verdict stands for them.
+_BUILT_WITH_TORCH = ("torchvision", "torchaudio")
+
+
+def _judged_build(pkg: InstalledPackage) -> bool:
+    """A framework's own CUDA build (torch, CuPy, a JAX plugin …), not one of NVIDIA's library wheels."""
+    own = not pkg.name.startswith(("nvidia-", "cuda-")) and pkg.name not in _BUILT_WITH_TORCH
+    return bool(pkg.cuda_build) and own
+
+
+def _build_verdict(pkg: InstalledPackage, gpu: GpuInfo, matrix: CompatMatrix) -> Verdict[object]:
+    """Does this build hold code for the GPU: torch's published arch list, else inferred from its CUDA."""
+    cc = gpu.compute_capability or ""
+    if pkg.name == "torch" and pkg.cuda_variant:
+        version = pkg.torch_build.version if pkg.torch_build and pkg.torch_build.version else pkg.version
+        archs = matrix.torch_arch_list(version, pkg.cuda_variant)
+        if archs is not None:
+            return build_covers_gpu(archs, cc, matrix.gpu_archs, gpu.name)
+    parts = (pkg.cuda_build or "").split(".")
+    major_only = len(parts) < 2 or not parts[1].isdigit()
+    cuda = Version(f"{parts[0]}.0" if major_only else ".".join(parts[:2]))
+    inferred = cuda_knows_arch(matrix, cuda, cc, gpu.name, any_minor=major_only)
+    if inferred.is_problem or pkg.name != "torch":
+        # Other frameworks publish no arch list: what is claimed for them is that their CUDA is not
+        # older than the GPU's architecture.
+        return inferred
+    return cannot_judge("gpu-arch-list", f"no arch list for {_label(pkg)} {pkg.cuda_variant} in compat data", gpu.name)
+
+
+def _no_kernel_problem(problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]]) -> Problem:
+    parts: list[str] = []
+    evidence: dict[str, str] = {}
+    for pkg, verdict, gpu in problems:
+        who = f"{_label(pkg)} ({pkg.cuda_variant})"
+        where = f"GPU {gpu.index} {gpu.name} (compute capability {gpu.compute_capability})"
+        if verdict.inferred:
+            parts.append(f"{who} has no GPU code for {where}: inferred: {verdict.inferred}")
+            evidence[who] = f"inferred: {verdict.inferred} (compat/gpu_archs.toml first_cuda)"
+        else:
+            parts.append(
+                f"{who} has no GPU code for {where}: its build targets are {verdict.required.removeprefix('one of ')}"
+            )
+            evidence[who] = f"arch list {verdict.required.removeprefix('one of ')} (compat/torch.toml)"
+    return Problem(
+        "; ".join(parts) + ': kernels fail with "no kernel image is available for execution on the device"',
+        evidence,
+        Remediation(
+            "Install a build whose GPU targets cover the GPU (for torch, the command from "
+            "`cudadoctor suggest --target torch`; older GPUs: cu126, Blackwell: cu128 or newer).",
+            ("cudadoctor suggest --target torch",),
+        ),
+    )
 
 
 class CD114(Check):
@@ -460,37 +558,71 @@ class CD114(Check):
 
     What it checks: the driver's branch against the oldest branch that supports each GPU's architecture
     (compat/gpu_archs.toml; for example Blackwell GPUs such as the B200 and the RTX 50 series need R570 or
-    newer, whatever the CUDA version). Where the data has no minimum for an architecture, nothing is claimed.
+    newer, whatever the CUDA version), and against the last branch of a legacy architecture (R580 is the
+    last for Maxwell, Pascal and Volta; judged on Linux, where the driver's major is its branch). Where the
+    data has no minimum for an architecture, a driver at least as new as a newer architecture's minimum is
+    taken to support it (*inferred*); otherwise the check could not judge.
 
     Why it matters: a driver older than the GPU does not know it: the GPU is missing from nvidia-smi or CUDA
     reports no usable device, and no choice of wheel helps.
 
-    How to fix: upgrade the driver to the branch named or newer.
+    How to fix: upgrade the driver to the branch named or newer; for a legacy GPU, install its last
+    branch.
     """
 
     name = "driver-supports-gpu-architecture"
     category = "driver"
 
-    def check(self, driver: DriverInfo, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix) -> Problem | None:
+    def check(
+        self, driver: DriverInfo, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix, host: HostInfo
+    ) -> Problem | None:
         if driver.version is None:
             raise CannotJudge("the driver version is unknown")
-        too_old: list[tuple[GpuInfo, GpuArch]] = []
+        if not gpus:
+            raise NotApplicable("no GPU was found")
+        wrong: list[tuple[GpuInfo, Verdict[GpuArch]]] = []
+        unknown: list[str] = []
         for gpu in gpus:
-            verdict = driver_supports_gpu(matrix, driver.version, gpu.compute_capability, gpu.name)
-            if verdict.is_problem and verdict.detail is not None:
-                too_old.append((gpu, verdict.detail))
-        if not too_old:
-            return None
-        needed = max(arch.min_driver_branch or 0 for _g, arch in too_old)
-        return Problem(
-            f"driver {driver.version} is older than the R{needed} branch that "
-            + ", ".join(
-                f"GPU {g.index} {g.name} ({a.name}, compute capability {g.compute_capability})" for g, a in too_old
+            verdict = driver_supports_gpu(
+                matrix, driver.version, gpu.compute_capability, gpu.name, windows=host.os == "Windows"
             )
-            + " needs",
-            {f"GPU {g.index}": f"{g.name}: {a.name} needs driver branch R{a.min_driver_branch}+" for g, a in too_old},
-            Remediation(f"Upgrade the NVIDIA driver to the R{needed} branch or newer.", ()),
+            if verdict.is_problem and verdict.detail is not None:
+                wrong.append((gpu, verdict))
+            elif verdict.is_unknown:
+                unknown.append(f"{gpu.name}: {verdict.missing}")
+        if wrong:
+            return _driver_gpu_problem(driver.version, wrong)
+        if unknown:
+            raise CannotJudge("; ".join(unknown))
+        return None
+
+
+def _driver_gpu_problem(driver: DriverVersion, wrong: list[tuple[GpuInfo, Verdict[GpuArch]]]) -> Problem:
+    """A driver too old for a GPU's architecture, or past the last branch that supports it."""
+    dropped = [(g, v.detail) for g, v in wrong if v.rule == "driver-dropped-gpu" and v.detail is not None]
+    too_old = [(g, v.detail) for g, v in wrong if v.rule != "driver-dropped-gpu" and v.detail is not None]
+    if dropped:
+        last = min(a.last_driver_branch or 0 for _g, a in dropped)
+        return Problem(
+            f"driver {driver} is newer than the R{last} branch, the last that supports "
+            + ", ".join(
+                f"GPU {g.index} {g.name} ({a.name}, compute capability {g.compute_capability})" for g, a in dropped
+            )
+            + ": this driver does not run it",
+            {
+                f"GPU {g.index}": f"{g.name}: {a.name} is last supported by driver branch R{a.last_driver_branch}"
+                for g, a in dropped
+            },
+            Remediation(f"Install a driver of the R{last} branch (the legacy branch for these GPUs).", ()),
         )
+    needed = max(a.min_driver_branch or 0 for _g, a in too_old)
+    return Problem(
+        f"driver {driver} is older than the R{needed} branch that "
+        + ", ".join(f"GPU {g.index} {g.name} ({a.name}, compute capability {g.compute_capability})" for g, a in too_old)
+        + " needs",
+        {f"GPU {g.index}": f"{g.name}: {a.name} needs driver branch R{a.min_driver_branch}+" for g, a in too_old},
+        Remediation(f"Upgrade the NVIDIA driver to the R{needed} branch or newer.", ()),
+    )
 
 
 class CD105(Check):

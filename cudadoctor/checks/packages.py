@@ -237,21 +237,30 @@ class CD404(Check):
         if python.version is None:
             raise CannotJudge("the Python version is unknown")
         short = f"{python.version.major}.{python.version.minor}"
-        missing = []
-        torch = packages.get("torch")
-        release = matrix.torch_release(torch.version) if torch is not None else None
-        if release is not None:
+        missing: list[str] = []
+        unknown: list[str] = []
+        torch, vllm = packages.get("torch"), packages.get("vllm")
+        if torch is None and vllm is None:
+            raise NotApplicable("neither torch nor vLLM is installed")
+        if torch is not None:
+            release = matrix.torch_release(torch.version)
             platform = wheel_platform(host.os, host.arch) if host is not None else "linux-x86_64"
-            verdict = torch_has_wheels(release, python.version, platform)
-            if verdict.is_problem:
+            if release is None:
+                unknown.append(f"torch {torch.version.public}: not in compat/torch.toml")
+            elif (verdict := torch_has_wheels(release, python.version, platform)).is_problem:
                 missing.append(f"torch {release.version} has wheels for Python {verdict.required}")
-        vllm = packages.get("vllm")
+            elif verdict.is_unknown:
+                unknown.append(f"torch {release.version}: {verdict.missing}")
         if vllm is not None:
             found = matrix.vllm_release(vllm.version)
             wheels = vllm_has_wheels(found, python.version) if found is not None else None
             if found is not None and wheels is not None and wheels.is_problem:
                 says = "requires" if wheels.detail == "requires-python" else "has wheels for"
                 missing.append(f"vLLM {found.version} {says} Python {wheels.required}")
+            elif wheels is None or wheels.is_unknown:
+                unknown.append(f"vLLM {vllm.version}: " + (wheels.missing if wheels else "not in compat/vllm.toml"))
+        if not missing and unknown:
+            raise CannotJudge("; ".join(unknown))
         if not missing:
             return None
         return Problem(

@@ -405,9 +405,7 @@ class FactSpec:
     background: bool = False
 
 
-def fact(
-    spec: FactSpec, *, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING
-) -> Any:
+def fact(spec: FactSpec, *, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING) -> Any:
     """A :class:`Facts` field carrying its :class:`FactSpec`."""
     if default_factory is not MISSING:
         return field(default_factory=default_factory, metadata={"fact": spec})

@@ -18,6 +18,7 @@ from packaging.version import Version
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import GpuArch
 from cudadoctor.facts.model import DriverVersion
+from cudadoctor.rules.archs import parse_cc
 from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
 
 __all__ = [
@@ -34,6 +35,10 @@ __all__ = [
 #: Workstation parts are supported only as select NGC Server Ready SKUs, which the data does not tell
 #: apart, so a workstation GPU cannot be judged.
 FORWARD_COMPAT_SEGMENTS = frozenset({"datacenter", "embedded"})
+
+#: Minor-version compatibility starts with CUDA 11 (https://docs.nvidia.com/deploy/cuda-compatibility/);
+#: older majors need the driver of their own release (the release notes' Table 3).
+_FIRST_MINOR_COMPAT_MAJOR = 11
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,40 @@ def minimum_driver(matrix: CompatMatrix, cuda_major: int, *, windows: bool = Fal
     return floor.min_driver_windows if windows else floor.min_driver_linux
 
 
+def release_floor(
+    matrix: CompatMatrix, cuda_major: int, cuda_minor: int | None, *, windows: bool = False
+) -> DriverVersion | None:
+    """The oldest driver of the release notes' table (Table 3) for CUDA ``cuda_major``.``cuda_minor``.
+
+    Before CUDA 11 there is no minor-version compatibility: each release needs its own driver. With the
+    minor unknown this is the lowest floor of the major (a bound: any build of the major needs at least it).
+    """
+    floors = [
+        r.min_driver_windows if windows else r.min_driver_linux
+        for r in matrix.cuda_releases
+        if r.version.major == cuda_major and (cuda_minor is None or r.version.minor == cuda_minor)
+    ]
+    known = [f for f in floors if f is not None]
+    return min(known) if known else None
+
+
+def _before_minor_compat(
+    matrix: CompatMatrix, cuda_major: int, cuda_minor: int | None, driver: DriverVersion, windows: bool
+) -> Verdict[DriverVersion]:
+    """A CUDA major without minor-version compatibility in the data: the release's own floor decides."""
+    rule = "driver-floor"
+    observed = f"driver {driver}"
+    floor = release_floor(matrix, cuda_major, cuda_minor, windows=windows)
+    name = f"CUDA {cuda_major}.{cuda_minor}" if cuda_minor is not None else f"CUDA {cuda_major}.x"
+    if floor is None:
+        return cannot_judge(rule, f"the {name} driver floor in compat/cuda.toml", observed)
+    if driver < floor:
+        return fails(rule, observed, f"driver >= {floor} ({name}, the release notes' driver table)", floor)
+    if cuda_minor is None:
+        return cannot_judge(rule, f"the CUDA {cuda_major} minor the build was made with", observed, floor)
+    return fits(rule, f"{name} needs driver >= {floor} (the release notes' driver table)", floor)
+
+
 def driver_runs_cuda(
     matrix: CompatMatrix,
     cuda_major: int,
@@ -79,6 +118,7 @@ def driver_runs_cuda(
     windows: bool = False,
     forward: ForwardCompat | None = None,
     gpus: Sequence[tuple[str, str | None]] = (),
+    cuda_minor: int | None = None,
 ) -> Verdict[DriverVersion]:
     """Does this driver run applications built for CUDA ``cuda_major``.x?
 
@@ -86,7 +126,8 @@ def driver_runs_cuda(
     answer must not count on one); ``gpus`` are ``(name, segment)`` of the GPUs it has to run on. The
     driver's own minor-version compatibility is asked first; forward compatibility then counts for a CUDA
     major up to the compat library's, unless a GPU is known not to support it. A problem carries the
-    driver needed (``detail``).
+    driver needed (``detail``). A CUDA major older than minor-version compatibility (before 11) is judged
+    by its release's own floor (``cuda_minor``, when known).
     """
     rule = "driver-floor"
     usable = forward is not None and forward.cuda.major >= cuda_major and not forward_compat_on_gpus(gpus).is_problem
@@ -97,6 +138,8 @@ def driver_runs_cuda(
         return through or cannot_judge(rule, "the driver version")
     observed = f"driver {driver}"
     minimum = minimum_driver(matrix, cuda_major, windows=windows)
+    if minimum is None and matrix.minor_compat(cuda_major) is None and cuda_major < _FIRST_MINOR_COMPAT_MAJOR:
+        return through or _before_minor_compat(matrix, cuda_major, cuda_minor, driver, windows)
     if minimum is None:
         where = "the Windows " if windows and matrix.minor_compat(cuda_major) else "the "
         return through or cannot_judge(rule, f"{where}CUDA {cuda_major}.x driver floor in compat/cuda.toml", observed)
@@ -105,19 +148,60 @@ def driver_runs_cuda(
     return through or fails(rule, observed, f"driver >= {minimum} (any CUDA {cuda_major}.x build)", minimum)
 
 
+def linux_branches(matrix: CompatMatrix) -> frozenset[int]:
+    """Linux driver branches the data knows: the majors of the release notes' Linux drivers and the branches
+    of the forward-compatibility table. A Linux driver's major is its branch; a Windows driver's is not
+    (581.xx belongs to R580), and neither is a major the data has never seen."""
+    majors = {r.min_driver_linux.major for r in matrix.cuda_releases if r.min_driver_linux is not None}
+    general = matrix.forward_compat
+    return frozenset(majors | set(general.supported_driver_branches if general else ()))
+
+
+def _newer_arch_floor(matrix: CompatMatrix, arch: GpuArch) -> GpuArch | None:
+    """The architecture newer than ``arch`` (higher compute capability) with the oldest known driver floor."""
+    have = parse_cc(arch.compute_capability)
+    newer = [
+        a
+        for a in matrix.gpu_archs.values()
+        if a.min_driver_branch is not None and (p := parse_cc(a.compute_capability)) and have and p > have
+    ]
+    return min(newer, key=lambda a: a.min_driver_branch or 0, default=None)
+
+
 def driver_supports_gpu(
-    matrix: CompatMatrix, driver: DriverVersion | None, cc: str | None, gpu: str
+    matrix: CompatMatrix, driver: DriverVersion | None, cc: str | None, gpu: str, *, windows: bool = False
 ) -> Verdict[GpuArch]:
-    """Is the driver's branch new enough for the GPU's architecture at all (gpu_archs.toml min_driver_branch)?"""
+    """Does the driver's branch support the GPU's architecture at all?
+
+    Too old: below gpu_archs.toml ``min_driver_branch``. Too new: past ``last_driver_branch`` (a legacy
+    architecture the newer branches dropped; judged on Linux only, where a driver's major is its branch —
+    Windows numbers a branch's drivers past it, 581.xx is R580). Without a floor for the architecture, a
+    driver at least as new as the floor of a newer architecture supports it (*inferred*: a branch keeps
+    the older architectures it has not dropped).
+    """
     rule = "driver-too-old-for-gpu"
     arch = matrix.gpu_archs.get((cc or "").rstrip("af"))
     if arch is None:
         return cannot_judge(rule, f"the architecture of compute capability {cc} in compat/gpu_archs.toml", gpu)
-    if arch.min_driver_branch is None:
-        return cannot_judge(rule, f"the oldest driver branch for {arch.name} in compat/gpu_archs.toml", gpu, arch)
     if driver is None:
         return cannot_judge(rule, "the driver version", gpu, arch)
-    if driver.major < arch.min_driver_branch:
-        observed = f"driver {driver}; {gpu} ({arch.name})"
-        return fails(rule, observed, f"driver branch R{arch.min_driver_branch} or newer", arch)
-    return fits(rule, f"R{driver.major} is at least R{arch.min_driver_branch}", arch)
+    observed = f"driver {driver}; {gpu} ({arch.name})"
+    last = arch.last_driver_branch
+    if last is not None and driver.major > last:
+        if windows or driver.major not in linux_branches(matrix):
+            return cannot_judge(
+                rule, f"whether driver {driver} is of a branch after R{last}, the last for {arch.name}", gpu, arch
+            )
+        return fails("driver-dropped-gpu", observed, f"driver branch R{last} or older (the last for {arch.name})", arch)
+    if arch.min_driver_branch is not None:
+        if driver.major < arch.min_driver_branch:
+            return fails(rule, observed, f"driver branch R{arch.min_driver_branch} or newer", arch)
+        return fits(rule, f"R{driver.major} is at least R{arch.min_driver_branch}", arch)
+    newer = _newer_arch_floor(matrix, arch)
+    if newer is not None and newer.min_driver_branch is not None and driver.major >= newer.min_driver_branch:
+        why = (
+            f"R{driver.major} supports {newer.name} (compute capability {newer.compute_capability}, R"
+            f"{newer.min_driver_branch}+), which is newer than {arch.name}"
+        )
+        return fits(rule, why, arch, inferred=why)
+    return cannot_judge(rule, f"the oldest driver branch for {arch.name} in compat/gpu_archs.toml", gpu, arch)

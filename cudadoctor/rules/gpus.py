@@ -16,7 +16,13 @@ from cudadoctor.data.rows import GpuArch
 from cudadoctor.rules.archs import build_covers_gpu, parse_cc
 from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
 
-__all__ = ["build_runs_on_gpu", "cuda_knows_arch", "cuda_major_supports_arch", "vllm_supports_gpu"]
+__all__ = [
+    "build_runs_on_gpu",
+    "cuda_knows_arch",
+    "cuda_major_supports_arch",
+    "first_cuda_of_major",
+    "vllm_supports_gpu",
+]
 
 
 def _arch(matrix: CompatMatrix, cc: str | None) -> GpuArch | None:
@@ -37,19 +43,53 @@ def cuda_major_supports_arch(matrix: CompatMatrix, cuda_major: int, cc: str | No
     return fits(rule, f"CUDA {arch.last_cuda_major}.x is the last to support {arch.name}", arch)
 
 
-def cuda_knows_arch(matrix: CompatMatrix, cuda: Version, cc: str | None, gpu: str) -> Verdict[GpuArch]:
-    """Is CUDA ``cuda`` (major.minor) new enough to compile for the architecture of ``cc``?"""
+def first_cuda_of_major(matrix: CompatMatrix, cc: str | None) -> tuple[GpuArch, Version] | None:
+    """The oldest architecture record of ``cc``'s major at or below ``cc``, and its first CUDA.
+
+    A build holds SASS for ``sm_XY`` only if its CUDA knows X.Y, and SASS for ``sm_XY`` runs on X.Z with
+    Z >= Y (CUDA C++ Programming Guide, "Binary Compatibility"). So the first CUDA that can hold any code
+    that runs natively on ``cc`` is the first CUDA of the lowest compute capability of the same major.
+    None when the data has no record of that major at or below ``cc`` (or its first CUDA is not known).
+    """
+    have = parse_cc(cc or "")
+    if have is None:
+        return None
+    same = sorted(
+        (p, a) for a in matrix.gpu_archs.values() if (p := parse_cc(a.compute_capability)) and p[0] == have[0]
+    )
+    below = [a for p, a in same if p <= have and a.renumbered_to is None]
+    if not below or below[0].first_cuda is None:
+        return None
+    return below[0], below[0].first_cuda
+
+
+def cuda_knows_arch(
+    matrix: CompatMatrix, cuda: Version, cc: str | None, gpu: str, *, any_minor: bool = False
+) -> Verdict[GpuArch]:
+    """Can a build for CUDA ``cuda`` hold compiled code (SASS) that runs on compute capability ``cc``?
+
+    Inferred from how CUDA works: a CUDA release older than every architecture of ``cc``'s major up to
+    ``cc`` (compat/gpu_archs.toml ``first_cuda``) cannot compile for any of them, and code for another
+    major does not run as SASS. A problem or an answer carries the reason in ``inferred``.
+    ``any_minor``: only the build's CUDA major is known (``cupy-cuda11x``): it is judged as its newest minor.
+    """
     rule = "cuda-predates-arch"
     arch = _arch(matrix, cc)
     if arch is None:
         return cannot_judge(rule, f"the architecture of compute capability {cc} in compat/gpu_archs.toml", gpu)
-    if arch.first_cuda is None:
+    found = first_cuda_of_major(matrix, cc)
+    if found is None:
         return cannot_judge(rule, f"the first CUDA that supports {arch.name} in compat/gpu_archs.toml", gpu, arch)
-    first = arch.first_cuda
-    if (cuda.major, cuda.minor) < (first.major, first.minor):
+    lowest, first = found
+    family = f"compute capability {lowest.compute_capability.split('.')[0]}.x ({arch.name})"
+    label = f"{cuda.major}.x" if any_minor else f"{cuda.major}.{cuda.minor}"
+    if (cuda.major, cuda.minor) < (first.major, first.minor) and not (any_minor and cuda.major == first.major):
+        why = f"CUDA {label} predates {family}, first supported by CUDA {first.major}.{first.minor}"
         observed = f"{gpu}: compute capability {cc} ({arch.name})"
-        return fails(rule, observed, f"a build for CUDA {first.major}.{first.minor} or newer", arch)
-    return fits(rule, f"CUDA {first.major}.{first.minor} first supports {arch.name}", arch)
+        return fails(rule, observed, f"a build for CUDA {first.major}.{first.minor} or newer", arch, inferred=why)
+    target = "sm_" + lowest.compute_capability.replace(".", "")
+    why = f"CUDA {first.major}.{first.minor} first supports {family}; its {target} code runs on {cc}"
+    return fits(rule, why, arch, inferred=why if lowest is not arch else "")
 
 
 def build_runs_on_gpu(
@@ -57,8 +97,9 @@ def build_runs_on_gpu(
 ) -> Verdict[object]:
     """Can a build for ``cuda`` with GPU targets ``archs`` (None: not known) run on the GPU?
 
-    A known arch list decides. Without one, a CUDA that dropped or predates the architecture is a
-    problem, and anything else cannot be judged (the list is missing).
+    A known arch list decides. Without one, a CUDA that dropped the architecture is a problem (data), a
+    CUDA that predates it is a problem *inferred* from the architecture's first CUDA, and anything else
+    cannot be judged (the list is missing).
     """
     if archs is not None:
         return build_covers_gpu(archs, cc, matrix.gpu_archs, gpu)

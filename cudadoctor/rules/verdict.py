@@ -35,6 +35,8 @@ class Verdict(Generic[T_co]):
     *could not judge*, ``missing`` names the fact or the data that was missing; for ok, ``basis`` says on
     what grounds (``minor-version compatibility`` …). ``detail`` is the rule's typed by-product that
     callers need for their messages (the driver a CUDA major needs, the target that covers a GPU …).
+    ``inferred`` is set when the answer follows from how CUDA works rather than from a table that states
+    it (the reason, e.g. "CUDA 10.1 predates compute capability 8.x (Ampere)"); callers label it *inferred*.
     """
 
     outcome: Outcome
@@ -44,6 +46,7 @@ class Verdict(Generic[T_co]):
     missing: str = ""
     basis: str = ""
     detail: T_co | None = None
+    inferred: str = ""
 
     @property
     def is_ok(self) -> bool:
@@ -58,12 +61,12 @@ class Verdict(Generic[T_co]):
         return self.outcome is Outcome.UNKNOWN
 
 
-def fits(rule: str, basis: str = "", detail: T | None = None) -> Verdict[T]:
-    return Verdict(Outcome.OK, rule, basis=basis, detail=detail)
+def fits(rule: str, basis: str = "", detail: T | None = None, *, inferred: str = "") -> Verdict[T]:
+    return Verdict(Outcome.OK, rule, basis=basis, detail=detail, inferred=inferred)
 
 
-def fails(rule: str, observed: str, required: str, detail: T | None = None) -> Verdict[T]:
-    return Verdict(Outcome.PROBLEM, rule, observed=observed, required=required, detail=detail)
+def fails(rule: str, observed: str, required: str, detail: T | None = None, *, inferred: str = "") -> Verdict[T]:
+    return Verdict(Outcome.PROBLEM, rule, observed=observed, required=required, detail=detail, inferred=inferred)
 
 
 def cannot_judge(rule: str, missing: str, observed: str = "", detail: T | None = None) -> Verdict[T]:

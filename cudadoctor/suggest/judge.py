@@ -66,11 +66,14 @@ def start(target: str, matrix: CompatMatrix, c: Constraints, requirement: str) -
         notes.append("driver unknown: plans are not checked against a driver (give --driver)")
     if not c.gpus:
         notes.append("no GPU known: plans are not checked against a GPU (give --gpu)")
-    hard = [driver_supports_gpu(matrix, c.driver, gpu.compute_capability, gpu.name) for gpu in c.gpus]
+    windows = c.platform == "windows"
+    hard = [driver_supports_gpu(matrix, c.driver, g.compute_capability, g.name, windows=windows) for g in c.gpus]
     return Run(spec, notes, [_reason(v) for v in hard if v.is_problem])
 
 
-def driver_fit(matrix: CompatMatrix, c: Constraints, cuda_major: int) -> Verdict[DriverVersion]:
+def driver_fit(
+    matrix: CompatMatrix, c: Constraints, cuda_major: int, cuda_minor: int | None = None
+) -> Verdict[DriverVersion]:
     """The rule CD111 asks, with this host's inputs: its driver, its forward compatibility, its GPUs."""
     return driver_runs_cuda(
         matrix,
@@ -79,12 +82,13 @@ def driver_fit(matrix: CompatMatrix, c: Constraints, cuda_major: int) -> Verdict
         windows=c.platform == "windows",
         forward=c.forward_compat,
         gpus=tuple((g.name, g.segment) for g in c.gpus),
+        cuda_minor=cuda_minor,
     )
 
 
 def driver_reasons(matrix: CompatMatrix, c: Constraints, cuda: Version) -> list[Reason]:
     """Why the driver cannot run a CUDA ``cuda`` build; a known driver with no floor in data excludes too."""
-    verdict = driver_fit(matrix, c, cuda.major)
+    verdict = driver_fit(matrix, c, cuda.major, cuda.minor)
     if verdict.is_problem:
         return [_reason(verdict)]
     if verdict.is_unknown and c.driver is not None:
@@ -112,7 +116,9 @@ def needed_driver(matrix: CompatMatrix, c: Constraints, cuda: Version) -> tuple[
     if minimum is not None and (c.driver is None or c.driver < minimum):
         needs.append((minimum, f"{minimum} or newer"))
     for gpu in c.gpus:
-        verdict = driver_supports_gpu(matrix, c.driver, gpu.compute_capability, gpu.name)
+        verdict = driver_supports_gpu(
+            matrix, c.driver, gpu.compute_capability, gpu.name, windows=c.platform == "windows"
+        )
         if verdict.is_problem and verdict.detail is not None and verdict.detail.min_driver_branch:
             branch = verdict.detail.min_driver_branch
             needs.append((DriverVersion(f"{branch}.0"), f"branch R{branch} or newer (for {gpu.name})"))

@@ -8,6 +8,7 @@ from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
+from cudadoctor.rules.gpus import cuda_knows_arch
 from cudadoctor.rules.wheels import torch_has_wheels
 from cudadoctor.suggest.accelerators import NON_CUDA, suggest_torch_without_cuda
 from cudadoctor.suggest.advice import advice
@@ -115,6 +116,12 @@ def torch_candidates(
     return out
 
 
+def inferred_gpu_fit(matrix: CompatMatrix, cuda: Version, c: Constraints) -> list[str]:
+    """Why a build without an arch list may still run on each GPU: its CUDA knows the architecture."""
+    verdicts = [cuda_knows_arch(matrix, cuda, g.compute_capability, g.name) for g in c.gpus]
+    return [v.basis for v in verdicts if v.is_ok]
+
+
 def _driver_why(matrix: CompatMatrix, c: Constraints, cuda: Version) -> tuple[list[str], list[str], bool]:
     """(why, caveats, native) about the driver for a build for ``cuda``."""
     native = c.driver_cuda is not None and (cuda.major, cuda.minor) <= (c.driver_cuda.major, c.driver_cuda.minor)
@@ -162,6 +169,7 @@ def _plan(
         caveats.append(
             f"the {candidate.variant} build's GPU architecture list for {release.version} is not in compat data"
         )
+        caveats += [f"inferred: {reason}" for reason in inferred_gpu_fit(matrix, candidate.cuda, c)]
     if release.derived:
         caveats.append(f"torch {release.version} is known from the package index ({release.derived}), not curated data")
     url = candidate.index_url
@@ -175,6 +183,7 @@ def _plan(
         "torch", install.pins, variant, candidate.cuda, url, install.commands, tuple(why),
         (*caveats, *install.caveats), install.keeps,
     )  # fmt: skip
-    # A plan whose GPU coverage is verified from data ranks above one that is not (correct beats new).
+    # A plan whose GPU coverage is verified from data ranks above one that is not (correct beats new);
+    # those are labelled: an "inferred:" caveat says what the GPU fit rests on, or the list is missing.
     verified = archs is not None or not c.gpus
     return (install.keeps, toolkit, verified, release.version, native, candidate.cuda), plan

@@ -146,6 +146,7 @@ def test_cd114_b200_needs_r570(h200):
     assert run_check("CD114", replace(facts, driver=_driver("570.86.15"))).status is Status.OK
 
 
-def test_cd114_claims_nothing_without_data(h200):
-    # No sourced minimum for Hopper: an old driver is not flagged by this check.
-    assert run_check("CD114", replace(h200, driver=_driver("470.82.01"))).status is Status.OK
+def test_cd114_could_not_judge_without_data(h200):
+    # No sourced minimum for Hopper, and R470 is older than every newer architecture's minimum: unknown, not OK.
+    finding = run_check("CD114", replace(h200, driver=_driver("470.82.01")))
+    assert finding.status is Status.UNKNOWN and "Hopper" in finding.reason

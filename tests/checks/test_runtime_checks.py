@@ -36,7 +36,6 @@ SYSTEM_CUDNN = "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0"
 SYSTEM_NCCL = "/usr/lib/x86_64-linux-gnu/libnccl.so.2.28.3"
 
 
-
 def _load_errors() -> dict:
     with open(os.path.join(compat_dir(), "cuda_errors.toml"), "rb") as handle:
         return tomllib.load(handle)

@@ -80,7 +80,9 @@ _CUDNN8_PARTS = ("libcudnn_ops_infer", "libcudnn_ops_train", "libcudnn_cnn_infer
 _CUDNN9_PARTS = ("libcudnn_ops", "libcudnn_cnn", "libcudnn_graph", "libcudnn_engines_precompiled")
 
 _LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)$")
-_CUDA_PIN = re.compile(r"^nvidia-cuda-runtime(?:-cu\d+)?\s*==\s*(\d+)\.(\d+)")
+# Both METADATA spellings: "nvidia-cuda-runtime-cu12==12.1.105" and the older "(==12.1.105)";
+# torch 2.9+ pins cuda-toolkit[...] instead.
+_CUDA_PIN = re.compile(r"^(?:nvidia-cuda-runtime(?:-cu\d+)?|cuda-toolkit(?:\[[^\]]*\])?)\s*\(?\s*==\s*(\d+)\.(\d+)")
 
 
 @dataclass
@@ -154,6 +156,7 @@ def _cuda_api(driver: str) -> int:
 def _host(replay: Replay, env: dict[str, Any]) -> None:
     os_name = str(env.get("os", "Ubuntu 22.04"))
     name, _, version = os_name.partition(" ")
+
     replay.files["/etc/os-release"] = (
         f'PRETTY_NAME="{os_name}"\nNAME="{name}"\nVERSION_ID="{version}"\nID={name.lower()}\n'
     )
@@ -315,6 +318,8 @@ def _site_dirs(python: dict[str, Any]) -> tuple[str, str, list[str]]:
     xy = ".".join(version.split(".")[:2])
     kind = python.get("kind", "venv")
     prefix = str(python.get("prefix") or ("/usr" if kind == "system" else "/opt/venv"))
+    if re.match(r"^[A-Za-z]:/", prefix):  # a Windows case is replayed on a Linux layout: keep the path absolute
+        prefix = "/" + prefix
     if kind == "system" or prefix == "/usr":
         sites = [f"/usr/local/lib/python{xy}/dist-packages", "/usr/lib/python3/dist-packages"]
         return "/usr/bin/python3", "/usr", sites
@@ -370,9 +375,39 @@ def _torch_cuda(package: dict[str, Any]) -> str | None:
     return None
 
 
+def env_os(replay: Replay) -> str:
+    """The case's OS as its os-release file names it (a case on Windows is replayed on a Linux layout)."""
+    match = re.search(r'PRETTY_NAME="([^"]*)"', replay.files.get("/etc/os-release", ""))
+    return match.group(1) if match else ""
+
+
+def _pypi_default_cuda(replay: Replay, package: dict[str, Any]) -> str | None:
+    """The CUDA of PyPI's default Linux x86_64 wheel of a torch release that pins no CUDA wheel (1.x).
+
+    Such a wheel's torch/version.py states its CUDA (``cuda = '10.2'``) though nothing else does; the
+    release's default CUDA is sourced data (compat/torch.toml ``pypi_default_cuda``). Windows and macOS
+    wheels on PyPI are CPU builds.
+    """
+    from packaging.version import InvalidVersion, Version
+
+    from cudadoctor.data import CompatMatrix
+
+    windows = str(env_os(replay)).startswith("Windows")
+    if windows or replay.machine != "x86_64" or package.get("installer", "pip") not in ("pip", "uv"):
+        return None
+    try:
+        release = CompatMatrix(cache_dir=False).torch_release(Version(str(package["version"])))
+    except InvalidVersion:
+        return None
+    cuda = release.pypi_default_cuda if release is not None else None
+    return f"{cuda.major}.{cuda.minor}" if cuda is not None else None
+
+
 def _torch_files(replay: Replay, site: str, package: dict[str, Any]) -> None:
     version = str(package["version"])
     cuda = _torch_cuda(package)
+    if cuda is None and "+" not in version and not package.get("requires"):
+        cuda = _pypi_default_cuda(replay, package)
     hip = re.search(r"\+rocm([\d.]+)$", version)
     replay.files[f"{site}/torch/__init__.py"] = ""
     replay.files[f"{site}/torch/version.py"] = (

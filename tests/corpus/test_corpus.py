@@ -22,6 +22,7 @@ MATRIX = CompatMatrix()
 with open(os.path.join(CORPUS, "missed.toml"), "rb") as _handle:
     MISSED: dict[str, str] = tomllib.load(_handle)["missed"]
 
+
 def _id(path: str) -> str:
     return os.path.basename(os.path.dirname(path))
 

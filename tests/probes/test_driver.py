@@ -138,10 +138,7 @@ def test_parse_nvidia_smi_query_mig_and_not_applicable() -> None:
 
 
 def test_parse_nvidia_smi_query_missing_values_become_none() -> None:
-    (gpu,) = (
-        parse_nvidia_smi_query("0, NVIDIA H200, [N/A], [Unknown Error], [N/A], [N/A], [Not Supported]\n")
-        or ()
-    )
+    (gpu,) = parse_nvidia_smi_query("0, NVIDIA H200, [N/A], [Unknown Error], [N/A], [N/A], [Not Supported]\n") or ()
     assert gpu == SmiGpu(0, "NVIDIA H200", None, None, None, None, None)
 
 
@@ -199,9 +196,7 @@ def h200(fs):
 
 
 def _h200_ctx(runner: FakeRunner | None = None, **overrides):
-    native = FakeNative(
-        nvml_result=overrides.pop("nvml", NVML), libcuda_result=overrides.pop("libcuda", LIBCUDA)
-    )
+    native = FakeNative(nvml_result=overrides.pop("nvml", NVML), libcuda_result=overrides.pop("libcuda", LIBCUDA))
     env = overrides.pop("env", h200_env())
     return make_ctx(env=env, runner=runner or h200_runner(), native=native, **overrides)
 
@@ -249,9 +244,7 @@ def test_h200_libcuda_files(h200) -> None:
     # Each real file once: libcuda.so and libcuda.so.1 (also /usr/lib's links) lead to the versioned file.
     assert files == (
         LibcudaFile(HOST_LIBCUDA, V("580.159.04"), "driver", True, Source(SourceKind.FILENAME, HOST_LIBCUDA)),
-        LibcudaFile(
-            COMPAT_LIBCUDA, V("580.95.05"), "compat", False, Source(SourceKind.FILENAME, COMPAT_LIBCUDA)
-        ),
+        LibcudaFile(COMPAT_LIBCUDA, V("580.95.05"), "compat", False, Source(SourceKind.FILENAME, COMPAT_LIBCUDA)),
         LibcudaFile(STUB_LIBCUDA, None, "stub", False, Source(SourceKind.FILENAME, STUB_LIBCUDA)),
     )
 
@@ -377,9 +370,7 @@ def test_stub_libcuda(h200) -> None:
     assert reading.detail is not None and "stub" in reading.detail and STUB_LIBCUDA in reading.detail
     assert info.loaded_libcuda == STUB_LIBCUDA
     assert info.cuda_api == V("13.0")  # NVML still answers
-    assert [(e.source, "CUDA_ERROR_STUB_LIBRARY" in e.message) for e in ctx.errors] == [
-        ("cuDriverGetVersion", True)
-    ]
+    assert [(e.source, "CUDA_ERROR_STUB_LIBRARY" in e.message) for e in ctx.errors] == [("cuDriverGetVersion", True)]
 
 
 def test_stub_libcuda_first_nvml_without_cuda_version(h200) -> None:
@@ -452,9 +443,7 @@ def test_empty_sys_file(h200) -> None:
 
 def test_nvml_only_driver_without_proc(fs) -> None:
     # Kernel module files unreadable here (e.g. a sandbox): NVML's answer stands in.
-    ctx = make_ctx(
-        native=FakeNative(nvml_result=NvmlResult(driver_version="535.104.05", cuda_driver_version=12020))
-    )
+    ctx = make_ctx(native=FakeNative(nvml_result=NvmlResult(driver_version="535.104.05", cuda_driver_version=12020)))
     info = probe_driver(ctx)
 
     assert info is not None

@@ -27,9 +27,7 @@ else:  # pragma: no cover
 # Read at collection time, before any fake file system is switched on.
 SMALL_TABLE = parse_table("gpus", tomllib.loads(fixture_text("gpus", "gpus.toml"))).rows("gpu")
 H200_INFO = "/proc/driver/nvidia/gpus/0000:00:06.0/information"
-H200_INFO_TEXT = fixture_text(
-    "h200", "tree", "proc", "driver", "nvidia", "gpus", "0000:00:06.0", "information"
-)
+H200_INFO_TEXT = fixture_text("h200", "tree", "proc", "driver", "nvidia", "gpus", "0000:00:06.0", "information")
 SMI_MIG_OUTPUT = fixture_text("gpus", "nvidia-smi-query-mig.txt")
 TABLE = Source(SourceKind.FILE, "compat/gpus.toml")
 NO_NVML = NvmlResult(error="NVML Shared Library Not Found")
@@ -106,9 +104,7 @@ def test_mig_enabled_gpu_is_listed_once(fs) -> None:
     nvml = NvmlResult(
         driver_version="580.159.04",
         cuda_driver_version=13000,
-        devices=(
-            NvmlDevice(0, "NVIDIA A100-SXM4-80GB", "8.0", 81920, "Enabled", "00000000:07:00.0", "NVIDIA"),
-        ),
+        devices=(NvmlDevice(0, "NVIDIA A100-SXM4-80GB", "8.0", 81920, "Enabled", "00000000:07:00.0", "NVIDIA"),),
     )
     ctx = make_ctx(native=FakeNative(nvml_result=nvml))
     (gpu,) = probe_gpus(ctx)
@@ -123,9 +119,7 @@ def test_nvml_device_without_compute_capability_uses_table(fs) -> None:
     (gpu,) = probe_gpus(ctx)
 
     assert (gpu.compute_capability, gpu.compute_capability_source) == ("7.5", TABLE)
-    assert [(e.probe, e.message, e.source) for e in ctx.errors] == [
-        ("gpus", "NVML: device 1: Unknown Error", "nvml")
-    ]
+    assert [(e.probe, e.message, e.source) for e in ctx.errors] == [("gpus", "NVML: device 1: Unknown Error", "nvml")]
 
 
 def test_gpus_from_nvidia_smi_shared_with_driver(h200) -> None:

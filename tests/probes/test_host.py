@@ -213,9 +213,7 @@ def test_wsl(fs, marker):
 
 
 def test_not_wsl(fs):
-    fs.create_file(
-        "/proc/version", contents="Linux version 6.8.0-45-generic (buildd@lcy02-amd64-115) #45-Ubuntu\n"
-    )
+    fs.create_file("/proc/version", contents="Linux version 6.8.0-45-generic (buildd@lcy02-amd64-115) #45-Ubuntu\n")
     assert host.probe_host(make_ctx()).wsl is False
 
 

@@ -27,8 +27,7 @@ TRT_10_14 = fixture_text("libraries", "NvInferVersion-10.14.h")
 TRT_10_0_1 = fixture_text("libraries", "NvInferVersion-10.0.1.h")
 CUDNN_7 = fixture_text("libraries", "cudnn-7.6.5.h")
 CONDA_CUDNN = fixture_text("libraries", "conda-meta-cudnn-9.3.0.75.json")
-H200_METADATA_CUDNN = fixture_text(*H200_TREE, SITE.lstrip("/"),
-                                   "nvidia_cudnn_cu13-9.19.0.56.dist-info/METADATA")
+H200_METADATA_CUDNN = fixture_text(*H200_TREE, SITE.lstrip("/"), "nvidia_cudnn_cu13-9.19.0.56.dist-info/METADATA")
 
 #: site.getsitepackages() of the H200 capture's interpreter; only the first exists.
 H200_SITES = (
@@ -42,7 +41,7 @@ H200_ENV = {
     "CUDA_HOME": "/usr/local/cuda",
     "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64:/usr/local/nvidia/lib",
     "PATH": "/opt/torch/.venv/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:"
-            "/usr/sbin:/usr/bin:/sbin:/bin:/opt/gcc/bin",
+    "/usr/sbin:/usr/bin:/sbin:/bin:/opt/gcc/bin",
 }
 
 
@@ -57,8 +56,9 @@ def sites(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def build_h200(fs: FakeFilesystem, root: str = "") -> None:
     """The H200 image from its real capture: headers, dist-infos, library files, loader config."""
     fs.add_real_directory(fixture_path(*H200_TREE, "opt"), target_path=f"{root}/opt", read_only=False)
-    fs.add_real_directory(fixture_path(*H200_TREE, "usr", "include"), target_path=f"{root}/usr/include",
-                          read_only=False)
+    fs.add_real_directory(
+        fixture_path(*H200_TREE, "usr", "include"), target_path=f"{root}/usr/include", read_only=False
+    )
     fs.add_real_directory(fixture_path("libraries", "h200-etc"), target_path=f"{root}/etc")
     # Ubuntu 24.04 merges /usr; the CUDA toolkit is an apt install behind alternatives links.
     fs.create_symlink(f"{root}/lib", "usr/lib")
@@ -66,8 +66,9 @@ def build_h200(fs: FakeFilesystem, root: str = "") -> None:
     fs.create_symlink(f"{root}/etc/alternatives/cuda", "/usr/local/cuda-13.0")
     fs.create_symlink(f"{root}/usr/local/cuda-13", "/etc/alternatives/cuda-13")
     fs.create_symlink(f"{root}/etc/alternatives/cuda-13", "/usr/local/cuda-13.0")
-    fs.create_file(f"{root}/usr/local/cuda-13.0/targets/x86_64-linux/include/cuda.h",
-                   contents="#define CUDA_VERSION 13000\n")
+    fs.create_file(
+        f"{root}/usr/local/cuda-13.0/targets/x86_64-linux/include/cuda.h", contents="#define CUDA_VERSION 13000\n"
+    )
     fs.create_symlink(f"{root}/usr/local/cuda-13.0/include", "targets/x86_64-linux/include")
     fs.create_symlink(f"{root}/usr/local/cuda-13.0/lib64", "targets/x86_64-linux/lib")
     add_library_files(fs, H200_LIBRARY_PATHS, root)
@@ -109,7 +110,9 @@ def test_parse_c_defines() -> None:
         "#define CUDNN_MAJOR 8\n"
     )
     assert libraries.parse_c_defines(text) == {
-        "X": "", "CUDNN_MAJOR": "9", "NV_TENSORRT_MAJOR": "TRT_MAJOR_ENTERPRISE",
+        "X": "",
+        "CUDNN_MAJOR": "9",
+        "NV_TENSORRT_MAJOR": "TRT_MAJOR_ENTERPRISE",
     }
 
 
@@ -120,8 +123,7 @@ def test_parse_c_defines() -> None:
         (H200_CUDNN_PIP, Version("9.19.0")),
         (CUDNN_7, Version("7.6.5")),
         ("#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n", None),
-        ("#include <cudnn_version.h>\n#define CUDNN_MAJOR X\n#define CUDNN_MINOR 1\n"
-         "#define CUDNN_PATCHLEVEL 0", None),
+        ("#include <cudnn_version.h>\n#define CUDNN_MAJOR X\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0", None),
         ("\x7fELF\x02\x01\x01\x00\xff\xfe", None),
         ("", None),
     ],
@@ -153,12 +155,16 @@ def test_parse_nccl_header(text: str, expected: Version | None) -> None:
     [
         (TRT_10_14, Version("10.14.1.48")),
         (TRT_10_0_1, Version("10.0.1.6")),
-        ("#define NV_TENSORRT_MAJOR 8\n#define NV_TENSORRT_MINOR 6\n#define NV_TENSORRT_PATCH 1\n",
-         Version("8.6.1")),
-        ("#define NV_TENSORRT_MAJOR TRT_MAJOR_UNDEFINED\n#define NV_TENSORRT_MINOR 2\n"
-         "#define NV_TENSORRT_PATCH 1\n", None),
-        ("#define NV_TENSORRT_MAJOR A\n#define A B\n#define B A\n#define NV_TENSORRT_MINOR 2\n"
-         "#define NV_TENSORRT_PATCH 1\n", None),
+        ("#define NV_TENSORRT_MAJOR 8\n#define NV_TENSORRT_MINOR 6\n#define NV_TENSORRT_PATCH 1\n", Version("8.6.1")),
+        (
+            "#define NV_TENSORRT_MAJOR TRT_MAJOR_UNDEFINED\n#define NV_TENSORRT_MINOR 2\n#define NV_TENSORRT_PATCH 1\n",
+            None,
+        ),
+        (
+            "#define NV_TENSORRT_MAJOR A\n#define A B\n#define B A\n#define NV_TENSORRT_MINOR 2\n"
+            "#define NV_TENSORRT_PATCH 1\n",
+            None,
+        ),
         ("", None),
     ],
     ids=["10.14-indirect", "10.0.1-direct", "8.6-no-build", "undefined-macro", "macro-loop", "empty"],
@@ -221,28 +227,60 @@ def h200_expected(root_lib: str = "/lib/x86_64-linux-gnu") -> dict[str, object]:
         "cuda_wheels": CudaWheels(
             layout="cu13",
             components=tuple(
-                WheelComponent(name, Version(version), f"{SITE}/nvidia/cu13/lib", Source(
-                    SourceKind.METADATA, f"{SITE}/{name.replace('-', '_')}-{version}.dist-info/METADATA"))
+                WheelComponent(
+                    name,
+                    Version(version),
+                    f"{SITE}/nvidia/cu13/lib",
+                    Source(SourceKind.METADATA, f"{SITE}/{name.replace('-', '_')}-{version}.dist-info/METADATA"),
+                )
                 for name, version in H200_CU13_COMPONENTS
             ),
             toolkit_meta=Version("13.0.2"),
             runtime_version=Version("13.0.96"),
         ),
         "cudnn": (
-            LibraryCopy("cudnn", Version("9.19.0.56"), "pip", cudnn_dist,
-                        Source(SourceKind.METADATA, f"{cudnn_dist}/METADATA"), "nvidia-cudnn-cu13", 13,
-                        (f"{SITE}/nvidia/cudnn/lib/libcudnn.so.9",)),
-            LibraryCopy("cudnn", Version("9.14.0"), "system", "/usr/include/x86_64-linux-gnu/cudnn_version.h",
-                        Source(SourceKind.FILE, "/usr/include/x86_64-linux-gnu/cudnn_version.h"), None, None,
-                        (f"{root_lib}/libcudnn.so.9", f"{root_lib}/libcudnn.so.9.14.0")),
+            LibraryCopy(
+                "cudnn",
+                Version("9.19.0.56"),
+                "pip",
+                cudnn_dist,
+                Source(SourceKind.METADATA, f"{cudnn_dist}/METADATA"),
+                "nvidia-cudnn-cu13",
+                13,
+                (f"{SITE}/nvidia/cudnn/lib/libcudnn.so.9",),
+            ),
+            LibraryCopy(
+                "cudnn",
+                Version("9.14.0"),
+                "system",
+                "/usr/include/x86_64-linux-gnu/cudnn_version.h",
+                Source(SourceKind.FILE, "/usr/include/x86_64-linux-gnu/cudnn_version.h"),
+                None,
+                None,
+                (f"{root_lib}/libcudnn.so.9", f"{root_lib}/libcudnn.so.9.14.0"),
+            ),
         ),
         "nccl": (
-            LibraryCopy("nccl", Version("2.28.9"), "pip", nccl_dist,
-                        Source(SourceKind.METADATA, f"{nccl_dist}/METADATA"), "nvidia-nccl-cu13", 13,
-                        (f"{SITE}/nvidia/nccl/lib/libnccl.so.2",)),
-            LibraryCopy("nccl", Version("2.28.3"), "system", "/usr/include/nccl.h",
-                        Source(SourceKind.FILE, "/usr/include/nccl.h"), None, None,
-                        (f"{root_lib}/libnccl.so.2", f"{root_lib}/libnccl.so.2.28.3")),
+            LibraryCopy(
+                "nccl",
+                Version("2.28.9"),
+                "pip",
+                nccl_dist,
+                Source(SourceKind.METADATA, f"{nccl_dist}/METADATA"),
+                "nvidia-nccl-cu13",
+                13,
+                (f"{SITE}/nvidia/nccl/lib/libnccl.so.2",),
+            ),
+            LibraryCopy(
+                "nccl",
+                Version("2.28.3"),
+                "system",
+                "/usr/include/nccl.h",
+                Source(SourceKind.FILE, "/usr/include/nccl.h"),
+                None,
+                None,
+                (f"{root_lib}/libnccl.so.2", f"{root_lib}/libnccl.so.2.28.3"),
+            ),
         ),
         "tensorrt": (),
     }
@@ -424,7 +462,10 @@ def test_cudnn_copied_into_toolkit(fs: FakeFilesystem, sites: list[str]) -> None
     [copy] = libraries.probe_cudnn(ctx)
 
     assert copy == LibraryCopy(
-        "cudnn", Version("9.2.0"), "toolkit", "/usr/local/cuda/include/cudnn_version.h",
+        "cudnn",
+        Version("9.2.0"),
+        "toolkit",
+        "/usr/local/cuda/include/cudnn_version.h",
         Source(SourceKind.FILE, "/usr/local/cuda/include/cudnn_version.h"),
         lib_paths=("/usr/local/cuda/lib64/libcudnn.so.9", "/usr/local/cuda/lib64/libcudnn.so.9.2.0"),
     )
@@ -436,8 +477,10 @@ def test_cudnn_conda(fs: FakeFilesystem, sites: list[str]) -> None:
     sites.append(f"{prefix}/lib/python3.12/site-packages")
     fs.create_file(f"{prefix}/conda-meta/cudnn-9.3.0.75-h93bb076_0.json", contents=CONDA_CUDNN)
     fs.create_file(f"{prefix}/conda-meta/cudnn-jit-1.0.0-h0_0.json", contents='{"name": "cudnn-jit"}')
-    fs.create_file(f"{prefix}/include/cudnn_version.h",
-                   contents="#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 3\n#define CUDNN_PATCHLEVEL 0\n")
+    fs.create_file(
+        f"{prefix}/include/cudnn_version.h",
+        contents="#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 3\n#define CUDNN_PATCHLEVEL 0\n",
+    )
     fs.create_file(f"{prefix}/lib/libcudnn.so.9.3.0")
     fs.create_symlink(f"{prefix}/lib/libcudnn.so.9", "libcudnn.so.9.3.0")
     ctx = make_ctx(env={"CONDA_PREFIX": prefix})
@@ -446,7 +489,11 @@ def test_cudnn_conda(fs: FakeFilesystem, sites: list[str]) -> None:
 
     meta = f"{prefix}/conda-meta/cudnn-9.3.0.75-h93bb076_0.json"
     assert copy == LibraryCopy(
-        "cudnn", Version("9.3.0.75"), "conda", meta, Source(SourceKind.FILE, meta),
+        "cudnn",
+        Version("9.3.0.75"),
+        "conda",
+        meta,
+        Source(SourceKind.FILE, meta),
         lib_paths=(f"{prefix}/lib/libcudnn.so.9", f"{prefix}/lib/libcudnn.so.9.3.0"),
     )
 
@@ -462,9 +509,11 @@ def test_cudnn7_header(fs: FakeFilesystem, sites: list[str]) -> None:
 
 def test_cudnn8_header_beside_cudnn_h(fs: FakeFilesystem, sites: list[str]) -> None:
     # cuDNN >= 8: cudnn.h only includes cudnn_version.h, so it is not read (or reported as garbled).
-    fs.create_file("/usr/include/cudnn.h", contents="#include \"cudnn_version.h\"\n")
-    fs.create_file("/usr/include/cudnn_version_v8.h",
-                   contents="#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 7\n")
+    fs.create_file("/usr/include/cudnn.h", contents='#include "cudnn_version.h"\n')
+    fs.create_file(
+        "/usr/include/cudnn_version_v8.h",
+        contents="#define CUDNN_MAJOR 8\n#define CUDNN_MINOR 9\n#define CUDNN_PATCHLEVEL 7\n",
+    )
     ctx = make_ctx()
     assert [c.version for c in libraries.probe_cudnn(ctx)] == [Version("8.9.7")]
     assert ctx.errors == []
@@ -475,7 +524,10 @@ def test_cudnn_library_without_header(fs: FakeFilesystem, sites: list[str]) -> N
     fs.create_symlink("/usr/lib64/libcudnn.so.8", "libcudnn.so.8.9.7")
     [copy] = libraries.probe_cudnn(make_ctx())
     assert copy == LibraryCopy(
-        "cudnn", Version("8.9.7"), "system", "/usr/lib64/libcudnn.so.8",
+        "cudnn",
+        Version("8.9.7"),
+        "system",
+        "/usr/lib64/libcudnn.so.8",
         Source(SourceKind.FILENAME, "/usr/lib64/libcudnn.so.8.9.7"),
         lib_paths=("/usr/lib64/libcudnn.so.8", "/usr/lib64/libcudnn.so.8.9.7"),
     )
@@ -505,7 +557,8 @@ def test_ld_library_path_into_a_wheel_is_still_pip(fs: FakeFilesystem, sites: li
     ctx = make_ctx(env={**H200_ENV, "LD_LIBRARY_PATH": f"{SITE}/nvidia/cudnn/lib"})
     copies = libraries.probe_cudnn(ctx)
     assert [(c.origin, c.version) for c in copies] == [
-        ("pip", Version("9.19.0.56")), ("system", Version("9.14.0")),
+        ("pip", Version("9.19.0.56")),
+        ("system", Version("9.14.0")),
     ]
     assert copies[0].lib_paths == (f"{SITE}/nvidia/cudnn/lib/libcudnn.so.9",)
 
@@ -513,8 +566,7 @@ def test_ld_library_path_into_a_wheel_is_still_pip(fs: FakeFilesystem, sites: li
 @pytest.mark.parametrize("root", ["", "/img"], ids=["live", "image-root"])
 def test_garbled_unreadable_and_broken_files(fs: FakeFilesystem, sites: list[str], root: str) -> None:
     fs.create_file(f"{root}/usr/include/cudnn_version.h", contents="\x00\x01\x02\xff garbage")
-    fs.create_file(f"{root}/usr/include/x86_64-linux-gnu/cudnn_version.h", contents=H200_CUDNN_SYSTEM,
-                   st_mode=0o100000)
+    fs.create_file(f"{root}/usr/include/x86_64-linux-gnu/cudnn_version.h", contents=H200_CUDNN_SYSTEM, st_mode=0o100000)
     fs.create_file(f"{root}/usr/include/aarch64-linux-gnu/cudnn_version.h", contents="")
     lib = f"{root}/usr/lib/x86_64-linux-gnu"
     fs.create_file(f"{lib}/libcudnn.so.9.14.0")
@@ -534,8 +586,7 @@ def test_garbled_unreadable_and_broken_files(fs: FakeFilesystem, sites: list[str
     ]
     problems = {(e.source, e.message.split(":")[0]) for e in ctx.errors}
     assert ("/usr/include/cudnn_version.h", "no cudnn version macros in cudnn_version.h") in problems
-    assert ("/usr/include/aarch64-linux-gnu/cudnn_version.h",
-            "no cudnn version macros in cudnn_version.h") in problems
+    assert ("/usr/include/aarch64-linux-gnu/cudnn_version.h", "no cudnn version macros in cudnn_version.h") in problems
     assert ("/usr/include/x86_64-linux-gnu/cudnn_version.h", "cannot read") in problems
     assert ("/usr/lib/x86_64-linux-gnu/libcudnn.so.8", "dangling or looping symbolic link") in problems
 
@@ -549,7 +600,10 @@ def test_nccl_orphaned_wheel_files(fs: FakeFilesystem, sites: list[str]) -> None
     fs.create_file("/site/nvidia/nccl/lib/libnccl.so.2")
     [copy] = libraries.probe_nccl(make_ctx())
     assert copy == LibraryCopy(
-        "nccl", Version("2.28.9"), "pip", "/site/nvidia/nccl/include/nccl.h",
+        "nccl",
+        Version("2.28.9"),
+        "pip",
+        "/site/nvidia/nccl/include/nccl.h",
         Source(SourceKind.FILE, "/site/nvidia/nccl/include/nccl.h"),
         lib_paths=("/site/nvidia/nccl/lib/libnccl.so.2",),
     )
@@ -584,17 +638,25 @@ def test_tensorrt_pip_split_wheels(fs: FakeFilesystem, sites: list[str]) -> None
     dist = f"{site}/tensorrt_cu12-10.14.1.48.dist-info"
     llm = f"{site}/tensorrt_llm-1.0.0.dist-info"
     assert copies == (
-        LibraryCopy("tensorrt", Version("10.14.1.48"), "pip", dist,
-                    Source(SourceKind.METADATA, f"{dist}/METADATA"), "tensorrt-cu12", 12,
-                    (f"{site}/tensorrt_libs/libnvinfer.so.10",)),
-        LibraryCopy("tensorrt-llm", Version("1.0.0"), "pip", llm,
-                    Source(SourceKind.METADATA, f"{llm}/METADATA"), "tensorrt-llm"),
+        LibraryCopy(
+            "tensorrt",
+            Version("10.14.1.48"),
+            "pip",
+            dist,
+            Source(SourceKind.METADATA, f"{dist}/METADATA"),
+            "tensorrt-cu12",
+            12,
+            (f"{site}/tensorrt_libs/libnvinfer.so.10",),
+        ),
+        LibraryCopy(
+            "tensorrt-llm", Version("1.0.0"), "pip", llm, Source(SourceKind.METADATA, f"{llm}/METADATA"), "tensorrt-llm"
+        ),
     )
 
 
 def test_tensorrt_system_header_with_indirection(fs: FakeFilesystem, sites: list[str]) -> None:
     fs.create_file("/usr/include/x86_64-linux-gnu/NvInferVersion.h", contents=TRT_10_14)
-    fs.create_file("/usr/include/x86_64-linux-gnu/NvInfer.h", contents="#include \"NvInferVersion.h\"\n")
+    fs.create_file("/usr/include/x86_64-linux-gnu/NvInfer.h", contents='#include "NvInferVersion.h"\n')
     fs.create_file("/usr/lib/x86_64-linux-gnu/libnvinfer.so.10.14.1")
     fs.create_symlink("/usr/lib/x86_64-linux-gnu/libnvinfer.so.10", "libnvinfer.so.10.14.1")
     fs.create_file("/usr/lib/x86_64-linux-gnu/libnvinfer_plugin.so.10.14.1")
@@ -603,10 +665,12 @@ def test_tensorrt_system_header_with_indirection(fs: FakeFilesystem, sites: list
     [copy] = libraries.probe_tensorrt(ctx)
 
     assert copy == LibraryCopy(
-        "tensorrt", Version("10.14.1.48"), "system", "/usr/include/x86_64-linux-gnu/NvInferVersion.h",
+        "tensorrt",
+        Version("10.14.1.48"),
+        "system",
+        "/usr/include/x86_64-linux-gnu/NvInferVersion.h",
         Source(SourceKind.FILE, "/usr/include/x86_64-linux-gnu/NvInferVersion.h"),
-        lib_paths=("/usr/lib/x86_64-linux-gnu/libnvinfer.so.10",
-                   "/usr/lib/x86_64-linux-gnu/libnvinfer.so.10.14.1"),
+        lib_paths=("/usr/lib/x86_64-linux-gnu/libnvinfer.so.10", "/usr/lib/x86_64-linux-gnu/libnvinfer.so.10.14.1"),
     )
     assert ctx.errors == []
 
@@ -618,7 +682,10 @@ def test_tensorrt_tarball(fs: FakeFilesystem, sites: list[str]) -> None:
     ctx = make_ctx(env={"LD_LIBRARY_PATH": f"{base}/lib"})
     [copy] = libraries.probe_tensorrt(ctx)
     assert (copy.version, copy.origin, copy.lib_paths) == (
-        Version("10.0.1.6"), "tarball", (f"{base}/lib/libnvinfer.so.10.0.1",))
+        Version("10.0.1.6"),
+        "tarball",
+        (f"{base}/lib/libnvinfer.so.10.0.1",),
+    )
 
 
 def test_tensorrt_8_wheel_keeps_libraries_in_its_package(fs: FakeFilesystem, sites: list[str]) -> None:
@@ -627,7 +694,10 @@ def test_tensorrt_8_wheel_keeps_libraries_in_its_package(fs: FakeFilesystem, sit
     fs.create_file("/site/tensorrt/libnvinfer.so.8")
     [copy] = libraries.probe_tensorrt(make_ctx())
     assert (copy.version, copy.distribution, copy.lib_paths) == (
-        Version("8.4.3.1"), "nvidia-tensorrt", ("/site/tensorrt/libnvinfer.so.8",))
+        Version("8.4.3.1"),
+        "nvidia-tensorrt",
+        ("/site/tensorrt/libnvinfer.so.8",),
+    )
 
 
 def test_nothing_installed(fs: FakeFilesystem, sites: list[str]) -> None:

@@ -22,16 +22,17 @@ def add_h200_etc(fs: FakeFilesystem, root: str = "") -> None:
     [
         ("include /etc/ld.so.conf.d/*.conf\n\n", ([], ["/etc/ld.so.conf.d/*.conf"])),
         ("/usr/local/cuda/targets/x86_64-linux/lib\n", (["/usr/local/cuda/targets/x86_64-linux/lib"], [])),
-        ("# Multiarch support\n/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu  # trailing\n",
-         (["/usr/local/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"], [])),
+        (
+            "# Multiarch support\n/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu  # trailing\n",
+            (["/usr/local/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"], []),
+        ),
         ("include\t/a/*.conf /b/*.conf\nhwcap 0 nosegneg\n", ([], ["/a/*.conf", "/b/*.conf"])),
         ("/usr/X11R6/lib=libc5, /opt/lib /usr/lib32\n", (["/usr/X11R6/lib", "/opt/lib", "/usr/lib32"], [])),
         ("/srv/include/lib\n", (["/srv/include/lib"], [])),
         ("", ([], [])),
         ("   \n# only a comment\n", ([], [])),
     ],
-    ids=["include", "one-dir", "comments", "tab-and-hwcap", "old-syntax", "dir-named-include", "empty",
-         "blank"],
+    ids=["include", "one-dir", "comments", "tab-and-hwcap", "old-syntax", "dir-named-include", "empty", "blank"],
 )
 def test_parse_ld_so_conf(text: str, expected: tuple[list[str], list[str]]) -> None:
     assert loader.parse_ld_so_conf(text) == expected
@@ -118,15 +119,19 @@ def test_search_dirs_is_cached(fs: FakeFilesystem) -> None:
 def test_search_dirs_without_ld_so_conf(fs: FakeFilesystem) -> None:
     ctx = make_ctx(env={"LD_LIBRARY_PATH": "/opt/x/lib/:/opt/x/lib"}, machine="aarch64")
     assert loader.search_dirs(ctx) == (
-        "/opt/x/lib", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib",
+        "/opt/x/lib",
+        "/lib/aarch64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/lib64",
+        "/usr/lib64",
+        "/lib",
         "/usr/lib",
     )
 
 
 def test_relative_and_recursive_includes(fs: FakeFilesystem) -> None:
     fs.create_file("/etc/ld.so.conf", contents="include conf.d/*.conf\n/after\n")
-    fs.create_file("/etc/conf.d/a.conf",
-                   contents="/from-a\ninclude /etc/ld.so.conf\ninclude /etc/conf.d/a.conf\n")
+    fs.create_file("/etc/conf.d/a.conf", contents="/from-a\ninclude /etc/ld.so.conf\ninclude /etc/conf.d/a.conf\n")
     fs.create_file("/etc/conf.d/b.conf", contents="/from-b\n")
     fs.create_file("/etc/conf.d/b.conf.disabled", contents="/never\n")
     dirs = loader.search_dirs(make_ctx())
@@ -183,5 +188,7 @@ def test_find_in_dirs_link_loop_and_dangling_link(fs: FakeFilesystem) -> None:
 def test_parse_ld_so_conf_entries_keeps_order() -> None:
     text = "/before\ninclude conf.d/*.conf\n/after\n"
     assert loader.parse_ld_so_conf_entries(text) == [
-        ("dir", "/before"), ("include", "conf.d/*.conf"), ("dir", "/after"),
+        ("dir", "/before"),
+        ("include", "conf.d/*.conf"),
+        ("dir", "/after"),
     ]

@@ -34,9 +34,7 @@ def _h200(fs, cfg: str | None = PYVENV_CFG) -> None:
 
 
 def _synthetic(fs, case: str, target: str) -> None:
-    fs.add_real_directory(
-        fixture_path("packages", case, "site-packages"), target_path=target, read_only=False
-    )
+    fs.add_real_directory(fixture_path("packages", case, "site-packages"), target_path=target, read_only=False)
 
 
 def _seeded(site: str, **kwargs) -> ProbeContext:
@@ -106,8 +104,7 @@ def test_parse_metadata_junk(text):
 
 def test_parse_requires_txt_turns_sections_into_markers():
     text = (
-        'packaging\n\n[:sys_platform == "win32"]\npywin32\n\n[test]\npytest\n\n'
-        "[gpu:platform_system == 'Linux']\nx\n"
+        "packaging\n\n[:sys_platform == \"win32\"]\npywin32\n\n[test]\npytest\n\n[gpu:platform_system == 'Linux']\nx\n"
     )
     assert packages.parse_requires_txt(text) == [
         "packaging",
@@ -162,8 +159,7 @@ def test_parse_torch_version_py_from_the_capture():
             "2.1.2+cu121",
         ),
         (
-            '__version__ = "2.4.1+rocm6.1"\ncuda: Optional[str] = None\n'
-            'hip: Optional[str] = "6.1.40091-a8dbc0c19"\n',
+            '__version__ = "2.4.1+rocm6.1"\ncuda: Optional[str] = None\nhip: Optional[str] = "6.1.40091-a8dbc0c19"\n',
             None,
             "6.1.40091-a8dbc0c19",
             "2.4.1+rocm6.1",
@@ -179,9 +175,7 @@ def test_parse_torch_version_py_variants(text, cuda, hip, version):
     assert build.version == (Version(version) if version else None)
 
 
-@pytest.mark.parametrize(
-    "text", ["", "import os\n", "cudaX = '12.1'\n"], ids=["empty", "unrelated", "near-name"]
-)
+@pytest.mark.parametrize("text", ["", "import os\n", "cudaX = '12.1'\n"], ids=["empty", "unrelated", "near-name"])
 def test_parse_torch_version_py_junk(text):
     assert packages.parse_torch_version_py(text) is None
 
@@ -729,9 +723,7 @@ def test_requires_dist_pin_rule(fs):
     )
     fs.create_file(
         "/site/vllm-0.6.0.dist-info/METADATA",
-        contents=(
-            "Metadata-Version: 2.1\nName: vllm\nVersion: 0.6.0\nRequires-Dist: cuda-toolkit[cudart]==12.8.1\n"
-        ),
+        contents=("Metadata-Version: 2.1\nName: vllm\nVersion: 0.6.0\nRequires-Dist: cuda-toolkit[cudart]==12.8.1\n"),
     )
     ctx = _seeded("/site")
     found = packages.probe_packages(ctx)
@@ -748,9 +740,7 @@ def test_corrupt_metadata(fs):
     # not UTF-8 and no Version line: the directory name still gives the version
     fs.create_file("/site/torch-2.3.0.dist-info/METADATA", contents=b"\xff\xfe\x00\x81garbage\nName: torch\n")
     # an invalid version: skipped, recorded
-    fs.create_file(
-        "/site/cupy_cuda12x-13.0.0.dist-info/METADATA", contents="Name: cupy-cuda12x\nVersion: thirteen\n"
-    )
+    fs.create_file("/site/cupy_cuda12x-13.0.0.dist-info/METADATA", contents="Name: cupy-cuda12x\nVersion: thirteen\n")
     # no version anywhere
     fs.create_file("/site/triton.egg-info/PKG-INFO", contents="Metadata-Version: 1.0\nName: triton\n")
     # METADATA missing
@@ -841,9 +831,7 @@ def test_scan_of_a_large_real_site_directory_is_fast(tmp_path):
     import shutil
 
     site = tmp_path / "site"
-    shutil.copytree(
-        fixture_path("h200", "tree", "opt", "torch", ".venv", "lib", "python3.12", "site-packages"), site
-    )
+    shutil.copytree(fixture_path("h200", "tree", "opt", "torch", ".venv", "lib", "python3.12", "site-packages"), site)
     for i in range(2000):
         (site / f"pkg_{i:04d}-1.0.dist-info").mkdir()
     ctx = ProbeContext(fs=RootFS(str(tmp_path)), env={}, runner=FakeRunner())

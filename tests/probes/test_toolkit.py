@@ -25,7 +25,7 @@ CUDA_H_13_0 = fixture_text("toolkit", "cuda-13.0.h")
 H200_ENV = {
     "CUDA_HOME": "/usr/local/cuda",
     "PATH": "/opt/torch/.venv/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:"
-            "/usr/sbin:/usr/bin:/sbin:/bin:/opt/gcc/bin",
+    "/usr/sbin:/usr/bin:/sbin:/bin:/opt/gcc/bin",
 }
 NVCC = "/usr/local/cuda/bin/nvcc"
 
@@ -61,8 +61,17 @@ def build_h200_toolkit(fs: FakeFilesystem, root: str = "") -> None:
         ("\x00\x01\x02", None),
         ("", None),
     ],
-    ids=["13.3.1", "11.8-no-cudart", "12.6-sdk-only", "bad-version", "non-string-cudart", "list", "junk",
-         "binary", "empty"],
+    ids=[
+        "13.3.1",
+        "11.8-no-cudart",
+        "12.6-sdk-only",
+        "bad-version",
+        "non-string-cudart",
+        "list",
+        "junk",
+        "binary",
+        "empty",
+    ],
 )
 def test_parse_version_json(text: str, expected: tuple[Version, str] | None) -> None:
     assert toolkit.parse_version_json(text) == expected
@@ -136,8 +145,7 @@ def test_h200_apt_toolkit_live(fs: FakeFilesystem, runner: FakeRunner) -> None:
             real_path="/usr/local/cuda-13.0",
         ),
     )
-    assert nvcc == NvccInfo(NVCC, Version("13.0"), Version("13.0.88"),
-                            Source(SourceKind.COMMAND, f"{NVCC} --version"))
+    assert nvcc == NvccInfo(NVCC, Version("13.0"), Version("13.0.88"), Source(SourceKind.COMMAND, f"{NVCC} --version"))
     assert runner.calls == [(NVCC, "--version")]  # once, though both probes asked
     assert runner.timeouts == [10.0]
     assert ctx.errors == []
@@ -160,8 +168,7 @@ def test_h200_image_root_runs_nothing(fs: FakeFilesystem, runner: FakeRunner) ->
 
 
 def test_cuda_h_only_under_targets(fs: FakeFilesystem) -> None:
-    fs.create_file("/usr/local/cuda-12.8/targets/x86_64-linux/include/cuda.h",
-                   contents="#define CUDA_VERSION 12080\n")
+    fs.create_file("/usr/local/cuda-12.8/targets/x86_64-linux/include/cuda.h", contents="#define CUDA_VERSION 12080\n")
     [install] = toolkit.probe_toolkits(make_ctx())
     assert install.version == Version("12.8")
     header = "/usr/local/cuda-12.8/targets/x86_64-linux/include/cuda.h"
@@ -274,8 +281,7 @@ def test_conda_layout(fs: FakeFilesystem, runner: FakeRunner) -> None:
     prefix = "/opt/conda/envs/ml"
     fs.create_file(f"{prefix}/bin/nvcc", st_mode=0o100755)
     fs.create_file(f"{prefix}/targets/x86_64-linux/include/cuda.h", contents="#define CUDA_VERSION 12080\n")
-    runner.add([f"{prefix}/bin/nvcc", "--version"],
-               stdout=NVCC_13_0.replace("13.0, V13.0.88", "12.8, V12.8.93"))
+    runner.add([f"{prefix}/bin/nvcc", "--version"], stdout=NVCC_13_0.replace("13.0, V13.0.88", "12.8, V12.8.93"))
     ctx = make_ctx(env={"CONDA_PREFIX": prefix, "PATH": f"{prefix}/bin:/usr/bin"}, runner=runner)
 
     [install] = toolkit.probe_toolkits(ctx)
@@ -351,8 +357,9 @@ def test_nvcc_first_on_path_wins(fs: FakeFilesystem, runner: FakeRunner) -> None
     fs.create_file("/usr/local/cuda-13.0/bin/nvcc", st_mode=0o100755)
     fs.create_dir("/usr/local/cuda-12.8/bin/nvcc.d")
     runner.add(["/usr/local/cuda-12.8/bin/nvcc", "--version"], stdout=NVCC_11_8)
-    ctx = make_ctx(env={"PATH": "relative/bin::/nowhere:/usr/local/cuda-12.8/bin:/usr/local/cuda-13.0/bin"},
-                   runner=runner)
+    ctx = make_ctx(
+        env={"PATH": "relative/bin::/nowhere:/usr/local/cuda-12.8/bin:/usr/local/cuda-13.0/bin"}, runner=runner
+    )
 
     nvcc = toolkit.probe_nvcc(ctx)
 
@@ -365,14 +372,15 @@ def test_nvcc_first_on_path_wins(fs: FakeFilesystem, runner: FakeRunner) -> None
     ("kwargs", "message"),
     [
         ({"error": "timed out after 10 s"}, "nvcc --version: timed out after 10 s"),
-        ({"returncode": 1, "stderr": "nvcc fatal : something"}, "nvcc --version: exited with status 1: "
-                                                                 "nvcc fatal : something"),
+        (
+            {"returncode": 1, "stderr": "nvcc fatal : something"},
+            "nvcc --version: exited with status 1: nvcc fatal : something",
+        ),
         ({"stdout": "Segmentation fault\n"}, "nvcc --version: no 'release X.Y, VX.Y.Z' in its output"),
     ],
     ids=["timeout", "failed", "garbage"],
 )
-def test_nvcc_failures(fs: FakeFilesystem, runner: FakeRunner, kwargs: dict[str, object],
-                       message: str) -> None:
+def test_nvcc_failures(fs: FakeFilesystem, runner: FakeRunner, kwargs: dict[str, object], message: str) -> None:
     fs.create_file("/usr/local/cuda-13.0/bin/nvcc", st_mode=0o100755)
     runner.add(["/usr/local/cuda-13.0/bin/nvcc", "--version"], **kwargs)  # type: ignore[arg-type]
     ctx = make_ctx(env={"PATH": "/usr/local/cuda-13.0/bin"}, runner=runner)

@@ -35,8 +35,10 @@ def test_driver_floor_minor_version_compatibility():
 
 def test_driver_floor_could_not_judge_says_what_is_missing():
     assert driver_runs_cuda(M, 13, None).missing == "the driver version"
-    no_floor = driver_runs_cuda(M, 10, DriverVersion("418.39"))
-    assert no_floor.outcome is Outcome.UNKNOWN and "CUDA 10.x driver floor" in no_floor.missing
+    no_floor = driver_runs_cuda(M, 14, DriverVersion("610.43.02"))
+    assert no_floor.outcome is Outcome.UNKNOWN and "CUDA 14.x driver floor" in no_floor.missing
+    before_data = driver_runs_cuda(M, 6, DriverVersion("340.29"), cuda_minor=5)
+    assert before_data.outcome is Outcome.UNKNOWN and "CUDA 6.5 driver floor" in before_data.missing
 
 
 def test_forward_compatibility_counts_only_with_a_compat_libcuda_and_a_gpu_that_supports_it():

@@ -30,7 +30,7 @@ from cudadoctor.suggest import (
     suggest_vllm,
 )
 
-__all__ = ["PLANNERS", "HostFlags", "constraints", "plan", "platform_of"]
+__all__ = ["PLANNERS", "HostFlags", "constraints", "constraints_from_facts", "plan", "platform_of"]
 
 Planner = Callable[..., Suggestion]
 
@@ -129,13 +129,20 @@ def _origins(flags: HostFlags, facts: Facts | None, driver: object, gpus: Sequen
 
 def constraints(matrix: CompatMatrix, flags: HostFlags) -> Constraints:
     """What a plan must fit: this machine's facts (unless ``flags.probe`` is off), overridden by the flags."""
-    from cudadoctor.checks.driver import forward_compat
-
     facts = None
     if flags.probe:
         from cudadoctor.probes.collect import collect_facts, live_context
 
         facts = collect_facts(live_context())
+    return constraints_from_facts(matrix, facts, flags)
+
+
+def constraints_from_facts(matrix: CompatMatrix, facts: Facts | None, flags: HostFlags | None = None) -> Constraints:
+    """What a plan must fit on the machine ``facts`` describe, overridden by ``flags``: the one place
+    `suggest` and the checks that name an install command (CD402) get their constraints from."""
+    from cudadoctor.checks.driver import forward_compat
+
+    flags = flags or HostFlags()
     driver, driver_cuda = _driver(matrix, flags, facts)
     gpus = _gpus(flags, facts)
     py = _version("--python", flags.python, "3.12") if flags.python is not None else None

@@ -39,6 +39,7 @@ __all__ = [
     "accelerator_of",
     "constraints",
     "constraints_for",
+    "constraints_from_facts",
     "other_accelerator",
     "parse_target",
     "plan",
@@ -215,6 +216,12 @@ def constraints(matrix: CompatMatrix, flags: HostFlags, *, variant: str | None =
         facts = collect_facts(live_context())
         index = user_index(os.environ)
     return constraints_for(matrix, flags, facts, variant=variant, index=index)
+
+
+def constraints_from_facts(matrix: CompatMatrix, facts: Facts | None, flags: HostFlags | None = None) -> Constraints:
+    """What a plan must fit on the machine ``facts`` describe, overridden by ``flags``: the one place `suggest`
+    and the checks that name an install command (CD402) get their constraints from."""
+    return constraints_for(matrix, flags or HostFlags(), facts)
 
 
 def constraints_for(

@@ -78,6 +78,11 @@ _FILES = {
     "/etc/ld.so.conf.d/987_cuda-13.conf": "/usr/local/cuda-13/targets/x86_64-linux/lib\n",
     "/etc/ld.so.conf.d/nvidia.conf": "/usr/local/cuda/lib64\n",
     "/.dockerenv": "",
+    # Device nodes (capture.txt, `ls -la /dev | grep nvidia`): character devices there, empty files here.
+    "/dev/nvidia0": "",
+    "/dev/nvidiactl": "",
+    "/dev/nvidia-uvm": "",
+    "/dev/nvidia-uvm-tools": "",
     "/proc/1/cgroup": "0::/process_api/core\n",
     f"{SITE}/../../../pyvenv.cfg": "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.12.3\n",
     "/opt/torch/.venv/bin/python3": "",

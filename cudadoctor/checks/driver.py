@@ -360,6 +360,9 @@ class CD111(Check):
         unknown: list[str] = []
         evidence = {"driver": f"{driver.version} (CUDA {cuda or 'unknown'}: {why})"}
         for (major, minor), pkgs in _by_release(packages):
+            own = driver.cuda_api  # the driver's own CUDA (NVML), not a cuda-compat library's
+            if own is not None and all(Version(p.cuda_build or "99") <= own for p in pkgs):
+                continue  # the driver's own CUDA covers the build (a CUDA 11.0 build on 450.51, below 11.x's floor)
             verdict = driver_runs_cuda(
                 matrix, major, driver.version, windows=host.os == "Windows", forward=forward, gpus=segments,
                 cuda_minor=minor,

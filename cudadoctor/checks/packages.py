@@ -2,7 +2,7 @@
 
 # CD4xx: Python packages
 #   CD401  every pinned dependency between the examined packages is installed at the pinned version
-#   CD402  torch is a CUDA build where an NVIDIA GPU is present
+#   CD402  (cpu_builds.py) the GPU frameworks are CUDA builds where an NVIDIA driver or GPU is present
 #   CD403  JAX's CUDA plugin matches jaxlib; the cuDNN wheel meets the plugin's minimum
 #   CD404  the installed torch and vLLM releases publish wheels for this Python
 # CD5xx: vLLM
@@ -23,7 +23,7 @@ from cudadoctor.probes.packages import is_interesting
 from cudadoctor.rules.gpus import vllm_supports_gpu
 from cudadoctor.rules.wheels import torch_has_wheels, vllm_has_wheels, wheel_platform
 
-__all__ = ["CD401", "CD402", "CD403", "CD404", "CD501", "unmet_requirements"]
+__all__ = ["CD401", "CD403", "CD404", "CD501", "unmet_requirements"]
 
 
 def unmet_requirements(
@@ -91,40 +91,6 @@ class CD401(Check):
                 "installed one.",
                 ("python -m pip install " + " ".join(f"'{p}'" for p in pins),),
             ),
-        )
-
-
-class CD402(Check):
-    """torch is a CUDA build when an NVIDIA GPU is present.
-
-    What it checks: the build variant of the installed torch (from its version tag or torch/version.py)
-    when an NVIDIA GPU is present: a CPU build (+cpu) or a ROCm build (+rocmX.Y) cannot use it.
-
-    Why it matters: torch.cuda.is_available() returns False with a CPU build, and a ROCm build looks
-    for AMD's HIP runtime, so work silently runs on the CPU or fails.
-
-    How to fix: install a CUDA build of torch from PyTorch's index for a CUDA version your driver
-    supports (https://download.pytorch.org/whl/cuXYZ).
-    """
-
-    name = "torch-is-cuda-build"
-    category = "python"
-
-    def check(self, torch: InstalledPackage, gpus: tuple[GpuInfo, ...]) -> Problem | None:
-        variant = torch.cuda_variant or ""
-        if variant.startswith("cu") or not variant:
-            return None
-        kind = "a CPU build" if variant == "cpu" else f"a {variant} build" if variant.startswith("rocm") else variant
-        shown = torch.torch_build.version if torch.torch_build and torch.torch_build.version else torch.version
-        return Problem(
-            f"torch {shown} is {kind}, but this machine has {len(gpus)} NVIDIA GPU(s) ({gpus[0].name}): "
-            "torch will not use them",
-            {"torch": f"{shown} ({torch.cuda_variant_source or 'version tag'})", "GPU": gpus[0].name},
-            Remediation(
-                "Install a CUDA build of torch from PyTorch's index for a CUDA version this driver supports.",
-                (),
-            ),
-            status=Status.WARN if variant == "cpu" else Status.FAIL,
         )
 
 

@@ -73,6 +73,8 @@ ENV_VARS = (
     "VIRTUAL_ENV",
     "CONDA_PREFIX",
     "PYTHONPATH",
+    # cudadoctor's own: this runs in an image build stage, where no GPU is expected (checks/access.py)
+    "CUDADOCTOR_BUILD_STAGE",
 )
 
 #: Every variable with one of these prefixes is kept too (``NVIDIA_REQUIRE_CUDA``, ``NCCL_DEBUG``,

@@ -73,7 +73,7 @@ INTERESTING_NAMES = frozenset(
         "onnxruntime", "onnxruntime-gpu",
         "cuda-toolkit", "cuda-bindings", "cuda-python", "cuda-pathfinder", "cuda-core",
         "pynvml", "numba-cuda",
-        "paddlepaddle-gpu",
+        "paddlepaddle-gpu", "ctranslate2", "llama-cpp-python",
         "mlx", "mlx-metal", "mlx-cuda",
     }
 )  # fmt: skip

@@ -104,13 +104,20 @@ def test_cd401_torch_pinned_cudnn_wheel_replaced(h200):
     assert "torch 2.11.0 requires nvidia-cudnn-cu13==9.19.0.56" in finding.message
 
 
-@pytest.mark.parametrize(("variant", "status"), [("cu130", Status.OK), ("cpu", Status.WARN), ("rocm6.2", Status.FAIL)])
+@pytest.mark.parametrize(("variant", "status"), [("cu130", Status.OK), ("cpu", Status.FAIL), ("rocm6.2", Status.FAIL)])
 def test_cd402_torch_build_kind(h200, variant, status):
     torch = replace(h200.packages["torch"], cuda_variant=variant)
     assert run_check("CD402", replace(h200, packages={**h200.packages, "torch": torch})).status is status
 
 
-def test_cd402_cpu_torch_without_gpu_is_fine(h200):
+def test_cd402_cpu_torch_without_gpu_or_driver_is_fine(h200):
     torch = replace(h200.packages["torch"], cuda_variant="cpu")
-    facts = replace(h200, gpus=(), packages={**h200.packages, "torch": torch})
+    facts = replace(h200, gpus=(), driver=None, packages={**h200.packages, "torch": torch})
     assert run_check("CD402", facts).status is Status.NOT_APPLICABLE
+
+
+def test_cd402_cpu_torch_with_a_driver_but_no_gpu_listed_fails(h200):
+    torch = replace(h200.packages["torch"], cuda_variant="cpu")
+    finding = run_check("CD402", replace(h200, gpus=(), packages={**h200.packages, "torch": torch}))
+    assert finding.status is Status.FAIL
+    assert "NVIDIA driver" in finding.evidence

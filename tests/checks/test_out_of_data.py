@@ -27,6 +27,8 @@ JUDGED_FROM_FACTS = {
     "CD102": "cuda-compat libcuda copies against the kernel module's version",
     "CD103": "whether the loaded libcuda is the toolkit's stub",
     "CD104": "CUDA_VISIBLE_DEVICES against the GPUs present",
+    "CD111": "the driver's own CUDA (NVML reads 99.0) covers builds for CUDA 99.0: no floor is needed for that",
+    "CD120": "the container's device nodes and injected libcuda against the kernel module's presence",
     "CD105": "forward compatibility is only in effect with a newer cuda-compat libcuda loaded (none here)",
     "CD301": "the CUDA majors of the installed nvidia-* wheels against each other",
     "CD302": "the cuDNN/NCCL copies on LD_LIBRARY_PATH against the wheels the frameworks pin",

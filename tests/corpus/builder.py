@@ -168,9 +168,10 @@ def _host(replay: Replay, env: dict[str, Any]) -> None:
         replay.files["/.dockerenv"] = ""
     if container == "kubernetes":
         replay.env["KUBERNETES_SERVICE_HOST"] = "10.96.0.1"
-    if container == "wsl2":
+    if container == "wsl2" or (env.get("driver") or {}).get("windows"):
         replay.files["/proc/version"] = "Linux version 5.15.153.1-microsoft-standard-WSL2 (root@1c4b) (gcc 11.2.0)\n"
-        replay.files["/etc/ld.so.conf.d/ld.wsl.conf"] = "/usr/lib/wsl/lib\n"
+        if container == "wsl2":  # written by WSL's init on the distribution, not inside a container
+            replay.files["/etc/ld.so.conf.d/ld.wsl.conf"] = "/usr/lib/wsl/lib\n"
     else:
         replay.files["/proc/version"] = "Linux version 6.8.0-45-generic (buildd@lcy02-amd64-075) (gcc 13.2.0)\n"
     replay.env.setdefault("HOME", "/root")
@@ -212,7 +213,9 @@ def _driver(replay: Replay, env: dict[str, Any]) -> None:
     container = env.get("container", "none")
     lib = _multiarch(replay.machine)
     gpus = _gpu_devices(env)
-    if container == "wsl2":
+    if container == "wsl2" or driver.get("windows"):
+        # WSL2, or a container on a WSL2 host: no kernel module in /proc, the GPU through /dev/dxg and
+        # the driver store the NVIDIA Container Toolkit mounts at /usr/lib/wsl/lib.
         _wsl_driver(replay, str(driver.get("windows", version)), gpus)
         return
     flavor = str(driver.get("flavor", "proprietary"))
@@ -361,18 +364,63 @@ def _dist_dir(name: str, version: str) -> str:
     return f"{re.sub(r'[-_.]+', '_', name)}-{version}.dist-info"
 
 
-def _torch_cuda(package: dict[str, Any]) -> str | None:
-    """The CUDA version torch/version.py states: the local tag's, else the runtime wheel pin's."""
+#: The CUDA build that a plain ``pip install torch==X.Y.*`` got on Linux x86_64 (PyPI's default wheel,
+#: whose dist-info carries no local tag while torch/version.py names its CUDA), per release line, from
+#: PyTorch's "previous versions" page (https://pytorch.org/get-started/previous-versions/) and release
+#: notes (2.11+: https://github.com/pytorch/pytorch/releases). Releases not listed get no CUDA build.
+_PYPI_DEFAULT_CUDA = {
+    "0.1": "8.0", "1.0": "9.0", "1.1": "10.0", "1.2": "10.0", "1.3": "10.1", "1.4": "10.1", "1.5": "10.2",
+    "1.6": "10.2", "1.7": "10.2", "1.8": "10.2", "1.9": "10.2", "1.10": "10.2", "1.11": "10.2", "1.12": "10.2",
+    "1.13": "11.7", "2.0": "11.7", "2.1": "12.1", "2.2": "12.1", "2.3": "12.1", "2.4": "12.1", "2.5": "12.4",
+    "2.6": "12.4", "2.7": "12.6", "2.8": "12.8", "2.11": "13.0", "2.12": "13.0", "2.14": "13.0",
+}  # fmt: skip
+
+#: conda's CPU mutex packages: their presence selects the ``*_cpu_*`` pytorch build
+#: (https://pytorch.org/get-started/previous-versions/, ``cpuonly``; ``cpu-only`` for the 2019 nightlies).
+_CONDA_CPU_MUTEX = ("cpuonly", "cpu-only")
+#: conda packages whose version is the CUDA a conda pytorch build was made for.
+_CONDA_CUDA_PACKAGES = ("cudatoolkit", "pytorch-cuda")
+#: A torch build the case does not determine: its version.py is written without a ``cuda`` line.
+_UNKNOWN = "unknown"
+
+
+def _conda_torch_cuda(env: dict[str, Any]) -> str | None:
+    """A conda pytorch without a tag: CPU when a CPU mutex is installed, else the CUDA package's X.Y."""
+    names = {str(p["name"]).lower(): str(p["version"]) for p in env.get("packages", [])}
+    if any(n in names for n in _CONDA_CPU_MUTEX):
+        return None
+    return next((".".join(names[n].split(".")[:2]) for n in _CONDA_CUDA_PACKAGES if n in names), "")
+
+
+def _torch_cuda(package: dict[str, Any], env: dict[str, Any] | None = None) -> str | None:
+    """The CUDA version torch/version.py states: the declared one (``cuda = "none"``: a CPU build), the
+    local tag's, the runtime wheel pin's, conda's CUDA package's, the CUDA of the NVIDIA image a source
+    build (``2.2.0a0+6a974be``) comes with, else PyPI's default build of that release."""
+    env = env or {}
     if package.get("cuda"):
-        return str(package["cuda"])
-    local = _LOCAL_CUDA.search(str(package["version"]))
+        return None if str(package["cuda"]) == "none" else str(package["cuda"])
+    version = str(package["version"])
+    local = _LOCAL_CUDA.search(version)
     if local:
         return f"{local.group(1)}.{local.group(2)}"
+    if "+" in version and not re.search(r"\+[0-9a-f]{7,}$", version):
+        return None  # +cpu, +rocm…, +xpu
     for line in package.get("requires", []):
         pin = _CUDA_PIN.match(line)
         if pin:
             return f"{pin.group(1)}.{pin.group(2)}"
-    return None
+    if package.get("installer") == "conda" and (conda := _conda_torch_cuda(env)) != "":
+        return conda
+    if "+" in version or env.get("arch", "x86_64") != "x86_64":
+        # A source build (NVIDIA's images, Jetson): built with the image's or the machine's CUDA; when
+        # the case names neither, the build is unknown and version.py gets no cuda line.
+        image = str(env.get("env", {}).get("CUDA_VERSION", "")) or next(
+            (str(t["version"]) for t in env.get("toolkits", [])), ""
+        )
+        return ".".join(image.split(".")[:2]) or _UNKNOWN
+    if str(env.get("os", "")).startswith("Windows"):
+        return None  # PyPI's Windows wheels are CPU builds
+    return _pypi_default_cuda(package) or _PYPI_DEFAULT_CUDA.get(".".join(version.split(".")[:2]))
 
 
 def env_os(replay: Replay) -> str:
@@ -381,20 +429,16 @@ def env_os(replay: Replay) -> str:
     return match.group(1) if match else ""
 
 
-def _pypi_default_cuda(replay: Replay, package: dict[str, Any]) -> str | None:
+def _pypi_default_cuda(package: dict[str, Any]) -> str | None:
     """The CUDA of PyPI's default Linux x86_64 wheel of a torch release that pins no CUDA wheel (1.x).
 
     Such a wheel's torch/version.py states its CUDA (``cuda = '10.2'``) though nothing else does; the
-    release's default CUDA is sourced data (compat/torch.toml ``pypi_default_cuda``). Windows and macOS
-    wheels on PyPI are CPU builds.
+    release's default CUDA is sourced data (compat/torch.toml ``pypi_default_cuda``).
     """
     from packaging.version import InvalidVersion, Version
 
     from cudadoctor.data import CompatMatrix
 
-    windows = str(env_os(replay)).startswith("Windows")
-    if windows or replay.machine != "x86_64" or package.get("installer", "pip") not in ("pip", "uv"):
-        return None
     try:
         release = CompatMatrix(cache_dir=False).torch_release(Version(str(package["version"])))
     except InvalidVersion:
@@ -403,15 +447,15 @@ def _pypi_default_cuda(replay: Replay, package: dict[str, Any]) -> str | None:
     return f"{cuda.major}.{cuda.minor}" if cuda is not None else None
 
 
-def _torch_files(replay: Replay, site: str, package: dict[str, Any]) -> None:
+def _torch_files(replay: Replay, site: str, package: dict[str, Any], env: dict[str, Any]) -> None:
     version = str(package["version"])
-    cuda = _torch_cuda(package)
-    if cuda is None and "+" not in version and not package.get("requires"):
-        cuda = _pypi_default_cuda(replay, package)
+    cuda = _torch_cuda(package, env)
     hip = re.search(r"\+rocm([\d.]+)$", version)
     replay.files[f"{site}/torch/__init__.py"] = ""
+    cuda_line = "" if cuda == _UNKNOWN else f"cuda: Optional[str] = {cuda!r}\n"
+    cuda = None if cuda == _UNKNOWN else cuda
     replay.files[f"{site}/torch/version.py"] = (
-        f"__version__ = '{version}'\ndebug = False\ncuda: Optional[str] = {cuda!r}\n"
+        f"__version__ = '{version}'\ndebug = False\n{cuda_line}"
         f"git_version = '0000000000000000000000000000000000000000'\nhip: Optional[str] = "
         f"{(hip.group(1) if hip else None)!r}\n"
     )
@@ -451,7 +495,7 @@ def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
         replay.files[f"{dist}/METADATA"] = "\n".join(lines) + "\n"
         replay.files[f"{dist}/INSTALLER"] = str(package.get("installer", "pip")) + "\n"
         if name.lower() == "torch":
-            _torch_files(replay, site, package)
+            _torch_files(replay, site, package, env)
         elif name.lower().startswith("nvidia-"):
             _nvidia_wheel(replay, site, name.lower(), version)
 

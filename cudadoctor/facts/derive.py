@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cudadoctor.facts.model import Facts, HostInfo, InstalledPackage
+from cudadoctor.rules.toolchain import build_toolkit
 
 __all__ = ["DERIVED", "Derived", "env_map", "ld_library_path"]
 
@@ -54,6 +55,11 @@ DERIVED: dict[str, Derived] = {
     "vllm": Derived(_package("vllm"), "vLLM is not installed", "the installed vLLM distribution"),
     "jax": Derived(_package("jax"), "JAX is not installed", "the installed JAX distribution"),
     "env": Derived(lambda f: env_map(f.host), "", "the examined environment's variables, by name"),
+    "build_toolkit": Derived(
+        lambda f: build_toolkit(f.toolkits, f.nvcc),
+        "no CUDA toolkit to build extensions with",
+        "the toolkit torch.utils.cpp_extension builds with (CUDA_HOME, else nvcc on PATH, else /usr/local/cuda)",
+    ),
     "ld_library_path": Derived(
         lambda f: ld_library_path(f.host), "LD_LIBRARY_PATH is not set", "LD_LIBRARY_PATH's directories, in order"
     ),

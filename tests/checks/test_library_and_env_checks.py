@@ -35,12 +35,13 @@ def test_healthy_h200_is_clean(h200, code):
 
 
 def test_cd201_nvcc_major_differs_from_torch(h200):
+    toolkit = replace(h200.toolkits[0], version=Version("12.4.1"), nvcc_version=Version("12.4.131"))
     nvcc = NvccInfo(
-        "/usr/local/cuda-12.4/bin/nvcc", Version("12.4"), Version("12.4.131"), Source(SourceKind.COMMAND, "nvcc")
+        "/usr/local/cuda/bin/nvcc", Version("12.4"), Version("12.4.131"), Source(SourceKind.COMMAND, "nvcc")
     )
-    finding = run_check("CD201", replace(h200, nvcc=nvcc))
-    assert finding.status is Status.WARN
-    assert "nvcc on PATH is CUDA 12.4" in finding.message and "torch was built with CUDA 13.0" in finding.message
+    finding = run_check("CD201", replace(h200, toolkits=(toolkit,), nvcc=nvcc))
+    assert finding.status is Status.FAIL  # CUDA_HOME is set: extensions get built with it
+    assert "nvcc CUDA 12.4" in finding.message and "torch was built with CUDA 13.0" in finding.message
     minor = replace(nvcc, release=Version("13.1"), version=Version("13.1.80"))
     assert run_check("CD201", replace(h200, nvcc=minor)).status is Status.OK
 

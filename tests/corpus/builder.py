@@ -80,7 +80,7 @@ _CUDNN8_PARTS = ("libcudnn_ops_infer", "libcudnn_ops_train", "libcudnn_cnn_infer
 _CUDNN9_PARTS = ("libcudnn_ops", "libcudnn_cnn", "libcudnn_graph", "libcudnn_engines_precompiled")
 
 _LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)$")
-_CUDA_PIN = re.compile(r"^nvidia-cuda-runtime(?:-cu\d+)?\s*==\s*(\d+)\.(\d+)")
+_CUDA_PIN = re.compile(r"^nvidia-cuda-runtime(?:-cu\d+)?\s*\(?\s*==\s*(\d+)\.(\d+)")
 
 
 @dataclass
@@ -282,6 +282,8 @@ def _toolkits(replay: Replay, env: dict[str, Any]) -> None:
             replay.links.setdefault("/usr/local/cuda", root)
         if tk.get("nvcc"):
             replay.runner.add((f"{root}/bin/nvcc", "--version"), _nvcc_output(version))
+            if index == 0:  # the same binary through the /usr/local/cuda link (PATH=/usr/local/cuda/bin:…)
+                replay.runner.add(("/usr/local/cuda/bin/nvcc", "--version"), _nvcc_output(version))
             path_dirs.append(f"{root}/bin")
         if tk.get("compat_driver"):
             compat = str(tk["compat_driver"])

@@ -89,7 +89,9 @@ def test_requirement_language_brand_candidates():
     facts = {"cuda": "12.2", "driver": "535.104.05", "arch": "9.0"}
     assert evaluate(alternatives, {**facts, "brand": "tesla|nvidia"}) is True
     assert evaluate(alternatives, {**facts, "brand": "geforce|titan"}) is False
-    assert evaluate(parse_requirement(CUDA_11_0), {**facts, "brand": "tesla|nvidia"}) is None
+    old = {"cuda": "10.2", "driver": "440.100", "arch": "7.0"}
+    assert evaluate(parse_requirement(CUDA_11_0), {**old, "brand": "tesla|nvidia"}) is None  # a Tesla passes
+    assert evaluate(parse_requirement(CUDA_11_0), {**old, "brand": "geforce"}) is False
 
 
 def test_cd701_disabled_and_absent(h200):

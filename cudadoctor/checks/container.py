@@ -15,7 +15,7 @@ from cudadoctor.checks._base import Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.driver import gpu_segments
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo
+from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo, ToolkitInstall
 from cudadoctor.nvreq import Condition, RequirementError, brand_token, evaluate, parse_requirement
 from cudadoctor.rules.gpus import gpu_brands
 
@@ -196,6 +196,22 @@ def _claimed(value: str) -> Version | None:
         return None
 
 
+#: version.json keys of components, which number their own patch level: CUDA 12.8 Update 1 (CUDA_VERSION
+#: 12.8.1) ships cuda_cudart 12.8.90 and cuda_nvcc 12.8.93 (the release notes' "CUDA Toolkit Major Component
+#: Versions" table, https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/#cuda-toolkit-major-component-versions).
+#: A component shares the release's major.minor only, so that is what is compared.
+_COMPONENT_KEYS = ("#cuda_cudart", "#cuda_nvcc")
+
+
+def _toolkit_release(toolkit: ToolkitInstall) -> Version:
+    """The toolkit's version in the numbering CUDA_VERSION uses: a component's version cut to major.minor."""
+    assert toolkit.version is not None
+    where = toolkit.source.where if toolkit.source else ""
+    if where.endswith(_COMPONENT_KEYS):
+        return Version(f"{toolkit.version.major}.{toolkit.version.minor}")
+    return toolkit.version
+
+
 def _same(claim: Version, found: Version) -> bool:
     """9.14.0.64 claims the same as 9.14.0 (a file name keeps three parts): compare the common prefix."""
     n = min(len(claim.release), len(found.release))
@@ -222,7 +238,7 @@ class CD703(Check):
     def check(self, host: HostInfo, facts: Facts) -> Problem | None:
         env = {v.name: v.value for v in host.env}
         found_by_kind = {
-            "toolkit": [t.version for t in facts.toolkits if t.version is not None],
+            "toolkit": [_toolkit_release(t) for t in facts.toolkits if t.version is not None],
             "cudnn": [c.version for c in facts.cudnn if c.origin == "system" and c.version is not None],
             "nccl": [c.version for c in facts.nccl if c.origin == "system" and c.version is not None],
         }

@@ -113,6 +113,34 @@ def test_cd703_image_env_contradicts_installed(h200):
     assert "NCCL_VERSION says 2.21.5-1, installed: 2.28.3" in finding.message
 
 
+#: Real nvidia/cuda images: CUDA_VERSION (the toolkit release) and the cuda_cudart version in their
+#: version.json (NVIDIA's "CUDA Toolkit Major Component Versions" table of each release's notes).
+REAL_IMAGES = [("11.8.0", "11.8.89"), ("12.1.1", "12.1.105"), ("12.4.1", "12.4.127"), ("12.6.3", "12.6.77"),
+               ("12.8.1", "12.8.90")]  # fmt: skip
+
+
+def _toolkit_from_version_json(h200, cudart: str):
+    major_minor = ".".join(cudart.split(".")[:2])
+    source = Source(SourceKind.FILE, f"/usr/local/cuda-{major_minor}/version.json#cuda_cudart")
+    return replace(h200.toolkits[0], version=Version(cudart), source=source)
+
+
+@pytest.mark.parametrize(("cuda_version", "cudart"), REAL_IMAGES, ids=[i[0] for i in REAL_IMAGES])
+def test_cd703_release_numbering_is_not_drift(h200, cuda_version, cudart):
+    facts = with_env(replace(h200, toolkits=(_toolkit_from_version_json(h200, cudart),)), CUDA_VERSION=cuda_version)
+    assert run_check("CD703", facts).status is Status.OK
+
+
+def test_cd703_another_release_is_drift(h200):
+    # an image that says 12.4.1 while the toolkit's cudart is 12.6.77 (upgraded in a derived image)
+    facts = with_env(replace(h200, toolkits=(_toolkit_from_version_json(h200, "12.6.77"),)), CUDA_VERSION="12.4.1")
+    finding = run_check("CD703", facts)
+    assert finding.status is Status.WARN and "CUDA_VERSION says 12.4.1" in finding.message
+    # a version.txt / cuda.h version is the release's own numbering: compared in full
+    header = replace(h200.toolkits[0], version=Version("11.0.221"), source=Source(SourceKind.FILE, "/c/version.txt"))
+    assert run_check("CD703", with_env(replace(h200, toolkits=(header,)), CUDA_VERSION="11.0.194")).status is Status.WARN
+
+
 def test_cd105_forward_compat_on_geforce(h200):
     compat = "/usr/local/cuda-13.0/compat/libcuda.so.580.95.05"
     driver = replace(

@@ -191,6 +191,31 @@ def test_cd404_python_without_wheels(h200):
     assert finding.message.startswith("Python 3.9: torch 2.11.0 has wheels for Python 3.10, 3.11, 3.12, 3.13, 3.14")
 
 
+def _requested(facts, *requirements: str):
+    from cudadoctor.checks import ALL_CHECKS
+    from cudadoctor.checks.engine import check_values, run_check as engine_run
+    from cudadoctor.data import CompatMatrix
+
+    values = check_values(facts, CompatMatrix(), requirements=requirements)
+    return engine_run(ALL_CHECKS["CD404"], values, live=facts.mode == "live")
+
+
+def test_cd404_requested_release_when_the_install_failed(h200):
+    # pytorch#110436: Python 3.12, `pip install torch==2.1.0` found nothing; torch 2.1.0 has cp38-cp311 only
+    python = replace(h200.python, version=Version("3.12.0"))
+    facts = replace(h200, python=python, packages={k: v for k, v in h200.packages.items() if k != "torch"})
+    finding = _requested(facts, "torch==2.1.0")
+    assert finding.status is Status.WARN
+    assert "the requested torch==2.1.0 (2.1.0) has wheels for Python 3.8, 3.9, 3.10, 3.11" in finding.message
+    assert finding.evidence["requested"] == "torch==2.1.0"
+    assert finding.remediation.commands == ("python -m pip install 'torch>=2.2.0'",)  # first with cp312 wheels
+    # a range one release of which has wheels is fine; a release the data does not hold cannot be judged
+    assert _requested(facts, "torch>=2.1").status is Status.OK
+    assert _requested(facts, "torch==1.13.1").status is Status.UNKNOWN
+    # an installed torch is judged as installed, never by the assertion
+    assert _requested(replace(h200, python=python), "torch==2.1.0").status is Status.OK
+
+
 def test_cd902_names_a_corrupt_update_cache(h200, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     (tmp_path / "cudadoctor").mkdir()

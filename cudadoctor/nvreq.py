@@ -119,7 +119,7 @@ def _evaluate(alternatives: list[list[Condition]], facts: Mapping[str, str | Non
     no_gpu = bool(facts.get("_no_gpu"))
     unknown = False
     for conditions in alternatives:
-        results = []
+        results: list[bool | None] = []
         for cond in conditions:
             if no_gpu and cond.prop in ("arch", "brand"):
                 results.append(True)

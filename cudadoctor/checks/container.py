@@ -12,8 +12,8 @@ import re
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.checks._base import Check, NotApplicable
-from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.driver import gpu_segments
+from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo, ToolkitInstall
 from cudadoctor.nvreq import Condition, RequirementError, brand_token, evaluate, parse_requirement
@@ -205,11 +205,11 @@ _COMPONENT_KEYS = ("#cuda_cudart", "#cuda_nvcc")
 
 def _toolkit_release(toolkit: ToolkitInstall) -> Version:
     """The toolkit's version in the numbering CUDA_VERSION uses: a component's version cut to major.minor."""
-    assert toolkit.version is not None
+    version = toolkit.version or Version("0")  # callers pass toolkits with a version
     where = toolkit.source.where if toolkit.source else ""
     if where.endswith(_COMPONENT_KEYS):
-        return Version(f"{toolkit.version.major}.{toolkit.version.minor}")
-    return toolkit.version
+        return Version(f"{version.major}.{version.minor}")
+    return version
 
 
 def _same(claim: Version, found: Version) -> bool:

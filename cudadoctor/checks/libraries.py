@@ -16,8 +16,8 @@ import re
 from packaging.version import Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
-from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.driver import effective_cuda
+from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import (
     CudaWheels,

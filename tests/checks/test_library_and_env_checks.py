@@ -127,7 +127,8 @@ def _toolkit_from_version_json(h200, cudart: str):
 
 @pytest.mark.parametrize(("cuda_version", "cudart"), REAL_IMAGES, ids=[i[0] for i in REAL_IMAGES])
 def test_cd703_release_numbering_is_not_drift(h200, cuda_version, cudart):
-    facts = with_env(replace(h200, toolkits=(_toolkit_from_version_json(h200, cudart),)), CUDA_VERSION=cuda_version)
+    toolkit = _toolkit_from_version_json(h200, cudart)
+    facts = with_env(replace(h200, toolkits=(toolkit,)), CUDA_VERSION=cuda_version)
     assert run_check("CD703", facts).status is Status.OK
 
 
@@ -138,7 +139,8 @@ def test_cd703_another_release_is_drift(h200):
     assert finding.status is Status.WARN and "CUDA_VERSION says 12.4.1" in finding.message
     # a version.txt / cuda.h version is the release's own numbering: compared in full
     header = replace(h200.toolkits[0], version=Version("11.0.221"), source=Source(SourceKind.FILE, "/c/version.txt"))
-    assert run_check("CD703", with_env(replace(h200, toolkits=(header,)), CUDA_VERSION="11.0.194")).status is Status.WARN
+    stale = with_env(replace(h200, toolkits=(header,)), CUDA_VERSION="11.0.194")
+    assert run_check("CD703", stale).status is Status.WARN
 
 
 def test_cd105_forward_compat_on_geforce(h200):
@@ -193,7 +195,8 @@ def test_cd404_python_without_wheels(h200):
 
 def _requested(facts, *requirements: str):
     from cudadoctor.checks import ALL_CHECKS
-    from cudadoctor.checks.engine import check_values, run_check as engine_run
+    from cudadoctor.checks.engine import check_values
+    from cudadoctor.checks.engine import run_check as engine_run
     from cudadoctor.data import CompatMatrix
 
     values = check_values(facts, CompatMatrix(), requirements=requirements)

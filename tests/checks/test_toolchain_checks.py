@@ -47,7 +47,8 @@ def test_cd201_cuda_home_decides_over_path(h200):
 
 
 def test_cd201_nvcc_on_path_is_an_error(h200):
-    facts = _machine(h200, _toolkit("/usr/local/cuda-12.4", "12.4.1", "glob"), nvcc=_nvcc("/usr/local/cuda-12.4", "12.4"))
+    toolkit = _toolkit("/usr/local/cuda-12.4", "12.4.1", "glob")
+    facts = _machine(h200, toolkit, nvcc=_nvcc("/usr/local/cuda-12.4", "12.4"))
     assert run_check("CD201", facts).status is Status.FAIL
 
 
@@ -68,7 +69,8 @@ def test_cd201_a_jit_builder_makes_the_default_link_an_error(h200):
 
 def test_cd201_image_root_reads_the_release_from_the_toolkit(h200):
     # under --root nvcc is never run: its release is the toolkit's major.minor (version.json)
-    facts = _machine(h200, _toolkit("/usr/local/cuda-12.1", "12.1.105", "nvcc on PATH"), nvcc=_nvcc("/usr/local/cuda-12.1", None))
+    toolkit = _toolkit("/usr/local/cuda-12.1", "12.1.105", "nvcc on PATH")
+    facts = _machine(h200, toolkit, nvcc=_nvcc("/usr/local/cuda-12.1", None))
     finding = run_check("CD201", facts)
     assert finding.status is Status.FAIL and "nvcc CUDA 12.1" in finding.message
 

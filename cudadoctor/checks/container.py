@@ -11,10 +11,11 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
+from cudadoctor import gpu_models
 from cudadoctor.checks._base import Check, NotApplicable
-from cudadoctor.checks.driver import gpu_segments
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
+from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo, ToolkitInstall
 from cudadoctor.nvreq import Condition, RequirementError, brand_token, evaluate, parse_requirement
 from cudadoctor.rules.gpus import gpu_brands
@@ -91,15 +92,24 @@ def _requirement_facts(driver: DriverInfo, gpus: tuple[GpuInfo, ...]) -> list[di
     }
     if not gpus:
         return [{**common, "_no_gpu": "1"}]
-    segments = gpu_segments(gpus) if any(g.brand is None for g in gpus) else ()
     facts = []
-    for index, gpu in enumerate(gpus):
-        brand = brand_token(gpu.brand)
-        if brand is None and segments:
-            candidates = gpu_brands(gpu.name, segments[index][1])
-            brand = "|".join(candidates) if candidates else None
-        facts.append({**common, "arch": gpu.compute_capability, "brand": brand})
+    for gpu in gpus:
+        candidates = (brand_token(gpu.brand),) if gpu.brand else gpu_brands(gpu.name, None)
+        if not candidates or candidates == (None,):
+            candidates = gpu_brands(gpu.name, _segment(gpu))
+        brand = "|".join(c for c in candidates if c) if candidates else None
+        facts.append({**common, "arch": gpu.compute_capability, "brand": brand or None})
     return facts
+
+
+def _segment(gpu: GpuInfo) -> str | None:
+    """The GPU's segment in compat/gpus.toml; None when the table lacks the model or cannot be read (the GPU
+    probe records an unreadable table as its reason, and a brand left unknown only makes CD701 less sure)."""
+    try:
+        model = gpu_models.lookup(gpu.name, gpu_models.load_models())
+    except CompatDataError:
+        return None
+    return model.segment if model else None
 
 
 def _unmet(

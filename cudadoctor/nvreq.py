@@ -102,10 +102,20 @@ def evaluate(alternatives: list[list[Condition]], facts: Mapping[str, str | None
     """True (met), False (unmet) or None (depends on a fact that is not known).
 
     ``facts`` maps ``cuda`` (the driver's CUDA version, "13.0"), ``driver`` ("580.159.04"),
-    ``arch`` ("9.0") and ``brand`` (a requirement-language token such as "tesla") to values; for a
+    ``arch`` ("9.0") and ``brand`` (a requirement-language token such as "tesla", or the tokens a GPU may
+    have joined by ``|``: "tesla|nvidia") to values; for a
     machine without GPUs leave ``arch`` and ``brand`` out and pass ``no_gpu=True``-style facts
     with the key ``"_no_gpu"`` set, which makes those conditions count as met.
     """
+    brands = (facts.get("brand") or "").split("|")
+    if len(brands) > 1:
+        # the GPU has one of these brands (from data, when NVML did not say): known only when all agree
+        answers = {_evaluate(alternatives, {**facts, "brand": brand}) for brand in brands}
+        return answers.pop() if len(answers) == 1 else None
+    return _evaluate(alternatives, facts)
+
+
+def _evaluate(alternatives: list[list[Condition]], facts: Mapping[str, str | None]) -> bool | None:
     no_gpu = bool(facts.get("_no_gpu"))
     unknown = False
     for conditions in alternatives:

@@ -22,6 +22,19 @@ from cudadoctor.runner import CommandResult
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
 
+def _import_every_probe_module() -> None:
+    """Import the probe modules now, outside any pyfakefs session: a module first imported inside one keeps
+    that session's fake ``os``/``posixpath`` after it ends, and a later test then fails in unrelated ways."""
+    from cudadoctor.facts.registry import probe_function, probed
+    from cudadoctor.probes import collect, runtime  # noqa: F401 - imported for the side effect described
+
+    for spec in probed().values():
+        probe_function(spec)
+
+
+_import_every_probe_module()
+
+
 def fixture_path(*parts: str) -> str:
     return os.path.join(FIXTURES, *parts)
 

@@ -195,7 +195,7 @@ HEALTHY_IMAGE_SKIPS = {
     "CD103",
     "CD105",  # the loaded driver and libcuda: judged only on the machine itself
     "CD120",  # a running container's devices: an image root has none by nature
-    "CD201",  # the image has no nvcc on PATH
+    "CD201", "CD202",  # the image has no toolkit to build extensions with
     "CD303",  # no CuPy or TensorRT installed
     "CD403",  # no JAX CUDA plugin installed
     "CD501",  # no vLLM installed

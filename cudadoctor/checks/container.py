@@ -11,10 +11,14 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
+from cudadoctor import gpu_models
 from cudadoctor.checks._base import Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
-from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo
-from cudadoctor.nvreq import RequirementError, brand_token, evaluate, parse_requirement
+from cudadoctor.data import CompatMatrix
+from cudadoctor.errors import CompatDataError
+from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo, ToolkitInstall
+from cudadoctor.nvreq import Condition, RequirementError, brand_token, evaluate, parse_requirement
+from cudadoctor.rules.gpus import gpu_brands
 
 __all__ = ["CD701", "CD702", "CD703"]
 
@@ -44,7 +48,9 @@ class CD701(Check):
     name = "nvidia-require-met"
     category = "host"
 
-    def check(self, host: HostInfo, driver: DriverInfo, gpus: tuple[GpuInfo, ...] = ()) -> Problem | None:
+    def check(
+        self, host: HostInfo, driver: DriverInfo, matrix: CompatMatrix, gpus: tuple[GpuInfo, ...] = ()
+    ) -> Problem | None:
         env = _env(host)
         if env.get("NVIDIA_DISABLE_REQUIRE", "").strip().lower() in _TRUE:
             raise NotApplicable("NVIDIA_DISABLE_REQUIRE is set")
@@ -53,21 +59,7 @@ class CD701(Check):
         }
         if not requirements:
             raise NotApplicable("no NVIDIA_REQUIRE_* variable is set")
-        facts_per_gpu = [
-            {
-                "cuda": str(driver.cuda_api) if driver.cuda_api else None,
-                "driver": str(driver.version) if driver.version else None,
-                "arch": g.compute_capability,
-                "brand": brand_token(g.brand),
-            }
-            for g in gpus
-        ] or [
-            {
-                "cuda": str(driver.cuda_api) if driver.cuda_api else None,
-                "driver": str(driver.version) if driver.version else None,
-                "_no_gpu": "1",
-            }
-        ]
+        facts_per_gpu = _requirement_facts(driver, gpus)
         for name, value in sorted(requirements.items()):
             if not value.strip():
                 continue
@@ -83,24 +75,94 @@ class CD701(Check):
             results = [evaluate(alternatives, facts) for facts in facts_per_gpu]
             if all(r is not False for r in results):
                 continue
-            first = " ".join(str(c).replace(" ", "") for c in alternatives[0][:1]) if alternatives else ""
-            shown = ", ".join(str(c) for c in alternatives[0]) if alternatives else value
-            evidence = {
-                name: value if len(value) <= 200 else value[:200] + "…",
-                "driver": f"{driver.version} (supports CUDA {driver.cuda_api or 'unknown'})",
-            }
-            return Problem(
-                f"{name} is not met: no alternative holds for this driver"
-                + (f" and GPU(s) {', '.join(g.name for g in gpus)}" if gpus else "")
-                + f'; `docker run --gpus` fails with "unsatisfied condition: {shown}"',
-                evidence,
-                Remediation(
-                    f"Upgrade the host driver so that {first or 'the requirement'} holds, or use an image "
-                    "built for the CUDA version this driver supports.",
-                    (),
-                ),
-            )
+            return _unmet(name, value, alternatives, driver, gpus, facts_per_gpu, matrix)
         return None
+
+
+def _requirement_facts(driver: DriverInfo, gpus: tuple[GpuInfo, ...]) -> list[dict[str, str | None]]:
+    """Per GPU, what the requirement language compares: the driver, its CUDA, the GPU's arch and brand.
+
+    The brand is NVML's when it was read, else the brands the GPU's model and compat/gpus.toml segment allow
+    (:func:`cudadoctor.rules.gpus.gpu_brands`), so that a GeForce's unmet `cuda>=X` is not excused by the
+    image's brand=tesla clauses.
+    """
+    common = {
+        "cuda": str(driver.cuda_api) if driver.cuda_api else None,
+        "driver": str(driver.version) if driver.version else None,
+    }
+    if not gpus:
+        return [{**common, "_no_gpu": "1"}]
+    facts = []
+    for gpu in gpus:
+        candidates = (brand_token(gpu.brand),) if gpu.brand else gpu_brands(gpu.name, None)
+        if not candidates or candidates == (None,):
+            candidates = gpu_brands(gpu.name, _segment(gpu))
+        brand = "|".join(c for c in candidates if c) if candidates else None
+        facts.append({**common, "arch": gpu.compute_capability, "brand": brand or None})
+    return facts
+
+
+def _segment(gpu: GpuInfo) -> str | None:
+    """The GPU's segment in compat/gpus.toml; None when the table lacks the model or cannot be read (the GPU
+    probe records an unreadable table as its reason, and a brand left unknown only makes CD701 less sure)."""
+    try:
+        model = gpu_models.lookup(gpu.name, gpu_models.load_models())
+    except CompatDataError:
+        return None
+    return model.segment if model else None
+
+
+def _unmet(
+    name: str,
+    value: str,
+    alternatives: list[list[Condition]],
+    driver: DriverInfo,
+    gpus: tuple[GpuInfo, ...],
+    facts_per_gpu: list[dict[str, str | None]],
+    matrix: CompatMatrix,
+) -> Problem:
+    shown = ", ".join(str(c) for c in alternatives[0]) if alternatives else value
+    evidence = {
+        name: value if len(value) <= 200 else value[:200] + "…",
+        "driver": f"{driver.version} (supports CUDA {driver.cuda_api or 'unknown'})",
+    }
+    for gpu, facts in zip(gpus, facts_per_gpu, strict=False):
+        evidence[f"GPU {gpu.index}"] = f"{gpu.name} (brand {facts.get('brand') or 'unknown'})"
+    return Problem(
+        f"{name} is not met: no alternative holds for this driver"
+        + (f" and GPU(s) {', '.join(g.name for g in gpus)}" if gpus else "")
+        + f'; `docker run --gpus` fails with "unsatisfied condition: {shown}"',
+        evidence,
+        Remediation(_driver_fix(alternatives, facts_per_gpu, matrix), ()),
+    )
+
+
+def _driver_fix(
+    alternatives: list[list[Condition]], facts_per_gpu: list[dict[str, str | None]], matrix: CompatMatrix
+) -> str:
+    """Which driver branch satisfies the requirement: the `cuda>=X` clause's minimum driver, and the
+    branches of the brand clauses that hold for these GPUs."""
+    cuda = next((c.value for alt in alternatives for c in alt if c.prop == "cuda" and c.op in (">=", ">")), None)
+    parts = []
+    if cuda is not None:
+        needed = matrix.min_driver_for_cuda(Version(cuda))
+        branch = f"the R{needed.major} branch ({needed} or newer)" if needed else f"a driver that supports CUDA {cuda}"
+        parts.append(f"Upgrade the host driver to {branch}, which supports CUDA {cuda}")
+    branches = sorted(
+        {
+            c.value
+            for alt in alternatives
+            if any(c.prop == "brand" for c in alt)
+            and all(evaluate([[b]], facts) is not False for b in alt if b.prop == "brand" for facts in facts_per_gpu)
+            for c in alt
+            if c.prop == "driver" and c.op == ">="
+        },
+        key=lambda v: Version(v),
+    )
+    if branches:
+        parts.append(f"or one of the driver branches the image accepts for this GPU's brand: R{', R'.join(branches)}")
+    text = "; ".join(parts) or "Upgrade the host driver so that the requirement holds"
+    return text + "; or use an image built for the CUDA version this driver supports."
 
 
 class CD702(Check):
@@ -144,6 +206,22 @@ def _claimed(value: str) -> Version | None:
         return None
 
 
+#: version.json keys of components, which number their own patch level: CUDA 12.8 Update 1 (CUDA_VERSION
+#: 12.8.1) ships cuda_cudart 12.8.90 and cuda_nvcc 12.8.93 (the release notes' "CUDA Toolkit Major Component
+#: Versions" table, https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/#cuda-toolkit-major-component-versions).
+#: A component shares the release's major.minor only, so that is what is compared.
+_COMPONENT_KEYS = ("#cuda_cudart", "#cuda_nvcc")
+
+
+def _toolkit_release(toolkit: ToolkitInstall) -> Version:
+    """The toolkit's version in the numbering CUDA_VERSION uses: a component's version cut to major.minor."""
+    version = toolkit.version or Version("0")  # callers pass toolkits with a version
+    where = toolkit.source.where if toolkit.source else ""
+    if where.endswith(_COMPONENT_KEYS):
+        return Version(f"{version.major}.{version.minor}")
+    return version
+
+
 def _same(claim: Version, found: Version) -> bool:
     """9.14.0.64 claims the same as 9.14.0 (a file name keeps three parts): compare the common prefix."""
     n = min(len(claim.release), len(found.release))
@@ -170,7 +248,7 @@ class CD703(Check):
     def check(self, host: HostInfo, facts: Facts) -> Problem | None:
         env = {v.name: v.value for v in host.env}
         found_by_kind = {
-            "toolkit": [t.version for t in facts.toolkits if t.version is not None],
+            "toolkit": [_toolkit_release(t) for t in facts.toolkits if t.version is not None],
             "cudnn": [c.version for c in facts.cudnn if c.origin == "system" and c.version is not None],
             "nccl": [c.version for c in facts.nccl if c.origin == "system" and c.version is not None],
         }

@@ -2,6 +2,7 @@
 
 # CD2xx: CUDA toolkit
 #   CD201  the nvcc that extensions build with has torch's CUDA major
+#   CD202  the nvcc that extensions build with is not newer than the driver's CUDA
 # CD3xx: libraries
 #   CD301  one CUDA major per nvidia-* library (not both -cu12 and -cu13 of one library)
 #   CD302  no other cuDNN / NCCL copy on LD_LIBRARY_PATH shadows the pip wheel a framework pins
@@ -12,52 +13,132 @@ from __future__ import annotations
 import posixpath
 import re
 
+from packaging.version import Version
+
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
+from cudadoctor.checks.driver import effective_cuda
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import (
     CudaWheels,
+    DriverInfo,
     HostInfo,
     InstalledPackage,
     LibraryCopy,
-    NvccInfo,
     ToolkitInstall,
 )
+from cudadoctor.rules.toolchain import JIT_BUILDERS, BuildToolkit, nvcc_matches_torch, nvcc_runs_on_driver
 
-__all__ = ["CD201", "CD301", "CD302", "CD303"]
+__all__ = ["CD201", "CD202", "CD301", "CD302", "CD303"]
 
 
 class CD201(Check):
-    """The nvcc that CUDA extensions build with has the CUDA major torch was built with.
+    """The toolkit CUDA extensions build with has the CUDA major torch was built with.
 
-    What it checks: the release of the first nvcc on PATH (what torch.utils.cpp_extension, flash-attn,
-    vLLM or DeepSpeed source builds use) against torch's CUDA version (torch/version.py).
+    What it checks: the nvcc release of the toolkit torch.utils.cpp_extension builds with (CUDA_HOME, else
+    CUDA_PATH, else the first nvcc on PATH, else /usr/local/cuda; what flash-attn, apex, vLLM or DeepSpeed
+    source and JIT builds use) against torch's CUDA version (torch/version.py). Under --root the release is
+    read from the toolkit's version file, since nothing from an image is run.
 
     Why it matters: torch refuses to build an extension when the majors differ ("The detected CUDA
     version (12.4) mismatches the version that was used to compile PyTorch (13.0)"); a minor mismatch
-    only warns, and is not reported here.
+    only warns, and is not reported here. It is an error when extensions get built here (CUDA_HOME or
+    CUDA_PATH set, nvcc on PATH, or a JIT-building package such as DeepSpeed installed), a warning when
+    the toolkit is only found at /usr/local/cuda.
 
-    How to fix: put a toolkit of torch's CUDA major first on PATH and in CUDA_HOME, or install the torch
-    build for the toolkit you have.
+    How to fix: install the torch build for the toolkit's CUDA major (the command shown), or put a toolkit
+    of torch's CUDA major first on PATH and in CUDA_HOME.
     """
 
     name = "nvcc-matches-torch-cuda-major"
     category = "toolkit"
-    severity = Status.WARN
+    severity = Status.FAIL
 
-    def check(self, nvcc: NvccInfo, torch: InstalledPackage) -> Problem | None:
-        if nvcc.release is None:
-            raise CannotJudge("nvcc's release is unknown")
+    def check(
+        self, build_toolkit: BuildToolkit, torch: InstalledPackage, packages: dict[str, InstalledPackage]
+    ) -> Problem | None:
         build = torch.torch_build.cuda if torch.torch_build and torch.torch_build.cuda else torch.cuda_build
         if not build or not torch.cuda_variant or not torch.cuda_variant.startswith("cu"):
             raise NotApplicable("torch is not a CUDA build")
-        if int(build.split(".")[0]) == nvcc.release.major:
+        verdict = nvcc_matches_torch(build_toolkit, build)
+        if verdict.is_unknown:
+            raise CannotJudge(verdict.missing)
+        if not verdict.is_problem:
             return None
+        builders = [name for name in JIT_BUILDERS if name in packages]
+        builds_here = build_toolkit.chosen_by != "/usr/local/cuda" or bool(builders)
+        evidence = {
+            "nvcc": f"CUDA {build_toolkit.release} ({build_toolkit.where})",
+            "toolkit": f"{build_toolkit.root} (chosen by {build_toolkit.chosen_by})",
+            "torch": f"{torch.version} (CUDA {build}, {torch.cuda_variant_source or 'version tag'})",
+        }
+        if builders:
+            evidence["builds CUDA extensions at run time"] = ", ".join(builders)
         return Problem(
-            f"nvcc on PATH is CUDA {nvcc.release} ({nvcc.path}) but torch was built with CUDA {build}: building "
-            "CUDA extensions against this torch will fail",
-            {"nvcc": f"{nvcc.version or nvcc.release} ({nvcc.source})", "torch": f"CUDA {build}"},
-            Remediation(f"Put a CUDA {build.split('.')[0]}.x toolkit first on PATH and in CUDA_HOME.", ()),
+            f"torch builds CUDA extensions with nvcc CUDA {build_toolkit.release} from {build_toolkit.root} "
+            f"(chosen by {build_toolkit.chosen_by}) but torch was built with CUDA {build}: building an "
+            "extension (flash-attn, apex, DeepSpeed ops, a vLLM source build) against this torch fails",
+            evidence,
+            Remediation(
+                f"Install the torch build for CUDA {build_toolkit.release.major} (the toolkit's major), or put a "
+                f"CUDA {build.split('.')[0]}.x toolkit first on PATH and in CUDA_HOME.",
+                _torch_for_toolkit(torch, build_toolkit.release),
+            ),
+            status=None if builds_here else Status.WARN,
         )
+
+
+def _torch_for_toolkit(torch: InstalledPackage, release: Version) -> tuple[str, ...]:
+    """pip's command for this torch release built for the toolkit's CUDA (download.pytorch.org/whl/cuXY)."""
+    shown = torch.torch_build.version if torch.torch_build and torch.torch_build.version else torch.version
+    public = Version(str(shown)).public
+    tag = f"cu{release.major}{release.minor}"
+    return (
+        f"python -m pip install --force-reinstall 'torch=={public}' --index-url https://download.pytorch.org/whl/{tag}",
+    )
+
+
+class CD202(Check):
+    """The nvcc extensions build with is not newer than the CUDA version the driver supports.
+
+    What it checks: the nvcc release of the toolkit torch.utils.cpp_extension builds with (CUDA_HOME, else
+    the first nvcc on PATH, else /usr/local/cuda) against the newest CUDA version the driver supports.
+
+    Why it matters: code that nvcc builds for a newer CUDA than the driver's does not run here: across
+    majors nothing loads (CUDA_ERROR_INSUFFICIENT_DRIVER, 35); within a major the built GPU code runs under
+    minor-version compatibility, but its PTX cannot be JIT-compiled by the older driver
+    (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222), so a GPU the build has no SASS for fails.
+
+    How to fix: upgrade the driver to one that supports the toolkit's CUDA, or build with a toolkit no newer
+    than the driver supports.
+    """
+
+    name = "nvcc-not-newer-than-driver"
+    category = "toolkit"
+    severity = Status.WARN
+
+    def check(self, build_toolkit: BuildToolkit, driver: DriverInfo, matrix: CompatMatrix) -> Problem | None:
+        driver_cuda, how = effective_cuda(driver, matrix)
+        if driver_cuda is None:
+            raise CannotJudge("the CUDA version the driver supports (no NVML reading, driver not in compat/cuda.toml)")
+        verdict = nvcc_runs_on_driver(build_toolkit, driver_cuda)
+        if not verdict.is_problem:
+            return None
+        needed = matrix.min_driver_for_cuda(build_toolkit.release)
+        across = build_toolkit.release.major > driver_cuda.major
+        return Problem(
+            f"nvcc is CUDA {build_toolkit.release} ({build_toolkit.root}) but driver {driver.version} supports CUDA "
+            f"{driver_cuda}: "
+            + ("what it builds will not run on this driver" if across else
+               "PTX it builds cannot be JIT-compiled by this driver (only the GPU code built for this GPU runs)"),
+            {"nvcc": f"CUDA {build_toolkit.release} ({build_toolkit.where})",
+             "driver": f"{driver.version} (CUDA {driver_cuda}, {how})"},
+            Remediation(
+                f"Upgrade the driver to {needed} or newer (CUDA {build_toolkit.release}), or build with a CUDA "
+                f"{driver_cuda} (or older) toolkit.",
+                (),
+            ),
+        )  # fmt: skip
 
 
 _SUFFIX = re.compile(r"^(nvidia-[a-z0-9-]+?)(?:-cu(\d+))?$")

@@ -13,6 +13,9 @@ from __future__ import annotations
 import re
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
@@ -176,14 +179,16 @@ class CD501(Check):
 
 
 class CD404(Check):
-    """The installed torch and vLLM releases publish wheels for this Python version.
+    """The installed or requested torch and vLLM releases publish wheels for this Python version.
 
     What it checks: the examined interpreter's Python version against the CPython versions the installed torch
-    and vLLM releases have wheels for on the package index (compat/torch.toml, compat/vllm.toml).
+    and vLLM releases have wheels for on the package index (compat/torch.toml, compat/vllm.toml). Where the
+    install itself failed, the release that was asked for counts: a `--require 'torch==2.1.0'` assertion
+    for a package that is not installed is judged the same way (every release in the data it admits).
 
-    Why it matters: without a wheel, pip builds from source (hours, and usually without the CUDA kernels) or
-    resolves to an older release; an environment that has the release anyway was built by hand and will not
-    reinstall the same way.
+    Why it matters: without a wheel, pip builds from source (hours, and usually without the CUDA kernels),
+    resolves to an older release, or stops with "Could not find a version that satisfies the requirement";
+    an environment that has the release anyway was built by hand and will not reinstall the same way.
 
     How to fix: use a Python version the release has wheels for, or a release that has wheels for this Python
     (cudadoctor suggest --target torch).
@@ -199,18 +204,20 @@ class CD404(Check):
         packages: dict[str, InstalledPackage],
         matrix: CompatMatrix,
         host: HostInfo | None = None,
+        requirements: tuple[str, ...] = (),
     ) -> Problem | None:
         if python.version is None:
             raise CannotJudge("the Python version is unknown")
         short = f"{python.version.major}.{python.version.minor}"
+        platform = wheel_platform(host.os, host.arch) if host is not None else "linux-x86_64"
         missing: list[str] = []
         unknown: list[str] = []
         torch, vllm = packages.get("torch"), packages.get("vllm")
-        if torch is None and vllm is None:
-            raise NotApplicable("neither torch nor vLLM is installed")
+        requested = _requested(requirements, packages, "torch")
+        if torch is None and vllm is None and not requested:
+            raise NotApplicable("neither torch nor vLLM is installed or required")
         if torch is not None:
             release = matrix.torch_release(torch.version)
-            platform = wheel_platform(host.os, host.arch) if host is not None else "linux-x86_64"
             if release is None:
                 unknown.append(f"torch {torch.version.public}: not in compat/torch.toml")
             elif (verdict := torch_has_wheels(release, python.version, platform)).is_problem:
@@ -225,12 +232,67 @@ class CD404(Check):
                 missing.append(f"vLLM {found.version} {says} Python {wheels.required}")
             elif wheels is None or wheels.is_unknown:
                 unknown.append(f"vLLM {vllm.version}: " + (wheels.missing if wheels else "not in compat/vllm.toml"))
+        for spec in requested:
+            problems, unjudged = _requested_torch(matrix, spec, python.version, platform)
+            missing += problems
+            unknown += unjudged
         if not missing and unknown:
             raise CannotJudge("; ".join(unknown))
         if not missing:
             return None
+        evidence = {"python": f"{python.version} ({python.executable})"}
+        if requested:
+            evidence["requested"] = ", ".join(f"torch{s}" for s in requested)
         return Problem(
             f"Python {short}: " + "; ".join(missing),
-            {"python": f"{python.version} ({python.executable})"},
-            Remediation("Use a Python version with wheels for these releases.", ()),
-        )
+            evidence,
+            Remediation("Use a Python version with wheels for these releases, or a release with wheels for "
+                        f"Python {short}.", _wheel_fix(matrix, python.version, platform, bool(requested))),
+        )  # fmt: skip
+
+
+def _requested(requirements: tuple[str, ...], packages: dict[str, InstalledPackage], name: str) -> list[SpecifierSet]:
+    """The specifiers of ``--require`` assertions naming ``name`` when it is not installed (the install failed)."""
+    if name in packages:
+        return []
+    found = []
+    for text in requirements:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue  # CD901 reports an assertion it cannot read
+        if canonicalize_name(req.name) == name and str(req.specifier):
+            found.append(req.specifier)
+    return found
+
+
+def _requested_torch(
+    matrix: CompatMatrix, spec: SpecifierSet, python: Version, platform: str
+) -> tuple[list[str], list[str]]:
+    """(why no torch release the specifier admits installs on this Python, what could not be judged).
+
+    Fine when one release has wheels; a problem when every release is known to have none; could not judge
+    when no release is in compat/torch.toml or the data lacks the Python versions of those it holds.
+    """
+    releases = [r for r in matrix.torch_releases if spec.contains(r.version, prereleases=True)]
+    if not releases:
+        return [], [f"the wheels of the requested torch{spec} (not in compat/torch.toml)"]
+    verdicts = [(r, torch_has_wheels(r, python, platform)) for r in releases]
+    if any(v.is_ok for _r, v in verdicts):
+        return [], []
+    if not all(v.is_problem for _r, v in verdicts):
+        unknown = next(v for _r, v in verdicts if not v.is_problem)
+        return [], [f"the requested torch{spec}: {unknown.missing or 'its wheels are not in data'}"]
+    newest, verdict = max(verdicts, key=lambda rv: rv[0].version)
+    return [f"the requested torch{spec} ({newest.version}) has wheels for Python {verdict.required}"], []
+
+
+def _wheel_fix(matrix: CompatMatrix, python: Version, platform: str, requested: bool) -> tuple[str, ...]:
+    """A pip command for the oldest torch release with wheels for this Python, when a torch was requested."""
+    if not requested:
+        return ()
+    fitting = [r for r in matrix.torch_releases if torch_has_wheels(r, python, platform).is_ok]
+    if not fitting:
+        return ()
+    first = min(fitting, key=lambda r: r.version)
+    return (f"python -m pip install 'torch>={first.version}'",)

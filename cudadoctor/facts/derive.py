@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo, InstalledPackage, LibcudaFile
+from cudadoctor.rules.toolchain import build_toolkit
 
 if TYPE_CHECKING:
     from cudadoctor.data import CompatMatrix
@@ -140,6 +141,11 @@ DERIVED: dict[str, Derived] = {
     "vllm": Derived(_package("vllm"), "vLLM is not installed", "the installed vLLM distribution"),
     "jax": Derived(_package("jax"), "JAX is not installed", "the installed JAX distribution"),
     "env": Derived(lambda f, _m: env_map(f.host), "", "the examined environment's variables, by name"),
+    "build_toolkit": Derived(
+        lambda f, _m: build_toolkit(f.toolkits, f.nvcc),
+        "no CUDA toolkit to build extensions with",
+        "the toolkit torch.utils.cpp_extension builds with (CUDA_HOME, else nvcc on PATH, else /usr/local/cuda)",
+    ),
     "ld_library_path": Derived(
         lambda f, _m: ld_library_path(f.host), "LD_LIBRARY_PATH is not set", "LD_LIBRARY_PATH's directories, in order"
     ),

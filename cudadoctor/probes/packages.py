@@ -666,7 +666,7 @@ def cuda_variant_from_local(local: str | None) -> tuple[str, str | None] | None:
 
     ``cu130`` -> (``cu130``, ``13.0``); ``cu118`` -> (``cu118``, ``11.8``); ``rocm6.2`` ->
     (``rocm6.2``, None); ``cpu`` and ``cpu.cxx11.abi`` -> (``cpu``, None); ``xpu`` -> (``xpu``, None);
-    jaxlib's old ``cuda12.cudnn89`` -> (``cuda12``, ``12``).
+    jaxlib's old ``cuda12.cudnn89`` -> (``cuda12``, ``12``); older still ``cuda112`` -> (``cuda112``, ``11.2``).
     """
     if not local:
         return None
@@ -676,7 +676,10 @@ def cuda_variant_from_local(local: str | None) -> tuple[str, str | None] | None:
     if match := re.match(r"rocm(\d+(?:\.\d+)*)", local):
         return f"rocm{match.group(1)}", None
     if match := re.match(r"cuda(\d+)(?:$|\.)", local):
-        return f"cuda{match.group(1)}", match.group(1)
+        # jaxlib's tags: cuda11 / cuda12 name a major; the older cuda101 … cuda112 a major and minor
+        # (https://storage.googleapis.com/jax-releases/jax_cuda_releases.html: jaxlib-0.1.65+cuda112)
+        digits = match.group(1)
+        return f"cuda{digits}", _cu_digits(digits) if len(digits) == 3 else digits
     first = local.split(".", 1)[0]
     if first in ("cpu", "xpu"):
         return first, None

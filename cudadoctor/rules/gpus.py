@@ -21,6 +21,7 @@ __all__ = [
     "cuda_knows_arch",
     "cuda_major_supports_arch",
     "first_cuda_of_major",
+    "gpu_brands",
     "vllm_supports_gpu",
 ]
 
@@ -120,3 +121,30 @@ def vllm_supports_gpu(floor: str | None, cc: str | None, gpu: str) -> Verdict[st
     if have < need:
         return fails(rule, f"{gpu}: {cc}", f">= {floor}", floor)
     return fits(rule, f"{cc} >= {floor}", floor)
+
+
+#: The NVML brands (nvmlBrandType_t, as the NVIDIA Container Toolkit's requirement language spells them:
+#: https://github.com/NVIDIA/libnvidia-container/blob/main/src/cli/dsl.c) a GPU of each compat/gpus.toml
+#: segment may report. *Inferred*: the segments are the sections of https://developer.nvidia.com/cuda-gpus
+#: ("GeForce and TITAN Products", "Data Center Products", workstation "NVIDIA RTX / Quadro"), and NVML names
+#: the product line; which of a section's brands one model reports (the H200 reports "NVIDIA",
+#: tests/fixtures/h200-deep/deep-s1.json; a T4 "Tesla") is not in the data, so a segment gives candidates.
+SEGMENT_BRANDS: dict[str, tuple[str, ...]] = {
+    "geforce": ("geforce", "titan"),
+    "datacenter": ("tesla", "nvidia"),
+    "workstation": ("quadro", "quadrortx", "nvidiartx", "nvidia"),
+}
+
+
+def gpu_brands(name: str, segment: str | None) -> tuple[str, ...] | None:
+    """The requirement-language brands a GPU may have, from its name and its compat/gpus.toml segment.
+
+    A name that says GeForce or TITAN decides (NVML reports the product line the name carries); else the
+    segment's candidates; None when neither is known.
+    """
+    words = name.lower().split()
+    if "geforce" in words:
+        return ("geforce",)
+    if "titan" in words:
+        return ("titan",)
+    return SEGMENT_BRANDS.get(segment or "")

@@ -43,6 +43,57 @@ def test_cd701_unknown_cuda_of_an_assumed_driver_is_not_a_failure(h200):
     assert run_check("CD701", replace(h200, driver=driver, gpus=gpus)).status is Status.OK
 
 
+#: nvidia/cuda:11.0-base's variable (nvidia-docker#1442), and the 12.8 images' (dashdot#1226), shortened.
+CUDA_11_0 = "cuda>=11.0 brand=tesla,driver>=418,driver<419 brand=tesla,driver>=440,driver<441"
+CUDA_12_8 = (
+    "cuda>=12.8 brand=unknown,driver>=535,driver<536 brand=tesla,driver>=535,driver<536 "
+    "brand=nvidia,driver>=535,driver<536 brand=quadro,driver>=535,driver<536 brand=nvidiartx,driver>=535,driver<536"
+)
+
+
+def _no_nvml_brand(h200, name: str, driver: str, cuda: str, requirement: str):
+    drv = replace(h200.driver, version=DriverVersion(driver), cuda_api=Version(cuda))
+    gpus = (replace(h200.gpus[0], name=name, brand=None),)
+    return with_env(replace(h200, driver=drv, gpus=gpus), NVIDIA_REQUIRE_CUDA=requirement)
+
+
+def test_cd701_geforce_brand_from_the_name_fails_and_names_the_branch(h200):
+    # nvidia-docker#1442: a GeForce on driver 440 cannot start a CUDA 11.0 image; no NVML brand was read
+    finding = run_check("CD701", _no_nvml_brand(h200, "GeForce RTX 2080 Ti", "440.100", "10.2", CUDA_11_0))
+    assert finding.status is Status.FAIL
+    assert finding.evidence["GPU 0"] == "GeForce RTX 2080 Ti (brand geforce)"
+    assert finding.remediation.text.startswith("Upgrade the host driver to the R450 branch (450.51.05 or newer)")
+    assert "branches the image accepts" not in finding.remediation.text
+
+
+def test_cd701_datacenter_brand_from_the_segment_is_met_on_its_branch(h200):
+    # an H100 (compat/gpus.toml: datacenter -> tesla or nvidia) on R535: both brands' clauses accept 535
+    facts = _no_nvml_brand(h200, "NVIDIA H100 80GB HBM3", "535.104.05", "12.2", CUDA_12_8)
+    assert run_check("CD701", facts).status is Status.OK
+
+
+def test_cd701_datacenter_on_another_branch_names_the_accepted_branches(h200):
+    finding = run_check("CD701", _no_nvml_brand(h200, "NVIDIA H100 80GB HBM3", "545.23.08", "12.3", CUDA_12_8))
+    assert finding.status is Status.FAIL
+    assert "R570 branch" in finding.remediation.text and "R535" in finding.remediation.text
+
+
+def test_cd701_brand_unknown_for_a_model_not_in_the_data(h200):
+    # a model compat/gpus.toml lacks: its brand is unknown, so the brand clauses cannot be ruled out
+    facts = _no_nvml_brand(h200, "NVIDIA Mystery Accelerator", "535.104.05", "12.2", CUDA_12_8)
+    assert run_check("CD701", facts).status is Status.OK
+
+
+def test_requirement_language_brand_candidates():
+    alternatives = parse_requirement(CUDA_12_8)
+    facts = {"cuda": "12.2", "driver": "535.104.05", "arch": "9.0"}
+    assert evaluate(alternatives, {**facts, "brand": "tesla|nvidia"}) is True
+    assert evaluate(alternatives, {**facts, "brand": "geforce|titan"}) is False
+    old = {"cuda": "10.2", "driver": "440.100", "arch": "7.0"}
+    assert evaluate(parse_requirement(CUDA_11_0), {**old, "brand": "tesla|nvidia"}) is None  # a Tesla passes
+    assert evaluate(parse_requirement(CUDA_11_0), {**old, "brand": "geforce"}) is False
+
+
 def test_cd701_disabled_and_absent(h200):
     assert run_check("CD701", with_env(h200, NVIDIA_DISABLE_REQUIRE="true")).status is Status.NOT_APPLICABLE
     assert run_check("CD701", with_env(h200, NVIDIA_REQUIRE_CUDA=None)).status is Status.NOT_APPLICABLE

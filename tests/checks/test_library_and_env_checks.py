@@ -35,12 +35,13 @@ def test_healthy_h200_is_clean(h200, code):
 
 
 def test_cd201_nvcc_major_differs_from_torch(h200):
+    toolkit = replace(h200.toolkits[0], version=Version("12.4.1"), nvcc_version=Version("12.4.131"))
     nvcc = NvccInfo(
-        "/usr/local/cuda-12.4/bin/nvcc", Version("12.4"), Version("12.4.131"), Source(SourceKind.COMMAND, "nvcc")
+        "/usr/local/cuda/bin/nvcc", Version("12.4"), Version("12.4.131"), Source(SourceKind.COMMAND, "nvcc")
     )
-    finding = run_check("CD201", replace(h200, nvcc=nvcc))
-    assert finding.status is Status.WARN
-    assert "nvcc on PATH is CUDA 12.4" in finding.message and "torch was built with CUDA 13.0" in finding.message
+    finding = run_check("CD201", replace(h200, toolkits=(toolkit,), nvcc=nvcc))
+    assert finding.status is Status.FAIL  # CUDA_HOME is set: extensions get built with it
+    assert "nvcc CUDA 12.4" in finding.message and "torch was built with CUDA 13.0" in finding.message
     minor = replace(nvcc, release=Version("13.1"), version=Version("13.1.80"))
     assert run_check("CD201", replace(h200, nvcc=minor)).status is Status.OK
 
@@ -112,6 +113,36 @@ def test_cd703_image_env_contradicts_installed(h200):
     assert "NCCL_VERSION says 2.21.5-1, installed: 2.28.3" in finding.message
 
 
+#: Real nvidia/cuda images: CUDA_VERSION (the toolkit release) and the cuda_cudart version in their
+#: version.json (NVIDIA's "CUDA Toolkit Major Component Versions" table of each release's notes).
+REAL_IMAGES = [("11.8.0", "11.8.89"), ("12.1.1", "12.1.105"), ("12.4.1", "12.4.127"), ("12.6.3", "12.6.77"),
+               ("12.8.1", "12.8.90")]  # fmt: skip
+
+
+def _toolkit_from_version_json(h200, cudart: str):
+    major_minor = ".".join(cudart.split(".")[:2])
+    source = Source(SourceKind.FILE, f"/usr/local/cuda-{major_minor}/version.json#cuda_cudart")
+    return replace(h200.toolkits[0], version=Version(cudart), source=source)
+
+
+@pytest.mark.parametrize(("cuda_version", "cudart"), REAL_IMAGES, ids=[i[0] for i in REAL_IMAGES])
+def test_cd703_release_numbering_is_not_drift(h200, cuda_version, cudart):
+    toolkit = _toolkit_from_version_json(h200, cudart)
+    facts = with_env(replace(h200, toolkits=(toolkit,)), CUDA_VERSION=cuda_version)
+    assert run_check("CD703", facts).status is Status.OK
+
+
+def test_cd703_another_release_is_drift(h200):
+    # an image that says 12.4.1 while the toolkit's cudart is 12.6.77 (upgraded in a derived image)
+    facts = with_env(replace(h200, toolkits=(_toolkit_from_version_json(h200, "12.6.77"),)), CUDA_VERSION="12.4.1")
+    finding = run_check("CD703", facts)
+    assert finding.status is Status.WARN and "CUDA_VERSION says 12.4.1" in finding.message
+    # a version.txt / cuda.h version is the release's own numbering: compared in full
+    header = replace(h200.toolkits[0], version=Version("11.0.221"), source=Source(SourceKind.FILE, "/c/version.txt"))
+    stale = with_env(replace(h200, toolkits=(header,)), CUDA_VERSION="11.0.194")
+    assert run_check("CD703", stale).status is Status.WARN
+
+
 def test_cd105_forward_compat_on_geforce(h200):
     compat = "/usr/local/cuda-13.0/compat/libcuda.so.580.95.05"
     driver = replace(
@@ -160,6 +191,32 @@ def test_cd404_python_without_wheels(h200):
     finding = run_check("CD404", replace(h200, python=python))
     assert finding.status is Status.WARN
     assert finding.message.startswith("Python 3.9: torch 2.11.0 has wheels for Python 3.10, 3.11, 3.12, 3.13, 3.14")
+
+
+def _requested(facts, *requirements: str):
+    from cudadoctor.checks import ALL_CHECKS
+    from cudadoctor.checks.engine import check_values
+    from cudadoctor.checks.engine import run_check as engine_run
+    from cudadoctor.data import CompatMatrix
+
+    values = check_values(facts, CompatMatrix(), requirements=requirements)
+    return engine_run(ALL_CHECKS["CD404"], values, live=facts.mode == "live")
+
+
+def test_cd404_requested_release_when_the_install_failed(h200):
+    # pytorch#110436: Python 3.12, `pip install torch==2.1.0` found nothing; torch 2.1.0 has cp38-cp311 only
+    python = replace(h200.python, version=Version("3.12.0"))
+    facts = replace(h200, python=python, packages={k: v for k, v in h200.packages.items() if k != "torch"})
+    finding = _requested(facts, "torch==2.1.0")
+    assert finding.status is Status.WARN
+    assert "the requested torch==2.1.0 (2.1.0) has wheels for Python 3.8, 3.9, 3.10, 3.11" in finding.message
+    assert finding.evidence["requested"] == "torch==2.1.0"
+    assert finding.remediation.commands == ("python -m pip install 'torch>=2.2.0'",)  # first with cp312 wheels
+    # a range one release of which has wheels is fine; a release the data does not hold cannot be judged
+    assert _requested(facts, "torch>=2.1").status is Status.OK
+    assert _requested(facts, "torch==1.13.1").status is Status.UNKNOWN
+    # an installed torch is judged as installed, never by the assertion
+    assert _requested(replace(h200, python=python), "torch==2.1.0").status is Status.OK
 
 
 def test_cd902_names_a_corrupt_update_cache(h200, tmp_path, monkeypatch):

@@ -288,6 +288,8 @@ def _toolkits(replay: Replay, env: dict[str, Any]) -> None:
             replay.links.setdefault("/usr/local/cuda", root)
         if tk.get("nvcc"):
             replay.runner.add((f"{root}/bin/nvcc", "--version"), _nvcc_output(version))
+            if index == 0:  # the same binary through the /usr/local/cuda link (PATH=/usr/local/cuda/bin:…)
+                replay.runner.add(("/usr/local/cuda/bin/nvcc", "--version"), _nvcc_output(version))
             path_dirs.append(f"{root}/bin")
         if tk.get("compat_driver"):
             compat = str(tk["compat_driver"])

@@ -48,7 +48,9 @@ def replay(case: dict[str, Any], matrix: CompatMatrix) -> Outcome:
         ctx = make_ctx(env=machine.env, runner=machine.runner, native=machine.native, python=machine.python,
                        machine=machine.machine)  # fmt: skip
         facts = collect_facts(ctx)
-    findings = tuple(run_checks(facts, matrix))
+    # `[check] require`: the `check --require` assertions of a case whose install failed (issue #16 j)
+    requirements = tuple(str(r) for r in case.get("check", {}).get("require", ()))
+    findings = tuple(run_checks(facts, matrix, requirements=requirements))
     by_code = {f.code: f for f in findings}
     missing = []
     for expect in case.get("expect", []):

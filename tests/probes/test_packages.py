@@ -193,6 +193,7 @@ def test_parse_torch_version_py_junk(text):
         ("cpu.cxx11.abi", ("cpu", None)),
         ("xpu", ("xpu", None)),
         ("cuda12.cudnn89", ("cuda12", "12")),
+        ("cuda112", ("cuda112", "11.2")),  # jaxlib 0.1.65+cuda112 (jax#6517): CUDA 11.2, not "CUDA 112"
         ("git1234", None),
         ("", None),
         (None, None),
@@ -208,6 +209,7 @@ def test_parse_torch_version_py_junk(text):
         "cpu-abi",
         "xpu",
         "jaxlib-old",
+        "jaxlib-older",
         "other",
         "empty",
         "none",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cudadoctor.checks import container, driver, libraries, meta, packages, runtime  # noqa: F401 - importing registers the checks
+from cudadoctor.checks import container, driver, extensions, libraries, loader, meta, packages, runtime  # noqa: F401 - importing registers the checks
 from cudadoctor.checks._base import Check
 from cudadoctor.errors import UsageError
 

@@ -349,6 +349,9 @@ class TorchBuild:
     debug: bool | None
     git_version: str | None
     source: Source
+    #: torch's C++ ABI: ``_GLIBCXX_USE_CXX11_ABI`` in ``torch/share/cmake/Torch/TorchConfig.cmake``
+    #: (True = the C++11 ABI); None when that file is absent
+    cxx11_abi: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -146,8 +146,13 @@ def _first(ctx: ProbeContext, search: _Search, soname: str, dirs: list[tuple[str
 def resolve(
     ctx: ProbeContext, search: _Search, versions: _Versions, soname: str, dyn: ElfDynamic, needer: str
 ) -> tuple[LinkedFile | None, tuple[LinkedFile, ...]]:
-    """(the copy ld.so loads for ``soname`` needed by ``needer``, the copies it hides)."""
+    """(the copy ld.so loads for ``soname`` needed by ``needer``, the copies it hides).
+
+    The hidden copies include the pip wheels' copies of ``soname`` that are not on this needer's search
+    path at all (``via`` says so): the package depends on that wheel, and the loaded copy stands in for it.
+    """
     found = _candidates(ctx, search, soname, _order(search, dyn, posixpath.dirname(needer)))
+    found += [(p, "wheel, off this object's search path") for p in versions.wheel_copies(soname)]
     unique: list[tuple[str, str]] = []
     reals: set[str] = set()
     for path, via in found:
@@ -181,6 +186,19 @@ class _Versions:
         self.ctx = ctx
         self.sites = [(s, _real(ctx, s)) for s in sites]
         self.dists = dists
+        self._wheel_memo: dict[str, list[str]] = {}
+
+    def wheel_copies(self, soname: str) -> list[str]:
+        """``soname`` in the NVIDIA wheels' library directories of every site directory."""
+        if soname in self._wheel_memo:
+            return self._wheel_memo[soname]
+        found = self._wheel_memo[soname] = []
+        for site, _real_site in self.sites:
+            for directory in self.ctx.fs.glob(posixpath.join(site, "nvidia"), "*"):
+                path = posixpath.join(directory, "lib", soname)
+                if self.ctx.fs.is_file(path):
+                    found.append(path)
+        return found
 
     def file(self, path: str, via: str) -> LinkedFile:
         version = _name_version(path) or _name_version(_real(self.ctx, path))
@@ -195,10 +213,10 @@ class _Versions:
             for base in (site, site_real):
                 if real.startswith(base.rstrip("/") + "/") or path.startswith(base.rstrip("/") + "/"):
                     rel = (real if real.startswith(base) else path)[len(base.rstrip("/")) + 1 :]
-                    return self._wheel_of(rel)
+                    return self.wheel_of(rel)
         return None, None
 
-    def _wheel_of(self, rel: str) -> tuple[str | None, str | None]:
+    def wheel_of(self, rel: str) -> tuple[str | None, str | None]:
         parts = rel.split("/")
         if parts[0] == "nvidia" and len(parts) >= 3:
             parsed = cuda_soname(parts[-1])
@@ -274,8 +292,10 @@ def _below(ctx: ProbeContext, directory: str, depth: int) -> list[str]:
     return found
 
 
-def _needs_of(ctx: ProbeContext, site: str, path: str, dyn: ElfDynamic, dists: set[str]) -> list[tuple[str, str]]:
-    package = owner_of(path[len(site.rstrip("/")) + 1 :].split("/")[0], dists)
+def _needs_of(versions: _Versions, site: str, path: str, dyn: ElfDynamic) -> list[tuple[str, str]]:
+    rel = path[len(site.rstrip("/")) + 1 :]
+    wheel, bundled = versions.wheel_of(rel)
+    package = wheel or bundled or rel.split("/")[0]
     return [(package, soname) for soname in dyn.needed if cuda_soname(soname)]
 
 
@@ -299,7 +319,7 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
         dyn = scanned.get(path)
         if dyn is None:
             continue
-        for package, soname in _needs_of(ctx, site, path, dyn, set(dists)):
+        for package, soname in _needs_of(versions, site, path, dyn):
             if (package, soname) in seen:
                 continue
             seen.add((package, soname))

@@ -22,7 +22,9 @@ _LOCAL = re.compile(r"^cu(\d+)torch(\d+\.\d+)cxx11abi(true|false)$", re.IGNORECA
 
 #: Building from source against the installed torch (flash-attn's README:
 #: https://github.com/Dao-AILab/flash-attention#installation-and-features).
-_SOURCE_BUILD = "FLASH_ATTENTION_FORCE_BUILD=TRUE python -m pip install --no-build-isolation --no-cache-dir flash-attn=={v}"
+_SOURCE_BUILD = (
+    "FLASH_ATTENTION_FORCE_BUILD=TRUE python -m pip install --no-build-isolation --no-cache-dir flash-attn=={v}"
+)
 
 
 def parse_flash_attn_local(local: str | None) -> tuple[int, str, bool] | None:

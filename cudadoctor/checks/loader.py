@@ -47,7 +47,10 @@ def _cuda_major(view: LoaderView, package: str) -> int | None:
 
 
 def wheel_for(soname: str, cuda_major: int | None) -> str | None:
-    """The pip requirement that installs ``soname`` for ``cuda_major``: ``libcudnn.so.9`` + 12 -> ``nvidia-cudnn-cu12==9.*``."""
+    """The pip requirement that installs ``soname`` for ``cuda_major``.
+
+    ``libcudnn.so.9`` for CUDA 12 -> ``nvidia-cudnn-cu12==9.*``; ``libcublas.so.13`` -> ``nvidia-cublas``.
+    """
     parsed = _stem_major(soname)
     if parsed is None or parsed[0] not in _WHEEL_BASE or cuda_major is None:
         return None
@@ -107,7 +110,9 @@ class CD304(Check):
         for need in missing:
             others = sorted({posixpath.basename(p) for p in need.other_majors})
             where = f"; only {', '.join(others)} installed (another major)" if others else ""
-            parts.append(f"{need.package} needs {need.soname} ({posixpath.basename(need.needer)}), found nowhere{where}")
+            parts.append(
+                f"{need.package} needs {need.soname} ({posixpath.basename(need.needer)}), found nowhere{where}"
+            )
             evidence[f"{need.package}: {need.soname}"] = f"needed by {need.needer}" + (
                 f"; other copies: {', '.join(need.other_majors[:4])}" if need.other_majors else ""
             )
@@ -141,7 +146,9 @@ class CD306(Check):
             if need.loaded is None or need.loaded.via != "LD_PRELOAD" or need.loaded.version is None:
                 continue
             newer = [s for s in need.shadowed if s.version is not None and s.version > need.loaded.version]
-            older += [f"{need.soname} {need.loaded.version} hides {s.version} ({s.distribution or s.path})" for s in newer]
+            older += [
+                f"{need.soname} {need.loaded.version} hides {s.version} ({s.distribution or s.path})" for s in newer
+            ]
         names = ", ".join(f"{f.path}" + (f" ({f.version})" if f.version else "") for f in loader.preloaded)
         message = f"LD_PRELOAD loads CUDA libraries before any package's own: {names}"
         if older:

@@ -110,7 +110,7 @@ def _header(reader: _Reader) -> tuple[_Layout, int, int, int, int]:
 def _segments(reader: _Reader, layout: _Layout, phoff: int, phentsize: int, phnum: int) -> list[tuple[int, ...]]:
     """Program headers as (type, offset, vaddr, filesz)."""
     table = reader.take(phoff, phentsize * phnum)
-    out = []
+    out: list[tuple[int, ...]] = []
     for index in range(phnum):
         raw = table[index * phentsize : index * phentsize + (56 if layout.wide else 32)]
         if layout.wide:

@@ -229,7 +229,10 @@ class _Versions:
 
 
 def owner_of(top: str, dists: dict[str, Version] | set[str]) -> str:
-    """The distribution a top-level site-packages entry belongs to, by name (``ctranslate2.libs`` -> ``ctranslate2``)."""
+    """The distribution a top-level site-packages entry belongs to, by name.
+
+    ``ctranslate2.libs`` (auditwheel's directory) -> ``ctranslate2``; ``onnxruntime`` -> ``onnxruntime-gpu``.
+    """
     stem = re.sub(r"(\.libs|\.cpython.*|\.abi3.*|\.so.*)$", "", top)
     name = re.sub(r"[-_.]+", "-", stem).lower()
     if name in dists:

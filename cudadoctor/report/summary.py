@@ -181,14 +181,17 @@ def _loader_lines(facts: Facts) -> list[Line]:
     view = facts.loader
     if view is None:
         return []
-    lines = [Line(f"loader's view: {len(view.needs)} CUDA libraries needed, {view.scanned} objects read; cache: {view.cache}")]
+    head = f"loader's view: {len(view.needs)} CUDA libraries needed, {view.scanned} objects read; cache: {view.cache}"
+    lines = [Line(head)]
     lines += [Line(f"  LD_PRELOAD {f.path}" + (f" {f.version}" if f.version else "")) for f in view.preloaded]
     for need in view.needs:
         loaded = need.loaded
-        where = f"{loaded.path} ({loaded.via}{', ' + str(loaded.version) if loaded.version else ''})" if loaded else "NOT FOUND"
+        version = f", {loaded.version}" if loaded and loaded.version else ""
+        where = f"{loaded.path} ({loaded.via}{version})" if loaded else "NOT FOUND"
         text = f"  {need.package}: {need.soname} -> {where}"
         if need.shadowed:
-            text += "; hides " + ", ".join(f"{s.path}{' ' + str(s.version) if s.version else ''}" for s in need.shadowed[:3])
+            hidden = (f"{s.path}{' ' + str(s.version) if s.version else ''}" for s in need.shadowed[:3])
+            text += "; hides " + ", ".join(hidden)
         lines.append(Line(text))
     return lines
 

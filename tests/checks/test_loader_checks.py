@@ -9,7 +9,15 @@ from packaging.version import Version
 
 from cudadoctor.checks.findings import Status
 from cudadoctor.checks.loader import wheel_for
-from cudadoctor.facts.model import InstalledPackage, LinkedFile, LoaderView, NeededLibrary, Source, SourceKind, TorchBuild
+from cudadoctor.facts.model import (
+    InstalledPackage,
+    LinkedFile,
+    LoaderView,
+    NeededLibrary,
+    Source,
+    SourceKind,
+    TorchBuild,
+)
 from cudadoctor.testing import run_check
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
@@ -33,7 +41,9 @@ def nvjitlink_view(loaded_version: str, via: str = "LD_LIBRARY_PATH") -> LoaderV
 def test_cd302_older_toolkit_nvjitlink_on_ld_library_path_is_an_error(h200):
     finding = run_check("CD302", replace(h200, loader=nvjitlink_view("12.2.140")))
     assert finding.status is Status.FAIL
-    assert "12.2.140" in finding.message and "12.4.127" in finding.message and "nvidia-nvjitlink-cu12" in finding.message
+    assert (
+        "12.2.140" in finding.message and "12.4.127" in finding.message and "nvidia-nvjitlink-cu12" in finding.message
+    )
     assert finding.remediation is not None and "/usr/local/cuda-12.2/lib64" in finding.remediation.commands[0]
 
 
@@ -58,15 +68,21 @@ def missing_view(soname: str, others: tuple[str, ...] = ()) -> LoaderView:
 
 
 def test_cd304_cudnn_of_another_major_only(h200):
-    finding = run_check("CD304", replace(h200, loader=missing_view("libcudnn.so.9", (f"{SITE}/nvidia/cudnn/lib/libcudnn.so.8",))))
+    finding = run_check(
+        "CD304", replace(h200, loader=missing_view("libcudnn.so.9", (f"{SITE}/nvidia/cudnn/lib/libcudnn.so.8",)))
+    )
     assert finding.status is Status.FAIL
-    assert "libcudnn.so.9" in finding.message and "libcudnn.so.8" in finding.message and "another major" in finding.message
+    assert (
+        "libcudnn.so.9" in finding.message and "libcudnn.so.8" in finding.message and "another major" in finding.message
+    )
     assert finding.remediation is not None
     assert "python -m pip install 'nvidia-cudnn-cu12==9.*'" in finding.remediation.commands
 
 
 def test_cd304_a_copy_outside_the_search_path_is_named(h200):
-    finding = run_check("CD304", replace(h200, loader=missing_view("libcudnn.so.9", ("/opt/cudnn9/lib/libcudnn.so.9",))))
+    finding = run_check(
+        "CD304", replace(h200, loader=missing_view("libcudnn.so.9", ("/opt/cudnn9/lib/libcudnn.so.9",)))
+    )
     assert finding.remediation is not None
     assert "export LD_LIBRARY_PATH=/opt/cudnn9/lib:$LD_LIBRARY_PATH" in finding.remediation.commands
 
@@ -126,23 +142,31 @@ def torch(version: str, cuda: str, abi: bool | None) -> InstalledPackage:
 
 
 def with_packages(facts, *pkgs):
-    return replace(facts, packages={**{k: v for k, v in facts.packages.items() if k != "torch"}, **{p.name: p for p in pkgs}})
+    return replace(
+        facts, packages={**{k: v for k, v in facts.packages.items() if k != "torch"}, **{p.name: p for p in pkgs}}
+    )
 
 
 def test_cd420_cxx11abi_true_wheel_on_pre_cxx11_torch(h200):
-    facts = with_packages(h200, torch("2.2.0+cu118", "11.8", False), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiTRUE"))
+    facts = with_packages(
+        h200, torch("2.2.0+cu118", "11.8", False), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiTRUE")
+    )
     finding = run_check("CD420", facts)
     assert finding.status is Status.FAIL and "cxx11abiTRUE" in finding.message
     assert finding.remediation is not None and "FLASH_ATTENTION_FORCE_BUILD=TRUE" in finding.remediation.commands[0]
 
 
 def test_cd420_matching_wheel(h200):
-    facts = with_packages(h200, torch("2.2.0+cu118", "11.8", False), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiFALSE"))
+    facts = with_packages(
+        h200, torch("2.2.0+cu118", "11.8", False), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiFALSE")
+    )
     assert run_check("CD420", facts).status is Status.OK
 
 
 def test_cd420_wrong_torch_minor_and_cuda_major(h200):
-    facts = with_packages(h200, torch("2.4.0+cu124", "12.4", False), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiFALSE"))
+    facts = with_packages(
+        h200, torch("2.4.0+cu124", "12.4", False), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiFALSE")
+    )
     finding = run_check("CD420", facts)
     assert finding.status is Status.FAIL and "torch 2.2" in finding.message and "CUDA 11" in finding.message
 
@@ -154,7 +178,9 @@ def test_cd420_wheel_built_against_a_torch_nightly(h200):
 
 
 def test_cd420_abi_unknown_cannot_judge(h200):
-    facts = with_packages(h200, torch("2.2.0+cu118", "11.8", None), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiFALSE"))
+    facts = with_packages(
+        h200, torch("2.2.0+cu118", "11.8", None), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiFALSE")
+    )
     assert run_check("CD420", facts).status is Status.UNKNOWN
 
 

@@ -444,7 +444,7 @@ def _pinned_sonames(requires: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def Version_tuple(version: str) -> tuple[int, ...]:  # noqa: N802 - reads like the packaging name it stands in for
+def Version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version.split("+")[0])[:2])
 
 

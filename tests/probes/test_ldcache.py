@@ -28,7 +28,7 @@ def new_cache(entries: list[tuple[str, str, int]], old_prefix: bool = False) -> 
         offsets.append((key, value))
     body = b"glibc-ld.so.cache" + b"1.1" + struct.pack("<II", len(entries), len(strings)) + bytes(4)
     body += struct.pack("<I", 0) + bytes(12)
-    for (key, value), (_s, _p, flags) in zip(offsets, entries):
+    for (key, value), (_s, _p, flags) in zip(offsets, entries, strict=True):
         body += struct.pack("<iIIIQ", flags, key, value, 0, 0)
     body += bytes(strings)
     if not old_prefix:

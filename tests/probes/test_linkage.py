@@ -40,12 +40,14 @@ def torch_cu124(root) -> None:
     """torch 2.5.1's layout: libtorch_cuda.so with RUNPATH into the nvidia wheels, and the wheels' libraries."""
     dist(root, "torch", "2.5.1")
     runpath = ["$ORIGIN/../../nvidia/cudnn/lib", "$ORIGIN/../../nvidia/cusparse/lib", "$ORIGIN"]
-    put(root, f"{SITE}/torch/lib/libtorch_cuda.so", shared_object(["libcudnn.so.9", "libcusparse.so.12"], None, runpath))
+    put(
+        root, f"{SITE}/torch/lib/libtorch_cuda.so", shared_object(["libcudnn.so.9", "libcusparse.so.12"], None, runpath)
+    )
     dist(root, "nvidia-cudnn-cu12", "9.1.0.70")
     put(root, f"{SITE}/nvidia/cudnn/lib/libcudnn.so.9")
     dist(root, "nvidia-cusparse-cu12", "12.3.1.170")
-    put(root, f"{SITE}/nvidia/cusparse/lib/libcusparse.so.12",
-        shared_object(["libnvJitLink.so.12"], "libcusparse.so.12", ["$ORIGIN/../../nvjitlink/lib", "$ORIGIN"]))  # fmt: skip
+    runpath = ["$ORIGIN/../../nvjitlink/lib", "$ORIGIN"]
+    put(root, f"{SITE}/nvidia/cusparse/lib/libcusparse.so.12", shared_object(["libnvJitLink.so.12"], None, runpath))
     dist(root, "nvidia-nvjitlink-cu12", "12.4.127")
     put(root, f"{SITE}/nvidia/nvjitlink/lib/libnvJitLink.so.12")
 

@@ -319,7 +319,7 @@ class LoaderView:
     needs: tuple[NeededLibrary, ...] = ()
     #: where the loader's cache came from: ``/etc/ld.so.cache (N entries)`` or why ld.so.conf stood in
     cache: str = ""
-    scanned: int = 0  #: shared objects whose dynamic section was read (or taken from the scan cache)
+    scanned: int = 0  #: shared objects found in site-packages (each read once, then taken from the scan cache)
 
 
 # --- Python packages ------------------------------------------------------------------------------

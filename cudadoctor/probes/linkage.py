@@ -22,7 +22,6 @@ what the threads in tests/corpus describe (LD_LIBRARY_PATH winning over the whee
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 from dataclasses import dataclass
@@ -182,11 +181,12 @@ def _real(ctx: ProbeContext, path: str) -> str:
 class _Versions:
     """The version and owner of a library file: its name, its link target, or the wheel that ships it."""
 
-    def __init__(self, ctx: ProbeContext, sites: tuple[str, ...], dists: dict[str, Version]) -> None:
+    def __init__(self, ctx: ProbeContext, sites: tuple[str, ...], dists: dict[str, Version | None]) -> None:
         self.ctx = ctx
         self.sites = [(s, _real(ctx, s)) for s in sites]
         self.dists = dists
         self._wheel_memo: dict[str, list[str]] = {}
+        self._owners: dict[str, tuple[str | None, str | None]] = {}
 
     def wheel_copies(self, soname: str) -> list[str]:
         """``soname`` in the NVIDIA wheels' library directories of every site directory."""
@@ -217,18 +217,26 @@ class _Versions:
         return None, None
 
     def wheel_of(self, rel: str) -> tuple[str | None, str | None]:
+        """(the NVIDIA wheel, or else the package that bundles it) of a path relative to site-packages."""
         parts = rel.split("/")
         if parts[0] == "nvidia" and len(parts) >= 3:
             parsed = cuda_soname(parts[-1])
             component = _STEM_COMPONENT.get(parsed[0].split("_")[0] if parsed else "", parts[1].replace("_", "-"))
-            for name in sorted(self.dists):
-                if re.fullmatch(rf"nvidia-{re.escape(component)}(-cu\d+)?", name):
-                    return name, None
-            return None, None
-        return None, owner_of(parts[0], self.dists)
+            key = "nvidia/" + component
+        else:
+            component, key = "", parts[0]
+        if key not in self._owners:
+            self._owners[key] = self._find_owner(component, parts[0])
+        return self._owners[key]
+
+    def _find_owner(self, component: str, top: str) -> tuple[str | None, str | None]:
+        if not component:
+            return None, owner_of(top, self.dists)
+        wanted = re.compile(rf"nvidia-{re.escape(component)}(-cu\d+)?")
+        return next((name for name in sorted(self.dists) if wanted.fullmatch(name)), None), None
 
 
-def owner_of(top: str, dists: dict[str, Version] | set[str]) -> str:
+def owner_of(top: str, dists: dict[str, Version | None] | set[str]) -> str:
     """The distribution a top-level site-packages entry belongs to, by name.
 
     ``ctranslate2.libs`` (auditwheel's directory) -> ``ctranslate2``; ``onnxruntime`` -> ``onnxruntime-gpu``.
@@ -254,44 +262,31 @@ def _name_version(path: str) -> Version | None:
 # --- the scan --------------------------------------------------------------------------------------
 
 
-def _objects(ctx: ProbeContext, site: str) -> list[str]:
-    """Shared objects of one site directory, at the depths wheels use."""
-    found: list[str] = []
+def _objects(ctx: ProbeContext, cache: scancache.ScanCache, site: str) -> list[tuple[str, str]]:
+    """(path, path on this machine's disk) of one site directory's shared objects, at the depths wheels use."""
     try:
-        tops = ctx.fs.listdir(site)
+        host = ctx.fs.host_path(ctx.fs.resolve(site))
     except OSError:
-        return found
-    for top in tops:
+        return []
+    files, subdirs = cache.listing(host)
+    found = [(posixpath.join(site, f), posixpath.join(host, f)) for f in files if _SO_NAME.search(f)]
+    for top in subdirs:
         if _SKIP_TOP.search(top):
             continue
-        base = posixpath.join(site, top)
-        if _SO_NAME.search(top):
-            found.append(base)
-            continue
-        found += _below(ctx, base, 3 if top == "nvidia" else 2)
+        found += _below(cache, posixpath.join(site, top), posixpath.join(host, top), 3 if top == "nvidia" else 2)
         if len(found) > _MAX_OBJECTS:
             ctx.fail("linkage", f"more than {_MAX_OBJECTS} shared objects; the rest were not read", site)
             break
     return found
 
 
-def _below(ctx: ProbeContext, directory: str, depth: int) -> list[str]:
-    try:
-        entries = os.scandir(ctx.fs.host_path(ctx.fs.resolve(directory)))
-    except OSError:
-        return []
-    found: list[str] = []
-    with entries:
-        for entry in entries:
-            path = posixpath.join(directory, entry.name)
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if depth > 1 and entry.name not in ("include", "__pycache__", "tests", "test"):
-                        found += _below(ctx, path, depth - 1)
-                elif _SO_NAME.search(entry.name) and entry.is_file(follow_symlinks=False):
-                    found.append(path)
-            except OSError:
-                continue
+def _below(cache: scancache.ScanCache, directory: str, host: str, depth: int) -> list[tuple[str, str]]:
+    files, subdirs = cache.listing(host)
+    found = [(directory + "/" + f, host + "/" + f) for f in files if _SO_NAME.search(f)]
+    if depth > 1:
+        for sub in subdirs:
+            if sub not in ("include", "__pycache__", "tests", "test"):
+                found += _below(cache, directory + "/" + sub, host + "/" + sub, depth - 1)
     return found
 
 
@@ -311,14 +306,18 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
     from cudadoctor.probes import packages  # owns the interpreter and its site directories
 
     sites = tuple(packages.site_paths(ctx))
-    dists = {name: _dist_version(d.dir_version) for name, d in packages.distributions(ctx).items()}
-    versions = _Versions(ctx, sites, {k: v for k, v in dists.items() if v is not None})
-    objects = [(site, path) for site in sites for path in _objects(ctx, site)]
-    scanned = scancache.read_all(ctx, [path for _site, path in objects])
+    # Versions are needed only for NVIDIA's wheels (the copies they ship); names for every distribution.
+    dists = {n: _dist_version(d.dir_version) if n.startswith("nvidia-") else None
+             for n, d in packages.distributions(ctx).items()}  # fmt: skip
+    versions = _Versions(ctx, sites, dists)
+    cache = scancache.ScanCache()
+    objects = [(site, path, host) for site in sites for path, host in _objects(ctx, cache, site)]
+    scanned = {path: dyn for _site, path, host in objects if (dyn := cache.dynamic(host)) is not None}
+    cache.save()
     search, note = _search(ctx, versions)
     needs: list[NeededLibrary] = []
     seen: set[tuple[str, str]] = set()
-    for site, path in objects:
+    for site, path, _host in objects:
         dyn = scanned.get(path)
         if dyn is None:
             continue
@@ -332,7 +331,7 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
             needs.append(NeededLibrary(package, path, soname, loaded, shadowed, others, wanted))
     if not needs and not search.preloaded:
         return None
-    return LoaderView(tuple(search.preloaded.values()), tuple(needs), note, len(scanned))
+    return LoaderView(tuple(search.preloaded.values()), tuple(needs), note, len(objects))
 
 
 def _dist_version(text: str | None) -> Version | None:

@@ -139,7 +139,10 @@ def test_a_second_run_reads_no_elf_file(root, monkeypatch):
     monkeypatch.setattr(scancache, "read_dynamic", counting)
     second, _ctx = view(root)
     assert calls == [] and second == first
-    put(root, f"{SITE}/torch/lib/libtorch_cuda.so", shared_object(["libnccl.so.2"]))  # changed: read again
+    # reinstalled as pip does it: a new file renamed over the old one (the directory's mtime changes)
+    put(root, f"{SITE}/torch/lib/.libtorch_cuda.so.tmp", shared_object(["libnccl.so.2"]))
+    lib = root / SITE.lstrip("/") / "torch" / "lib"
+    os.replace(lib / ".libtorch_cuda.so.tmp", lib / "libtorch_cuda.so")
     third, _ctx = view(root)
     assert [os.path.basename(c) for c in calls] == ["libtorch_cuda.so"]
     assert any(n.soname == "libnccl.so.2" for n in third.needs)

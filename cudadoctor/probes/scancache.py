@@ -1,9 +1,9 @@
 """The ELF scan's cache: what each shared object needs, keyed by (path, size, mtime), and the
 listings of the directories scanned, keyed by their mtime.
 
-A second ``cudadoctor check`` on an unchanged environment stats the directories and shared objects
-and reads no ELF file and lists no directory. The cache lives in the user cache directory (``~/.cache/cudadoctor/elf-scan.json``,
-next to ``update``'s), is written atomically, and only when something changed; an unreadable or
+A second ``cudadoctor check`` on an unchanged environment stats the directories, and reads no ELF
+file and lists no directory. The cache lives in the user cache directory
+(``~/.cache/cudadoctor/elf-scan.json``, next to ``update``'s), is written atomically, and only when something changed; an unreadable or
 foreign cache is ignored and rewritten. Only the loader-relevant part of each file is kept: its
 CUDA needs, soname, RPATH/RUNPATH and the CUDA version needs — a file that needs no CUDA library is
 stored as ``null`` ("nothing to resolve").
@@ -17,7 +17,6 @@ import re
 from typing import Any
 
 from cudadoctor.cachedir import default_cache_dir
-from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.elf import ElfDynamic, ElfError, read_dynamic
 
 __all__ = ["CACHE_NAME", "ScanCache", "cache_path"]

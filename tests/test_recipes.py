@@ -193,7 +193,9 @@ HEALTHY_IMAGE_SKIPS = {
     "CD101", "CD102", "CD103", "CD105",  # the loaded driver and libcuda: judged only on the machine itself
     "CD201",  # the image has no nvcc on PATH
     "CD303",  # no CuPy or TensorRT installed
+    "CD304", "CD306",  # the recipe's library files are empty: no shared object needs a CUDA library
     "CD403",  # no JAX CUDA plugin installed
+    "CD420",  # no flash-attn installed
     "CD501",  # no vLLM installed
     "CD701",  # the image sets no NVIDIA_REQUIRE_* variable
     "CD801", "CD802", "CD803", "CD804", "CD805", "CD806",  # runtime probes run only with --deep

@@ -3,10 +3,10 @@ listings of the directories scanned, keyed by their mtime.
 
 A second ``cudadoctor check`` on an unchanged environment stats the directories, and reads no ELF
 file and lists no directory. The cache lives in the user cache directory
-(``~/.cache/cudadoctor/elf-scan.json``, next to ``update``'s), is written atomically, and only when something changed; an unreadable or
-foreign cache is ignored and rewritten. Only the loader-relevant part of each file is kept: its
-CUDA needs, soname, RPATH/RUNPATH and the CUDA version needs — a file that needs no CUDA library is
-stored as ``null`` ("nothing to resolve").
+(``~/.cache/cudadoctor/elf-scan.json``, next to ``update``'s), is written atomically, and only when
+something changed; an unreadable or foreign cache is ignored and rewritten. Only the loader-relevant
+part of each file is kept: its CUDA needs, soname, RPATH/RUNPATH and the CUDA version needs — a file
+that needs no CUDA library is stored as ``null`` ("nothing to resolve").
 """
 
 from __future__ import annotations

@@ -197,7 +197,9 @@ HEALTHY_IMAGE_SKIPS = {
     "CD120",  # a running container's devices: an image root has none by nature
     "CD201", "CD202",  # the image has no toolkit to build extensions with
     "CD303",  # no CuPy or TensorRT installed
+    "CD304", "CD306",  # the recipe's library files are empty: no shared object needs a CUDA library
     "CD403",  # no JAX CUDA plugin installed
+    "CD420",  # no flash-attn installed
     "CD501",  # no vLLM installed
     "CD701",  # the image sets no NVIDIA_REQUIRE_* variable
     "CD801",

@@ -20,7 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cudadoctor.checks import access, container, cpu_builds, driver, libraries, meta, packages, runtime  # noqa: F401 - importing registers the checks
+from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
+    access,
+    container,
+    cpu_builds,
+    driver,
+    extensions,
+    libraries,
+    loader,
+    meta,
+    packages,
+    runtime,
+)
 from cudadoctor.checks._base import Check
 from cudadoctor.errors import UsageError
 

@@ -16,15 +16,17 @@ import re
 from packaging.version import Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
-from cudadoctor.checks.driver import effective_cuda
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
+from cudadoctor.facts.derive import effective_cuda
 from cudadoctor.facts.model import (
     CudaWheels,
     DriverInfo,
     HostInfo,
     InstalledPackage,
     LibraryCopy,
+    LoaderView,
+    NeededLibrary,
     ToolkitInstall,
 )
 from cudadoctor.rules.toolchain import JIT_BUILDERS, BuildToolkit, nvcc_matches_torch, nvcc_runs_on_driver
@@ -209,12 +211,51 @@ def _pinned(packages: dict[str, InstalledPackage], prefix: str) -> list[tuple[In
     return out
 
 
+def _older_than_wheel(need: NeededLibrary) -> str | None:
+    """The loaded copy of a needed CUDA library is older than a pip wheel's copy it hides."""
+    loaded = need.loaded
+    if loaded is None or loaded.version is None or loaded.distribution is not None:
+        return None
+    wheels = [s for s in need.shadowed if s.distribution and s.version is not None]
+    newer = [s for s in wheels if s.version is not None and _release3(s.version) > _release3(loaded.version)]
+    if not newer:
+        return None
+    wheel = max(newer, key=lambda s: _release3(s.version) if s.version else ())
+    return (
+        f"{need.package}'s {posixpath.basename(need.needer)} loads {need.soname} {loaded.version} from "
+        f"{posixpath.dirname(loaded.path)} ({loaded.via}), older than the {wheel.version} of {wheel.distribution} "
+        "it hides"
+    )
+
+
+def _release3(version: object) -> tuple[int, ...]:
+    release = getattr(version, "release", ())
+    return tuple((*release, 0, 0, 0)[:3])
+
+
+def _loader_problems(loader: LoaderView | None) -> tuple[list[str], dict[str, str], list[str]]:
+    problems: list[str] = []
+    evidence: dict[str, str] = {}
+    dirs: list[str] = []
+    for need in loader.needs if loader else ():
+        text = _older_than_wheel(need)
+        if text and need.loaded is not None:
+            problems.append(text)
+            evidence[f"{need.package}: {need.soname}"] = f"{need.loaded.path} ({need.loaded.via})"
+            if need.loaded.via in ("LD_LIBRARY_PATH", "LD_PRELOAD"):
+                dirs.append(posixpath.dirname(need.loaded.path))
+    return problems, evidence, dirs
+
+
 class CD302(Check):
-    """No other cuDNN or NCCL copy on LD_LIBRARY_PATH shadows the pip wheel a framework pins.
+    """No other copy of a CUDA library shadows the pip wheel a framework pins or needs.
 
     What it checks: system (or conda, or tarball) cuDNN and NCCL copies whose library directory is listed
     in LD_LIBRARY_PATH, when an installed framework pins the pip wheel of that library and the versions
-    differ. A copy that is only in the ld cache is not reported: the framework's own RUNPATH comes first.
+    differ; and, from the loader's view (every CUDA library a package's shared objects need, resolved
+    in ld.so's order), any loaded copy of cuDNN, NCCL, nvJitLink, cuSPARSE, cuBLAS … older than a pip
+    wheel's copy it hides — an error. A copy that is only in the ld cache is not reported: the
+    framework's own RUNPATH comes first.
 
     Why it matters: LD_LIBRARY_PATH is searched before a library's RUNPATH, so torch loads the other copy:
     collect_env-style reports then disagree with what runs, and a cuDNN or NCCL older than the pin
@@ -233,7 +274,24 @@ class CD302(Check):
         packages: dict[str, InstalledPackage],
         cudnn: tuple[LibraryCopy, ...] = (),
         nccl: tuple[LibraryCopy, ...] = (),
+        loader: LoaderView | None = None,
     ) -> Problem | None:
+        older, older_evidence, older_dirs = _loader_problems(loader)
+        if older:
+            commands = tuple(
+                f"export LD_LIBRARY_PATH=$(echo \"$LD_LIBRARY_PATH\" | tr ':' '\\n' | grep -vx '{d}' | paste -sd:)"
+                for d in sorted(set(older_dirs))
+            )
+            return Problem(
+                "; ".join(sorted(set(older))),
+                older_evidence,
+                Remediation(
+                    "Take that directory off LD_LIBRARY_PATH (or LD_PRELOAD) so the wheel's newer copy loads, "
+                    "or upgrade the copy it loads.",
+                    commands,
+                ),
+                status=Status.FAIL,
+            )
         dirs = set(_ld_library_path(host))
         if not dirs:
             return None

@@ -53,8 +53,11 @@ __all__ = [
     "KernelModule",
     "LibcudaFile",
     "LibraryCopy",
+    "LinkedFile",
     "LoadedLibrary",
+    "LoaderView",
     "NcclSmoke",
+    "NeededLibrary",
     "NvccInfo",
     "ProbeError",
     "PythonEnv",
@@ -280,6 +283,49 @@ class LibraryCopy:
     lib_paths: tuple[str, ...] = ()  #: library files of this copy (``libcudnn.so.9.14.0`` …)
 
 
+@dataclass(frozen=True)
+class LinkedFile:
+    """One file the dynamic loader could load for a soname, and where in its search order it sits."""
+
+    path: str
+    #: how the loader reaches it: ``LD_PRELOAD``, ``RPATH``, ``LD_LIBRARY_PATH``, ``RUNPATH``,
+    #: ``ld.so.cache``, ``ld.so.conf`` (no cache readable: its directories), ``default``
+    via: str
+    version: Version | None = None  #: from the file name, its link target, or the owning wheel
+    distribution: str | None = None  #: the pip distribution that ships it (``nvidia-nvjitlink-cu12``)
+    #: who bundles it when it is neither a CUDA wheel nor a system copy (``torch`` for torch/lib)
+    bundled_by: str | None = None
+
+
+@dataclass(frozen=True)
+class NeededLibrary:
+    """A CUDA library one package's shared object needs (DT_NEEDED), resolved the way ld.so would."""
+
+    package: str  #: the distribution (or top-level directory) that ships the needing object
+    needer: str  #: the shared object that needs it
+    soname: str  #: ``libcublas.so.12``
+    loaded: LinkedFile | None  #: the copy that will load; None when it resolves nowhere
+    #: copies of the same soname later in the search order (or outside it, such as the package's
+    #: own pinned wheel), which the loaded one hides
+    shadowed: tuple[LinkedFile, ...] = ()
+    #: files of the same library with another soname number (``libcublas.so.11`` when ``.so.12`` is needed)
+    other_majors: tuple[str, ...] = ()
+    #: DT_VERNEED versions the needer wants from this soname (``libcudart.so.12``)
+    versions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LoaderView:
+    """What ld.so would load for the CUDA libraries that installed packages need."""
+
+    #: LD_PRELOAD entries that are CUDA libraries, as the loader would load them first
+    preloaded: tuple[LinkedFile, ...] = ()
+    needs: tuple[NeededLibrary, ...] = ()
+    #: where the loader's cache came from: ``/etc/ld.so.cache (N entries)`` or why ld.so.conf stood in
+    cache: str = ""
+    scanned: int = 0  #: shared objects found in site-packages (each read once, then taken from the scan cache)
+
+
 # --- Python packages ------------------------------------------------------------------------------
 
 
@@ -307,6 +353,9 @@ class TorchBuild:
     debug: bool | None
     git_version: str | None
     source: Source
+    #: torch's C++ ABI: ``_GLIBCXX_USE_CXX11_ABI`` in ``torch/share/cmake/Torch/TorchConfig.cmake``
+    #: (True = the C++11 ABI); None when that file is absent
+    cxx11_abi: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -506,6 +555,18 @@ class Facts:
             "every TensorRT copy",
         ),
         default=(),
+    )
+    loader: LoaderView | None = fact(
+        FactSpec(
+            _probe("linkage", "probe_loader_view"),
+            "wheels",
+            "no installed package needs a CUDA library",
+            "LoaderView or null",
+            "for each CUDA library an installed package's shared objects need: the copy ld.so will load "
+            "(LD_PRELOAD, RPATH, LD_LIBRARY_PATH, RUNPATH, ld.so.cache, default directories), its version, "
+            "and the copies it shadows",
+        ),
+        default=None,
     )
     python: PythonEnv | None = fact(
         FactSpec(

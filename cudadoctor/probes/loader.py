@@ -14,6 +14,7 @@ import re
 from cudadoctor.probes.context import ProbeContext
 
 __all__ = [
+    "conf_dirs",
     "default_dirs",
     "find_in_dirs",
     "ld_library_path",
@@ -96,6 +97,11 @@ def _conf_dirs(ctx: ProbeContext, path: str, depth: int, seen: set[str]) -> list
         for included in ctx.fs.glob(directory, name_pattern):
             dirs.extend(_conf_dirs(ctx, included, depth + 1, seen))
     return dirs
+
+
+def conf_dirs(ctx: ProbeContext) -> tuple[str, ...]:
+    """The directories ``/etc/ld.so.conf`` (and what it includes) lists, in order, without duplicates."""
+    return tuple(dict.fromkeys(posixpath.normpath(d) for d in _conf_dirs(ctx, "/etc/ld.so.conf", 0, set())))
 
 
 def search_dirs(ctx: ProbeContext) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ Which interpreter (first match wins):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import posixpath
@@ -814,6 +815,29 @@ def _version_py_fields(text: str) -> dict[str, str | None]:
     return {k: (None if v == "None" else v) for k, v in out.items()}
 
 
+_CXX11_ABI = re.compile(r"-D_GLIBCXX_USE_CXX11_ABI=([01])")
+
+
+def parse_torch_cxx11_abi(text: str) -> bool | None:
+    """torch's C++ ABI from its ``TorchConfig.cmake``, which sets, e.g.::
+
+        set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI=0")
+
+    (written by torch's build, cmake/TorchConfig.cmake.in:
+    https://github.com/pytorch/pytorch/blob/main/cmake/TorchConfig.cmake.in).
+    """
+    match = _CXX11_ABI.search(text)
+    return match.group(1) == "1" if match else None
+
+
+def _torch_abi(ctx: ProbeContext, version_py: str) -> bool | None:
+    config = posixpath.join(posixpath.dirname(version_py), "share", "cmake", "Torch", "TorchConfig.cmake")
+    try:
+        return parse_torch_cxx11_abi(ctx.fs.read_text(config, limit=64 << 10))
+    except OSError:
+        return None
+
+
 def parse_torch_version_py(text: str, where: str = "torch/version.py") -> TorchBuild | None:
     """torch's build facts from ``torch/version.py`` read as text; None when it says nothing.
 
@@ -914,6 +938,8 @@ def _read_package(
             version_py = _version_py_fields(text)
             if dist.name == "torch":
                 torch_build = parse_torch_version_py(text, path)
+                if torch_build is not None:
+                    torch_build = dataclasses.replace(torch_build, cxx11_abi=_torch_abi(ctx, path))
         elif dist.name == "torch":
             ctx.fail(_PKG_PROBE, "torch/version.py is missing", path)
 

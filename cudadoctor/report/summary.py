@@ -183,7 +183,33 @@ def _toolkit(facts: Facts) -> Category:
     return cat
 
 
+def _loader_lines(facts: Facts) -> list[Line]:
+    """The loader's view (-v): for each CUDA library a package needs, the copy that loads and what it hides."""
+    view = facts.loader
+    if view is None:
+        return []
+    head = f"loader's view: {len(view.needs)} CUDA libraries needed, {view.scanned} objects read; cache: {view.cache}"
+    lines = [Line(head)]
+    lines += [Line(f"  LD_PRELOAD {f.path}" + (f" {f.version}" if f.version else "")) for f in view.preloaded]
+    for need in view.needs:
+        loaded = need.loaded
+        version = f", {loaded.version}" if loaded and loaded.version else ""
+        where = f"{loaded.path} ({loaded.via}{version})" if loaded else "NOT FOUND"
+        text = f"  {need.package}: {need.soname} -> {where}"
+        if need.shadowed:
+            hidden = (f"{s.path}{' ' + str(s.version) if s.version else ''}" for s in need.shadowed[:3])
+            text += "; hides " + ", ".join(hidden)
+        lines.append(Line(text))
+    return lines
+
+
 def _wheels(facts: Facts) -> Category:
+    cat = _wheel_category(facts)
+    cat.lines.extend(_loader_lines(facts))
+    return cat
+
+
+def _wheel_category(facts: Facts) -> Category:
     w = facts.cuda_wheels
     if w is None:
         return Category("wheels", "CUDA from pip wheels", "none installed", Mark.ABSENT)

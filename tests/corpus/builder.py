@@ -25,7 +25,13 @@ description into files, links, environment variables and the answers of the two 
   libraries under ``nvidia/<component>/lib`` (``-cu11``/``-cu12``) or ``nvidia/cu13/lib`` (CUDA 13);
 * system libraries: the versioned file and its soname link, as the Debian packages install them.
 
-Library files are empty: the probes read versions from names, headers and metadata, never from code.
+Library files are empty, except the shared objects whose dynamic section the loader's view reads: those
+are minimal ELF files written by ``tests/elfwriter.py`` with the DT_NEEDED and RUNPATH of the real wheels
+(torch's ``libtorch_cuda.so`` with the RUNPATH ``$ORIGIN/../../nvidia/<component>/lib`` that PyTorch's
+wheel build sets, https://github.com/pytorch/pytorch/blob/main/.ci/manywheel/build_cuda.sh; cuSPARSE 12
+needing nvJitLink, https://docs.nvidia.com/cuda/archive/12.0.0/cuda-toolkit-release-notes/; onnxruntime-gpu's
+CUDA provider with the sonames ``compat/ecosystem.toml`` read from the wheel). A CUDA 12+ toolkit's
+``lib64`` holds its ``libnvJitLink.so.<version>`` (https://docs.nvidia.com/cuda/nvjitlink/).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from cudadoctor.gpu_models import load_models, lookup
 from cudadoctor.probes.native import LibcudaResult, NvmlDevice, NvmlResult
 from cudadoctor.probes.packages import SYS_PATH_SCRIPT
 from tests.conftest import FakeNative, FakeRunner
+from tests.elfwriter import shared_object
 
 CORPUS = os.path.dirname(os.path.abspath(__file__))
 
@@ -90,6 +97,7 @@ class Replay:
     """Everything a probe context needs to see the case's machine."""
 
     files: dict[str, str] = field(default_factory=dict)
+    binaries: dict[str, bytes] = field(default_factory=dict)
     links: dict[str, str] = field(default_factory=dict)
     dirs: set[str] = field(default_factory=set)
     env: dict[str, str] = field(default_factory=dict)
@@ -108,6 +116,11 @@ class Replay:
             os.makedirs(os.path.dirname(full), exist_ok=True)
             with open(full, "w", encoding="utf-8") as handle:
                 handle.write(content)
+        for path, data in self.binaries.items():
+            full = prefix + path
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "wb") as binary:
+                binary.write(data)
         for link, target in self.links.items():
             full = prefix + link
             os.makedirs(os.path.dirname(full), exist_ok=True)
@@ -269,6 +282,20 @@ def _nvcc_output(version: str) -> str:
     )
 
 
+#: The math libraries a toolkit's lib64 holds, by CUDA major, with their soname numbers (the CUDA
+#: Toolkit release notes' component versions: cuBLAS follows the CUDA major, cuFFT 11 / cuSOLVER 11 in
+#: CUDA 12, cuRAND 10 throughout, https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/). Written as
+#: soname files only: their own full versions are not derived from the toolkit's.
+_TOOLKIT_MATH: dict[int, tuple[tuple[str, int], ...]] = {
+    11: (("libcublas", 11), ("libcublasLt", 11), ("libcufft", 10), ("libcurand", 10), ("libcusolver", 11),
+         ("libcusparse", 11)),
+    12: (("libcublas", 12), ("libcublasLt", 12), ("libcufft", 11), ("libcurand", 10), ("libcusolver", 11),
+         ("libcusparse", 12)),
+    13: (("libcublas", 13), ("libcublasLt", 13), ("libcufft", 12), ("libcurand", 10), ("libcusolver", 12),
+         ("libcusparse", 12)),
+}  # fmt: skip
+
+
 def _toolkits(replay: Replay, env: dict[str, Any]) -> None:
     path_dirs: list[str] = []
     for index, tk in enumerate(env.get("toolkits", [])):
@@ -284,6 +311,10 @@ def _toolkits(replay: Replay, env: dict[str, Any]) -> None:
         replay.files[f"{root}/bin/nvcc"] = ""
         _lib_with_link(replay, f"{root}/lib64", "libcudart", version, str(major))
         replay.files[f"{root}/lib64/stubs/libcuda.so"] = ""
+        if major >= 12:
+            _lib_with_link(replay, f"{root}/lib64", "libnvJitLink", version, str(major))
+        for stem, number in _TOOLKIT_MATH.get(major, ()):
+            replay.files.setdefault(f"{root}/lib64/{stem}.so.{number}", "")
         if index == 0:
             replay.links.setdefault("/usr/local/cuda", root)
         if tk.get("nvcc"):
@@ -464,6 +495,38 @@ def _torch_files(replay: Replay, site: str, package: dict[str, Any], env: dict[s
     replay.files[f"{site}/torch/lib/libtorch_cpu.so"] = ""
     if cuda:
         replay.files[f"{site}/torch/lib/libtorch_cuda.so"] = ""
+        linked = _pinned_sonames(package.get("requires", []))
+        if linked:
+            runpath = [f"$ORIGIN/../../nvidia/{c}/lib" for c in sorted({c for c, _s in linked})] + ["$ORIGIN"]
+            replay.binaries[f"{site}/torch/lib/libtorch_cuda.so"] = shared_object(
+                [s for _c, s in linked], "libtorch_cuda.so", runpath
+            )
+    abi = "1" if Version_tuple(version) >= (2, 7) else "0"
+    replay.files[f"{site}/torch/share/cmake/Torch/TorchConfig.cmake"] = (
+        f'set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI={abi}")\n'
+    )
+
+
+#: The CUDA libraries libtorch_cuda.so links (DT_NEEDED), by the component of the wheel that ships them.
+_TORCH_LINKS = ("cuda-runtime", "cublas", "cudnn", "nccl", "cusparse", "cufft", "curand")
+_PIN = re.compile(r"^nvidia-([a-z-]+?)-cu(\d+)\s*\(?\s*==\s*(\d+)")
+
+
+def _pinned_sonames(requires: list[str]) -> list[tuple[str, str]]:
+    """(wheel directory, soname) of the CUDA libraries torch links, from its ``nvidia-*-cuNN==`` pins."""
+    out = []
+    for line in requires:
+        match = _PIN.match(line.strip())
+        if not match or match.group(1) not in _TORCH_LINKS:
+            continue
+        component, cuda, major = match.groups()
+        number = "2" if component == "nccl" else cuda if component == "cuda-runtime" else major
+        out += [(component.replace("-", "_"), f"{stem}.so.{number}") for stem in _SONAMES[component]]
+    return out
+
+
+def Version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version.split("+")[0])[:2])
 
 
 def _nvidia_wheel(replay: Replay, site: str, name: str, version: str) -> None:
@@ -480,9 +543,31 @@ def _nvidia_wheel(replay: Replay, site: str, name: str, version: str) -> None:
     directory = f"{site}/nvidia/{component.replace('-', '_')}/lib" if suffix else f"{site}/nvidia/cu13/lib"
     for stem in stems:
         replay.files[f"{directory}/{stem}.so.{soname}"] = ""
+    if component == "cusparse" and int(major) >= 12:
+        cuda = suffix or "13"
+        runpath = ["$ORIGIN/../../nvjitlink/lib", "$ORIGIN"] if suffix else ["$ORIGIN"]
+        replay.binaries[f"{directory}/libcusparse.so.{major}"] = shared_object(
+            [f"libnvJitLink.so.{cuda}"], f"libcusparse.so.{major}", runpath
+        )
+        # nvidia-cusparse-cu12 requires nvidia-nvjitlink-cu12 (its Requires-Dist on PyPI): a case that does
+        # not list it still has it installed.
+        implied = f"{site}/nvidia/nvjitlink/lib/libnvJitLink.so.{cuda}"
+        if suffix and not any(p.startswith(f"{site}/nvidia/nvjitlink/") for p in replay.files):
+            replay.files.setdefault(implied, "")
     if component == "cudnn":
         for stem in _cudnn_parts(major):
             replay.files[f"{directory}/{stem}.so.{major}"] = ""
+
+
+def _onnxruntime_files(replay: Replay, site: str, version: str) -> None:
+    """onnxruntime-gpu's CUDA provider with the sonames read from that release's wheel (compat/ecosystem.toml)."""
+    with open(os.path.join(CORPUS, "..", "..", "compat", "ecosystem.toml"), "rb") as handle:
+        rows = tomllib.load(handle).get("onnxruntime_gpu", [])
+    sonames = next((r.get("wheel_sonames", []) for r in rows if r.get("version") == version), [])
+    if sonames:
+        replay.binaries[f"{site}/onnxruntime/capi/libonnxruntime_providers_cuda.so"] = shared_object(
+            sonames, "libonnxruntime_providers_cuda.so"
+        )
 
 
 def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
@@ -498,6 +583,8 @@ def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
         replay.files[f"{dist}/INSTALLER"] = str(package.get("installer", "pip")) + "\n"
         if name.lower() == "torch":
             _torch_files(replay, site, package, env)
+        elif name.lower() == "onnxruntime-gpu":
+            _onnxruntime_files(replay, site, version)
         elif name.lower().startswith("nvidia-"):
             _nvidia_wheel(replay, site, name.lower(), version)
 

@@ -1,0 +1,124 @@
+"""CD42x: prebuilt extension wheels against the torch they load into."""
+
+# CD420  a prebuilt flash-attn wheel matches the installed torch: its minor, its CUDA major, its C++ ABI,
+#        and a released torch (not the pre-release the wheel was built against, nor NGC's 2.x.0a0+hash)
+
+from __future__ import annotations
+
+import re
+
+from packaging.version import Version
+
+from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
+from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.data import CompatMatrix
+from cudadoctor.facts.model import InstalledPackage
+
+__all__ = ["CD420", "parse_flash_attn_local"]
+
+#: The local version of flash-attn's prebuilt wheels: ``cu118torch2.2cxx11abiTRUE`` (the rename step of
+#: its .github/workflows/publish.yml, https://github.com/Dao-AILab/flash-attention).
+_LOCAL = re.compile(r"^cu(\d+)torch(\d+\.\d+)cxx11abi(true|false)$", re.IGNORECASE)
+
+#: Building from source against the installed torch (flash-attn's README:
+#: https://github.com/Dao-AILab/flash-attention#installation-and-features).
+_SOURCE_BUILD = (
+    "FLASH_ATTENTION_FORCE_BUILD=TRUE python -m pip install --no-build-isolation --no-cache-dir flash-attn=={v}"
+)
+
+
+def parse_flash_attn_local(local: str | None) -> tuple[int, str, bool] | None:
+    """``cu118torch2.2cxx11abiTRUE`` -> ``(11, "2.2", True)``; ``cu12…`` -> 12."""
+    match = _LOCAL.match(local or "")
+    if not match:
+        return None
+    digits = match.group(1)
+    major = int(digits[:2]) if len(digits) >= 3 else int(digits)
+    return major, match.group(2), match.group(3).upper() == "TRUE"
+
+
+def _torch_cuda_major(torch: InstalledPackage) -> int | None:
+    build = torch.torch_build.cuda if torch.torch_build and torch.torch_build.cuda else torch.cuda_build
+    return int(build.split(".")[0]) if build else None
+
+
+def _minor(version: Version) -> str:
+    return f"{version.major}.{version.minor}"
+
+
+def _tagged(flash: InstalledPackage, torch: InstalledPackage, tag: tuple[int, str, bool]) -> list[str]:
+    cuda, torch_minor, abi = tag
+    wrong = []
+    if torch_minor != _minor(torch.version):
+        wrong.append(f"built for torch {torch_minor}, torch is {torch.version}")
+    torch_cuda = _torch_cuda_major(torch)
+    if torch_cuda is not None and torch_cuda != cuda:
+        wrong.append(f"built for CUDA {cuda}, torch is a CUDA {torch_cuda} build")
+    torch_abi = torch.torch_build.cxx11_abi if torch.torch_build else None
+    if torch_abi is None and not wrong:
+        raise CannotJudge("torch's C++ ABI is unknown (no torch/share/cmake/Torch/TorchConfig.cmake)")
+    if torch_abi is not None and torch_abi != abi:
+        wrong.append(
+            f"built with cxx11abi{str(abi).upper()}, torch uses the {'C++11' if torch_abi else 'pre-C++11'} ABI"
+        )
+    return wrong
+
+
+def _untagged(flash: InstalledPackage, torch: InstalledPackage, matrix: CompatMatrix) -> list[str]:
+    """flash-attn installed from PyPI's sdist: its setup.py downloads the release's wheel for torch's minor."""
+    row = next((r for r in matrix.flash_attn_releases if r.version == flash.version), None)
+    if row is None or not row.wheels_torch:
+        raise CannotJudge(f"flash-attn {flash.version}'s prebuilt wheels are not in compat/ecosystem.toml")
+    built = [t for t in row.wheels_torch if t.startswith(_minor(torch.version) + ".") or t == _minor(torch.version)]
+    torch_cuda = _torch_cuda_major(torch)
+    if not built or (torch_cuda is not None and torch_cuda not in row.wheels_cuda_majors):
+        raise NotApplicable("no prebuilt wheel of this release fits this torch: pip built it from source")
+    against = Version(built[0])
+    if torch.version.is_prerelease and torch.version.local:
+        return [f"the prebuilt wheel was built against torch {against}, torch is the custom build {torch.version}"]
+    if against.is_prerelease and not torch.version.is_prerelease:
+        return [f"the prebuilt wheel for torch {_minor(torch.version)} was built against the pre-release {against}"]
+    return []
+
+
+class CD420(Check):
+    """A prebuilt flash-attn wheel was built for the installed torch: its minor, CUDA major and C++ ABI.
+
+    What it checks: flash-attn's prebuilt wheel (its local version, ``+cu118torch2.2cxx11abiTRUE``, or
+    the wheel its setup.py downloads for the installed torch's minor, from compat/ecosystem.toml)
+    against torch's version, CUDA build and C++ ABI (``_GLIBCXX_USE_CXX11_ABI`` in torch's
+    TorchConfig.cmake); a wheel built against a torch pre-release, or loaded into a custom torch
+    (NGC's ``2.x.0a0+hash``).
+
+    Why it matters: the extension links against torch's C++ symbols; any difference ends in
+    "flash_attn_2_cuda…so: undefined symbol: _ZN3c10…" at import.
+
+    How to fix: install the wheel built for this torch, CUDA and ABI, or build flash-attn from source
+    against this torch (the finding gives the command).
+    """
+
+    name = "prebuilt-extension-matches-torch"
+    category = "python"
+    severity = Status.FAIL
+
+    def check(self, packages: dict[str, InstalledPackage], matrix: CompatMatrix) -> Problem | None:
+        flash, torch = packages.get("flash-attn"), packages.get("torch")
+        if flash is None or torch is None:
+            raise NotApplicable("flash-attn and torch are not both installed")
+        tag = parse_flash_attn_local(flash.version.local)
+        wrong = _tagged(flash, torch, tag) if tag else _untagged(flash, torch, matrix)
+        if not wrong:
+            return None
+        base = flash.version.public
+        return Problem(
+            f"flash-attn {flash.version} does not fit torch {torch.version}: " + "; ".join(wrong),
+            {
+                "flash-attn": f"{flash.version} ({flash.source.where})",
+                "torch": f"{torch.version}"
+                + (f", C++11 ABI {torch.torch_build.cxx11_abi}" if torch.torch_build else ""),
+            },
+            Remediation(
+                "Build flash-attn from source against this torch (or install the wheel made for it).",
+                (_SOURCE_BUILD.format(v=base),),
+            ),
+        )

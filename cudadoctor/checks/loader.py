@@ -1,0 +1,161 @@
+"""CD3xx from the loader's view: CUDA libraries a package needs that resolve nowhere, and LD_PRELOAD."""
+
+# CD304  every CUDA library an installed package's shared objects need resolves (else: which soname,
+#        where copies of other majors are, the wheel to install or the directory to add)
+# CD306  no CUDA library is forced in through LD_PRELOAD ahead of the copies packages pin
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from cudadoctor.checks._base import Check, NotApplicable
+from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.facts.model import LoaderView, NeededLibrary
+
+__all__ = ["CD304", "CD306", "wheel_for"]
+
+#: Library stem -> the pip wheel that ships it, without the CUDA suffix (NVIDIA's wheels on PyPI:
+#: https://pypi.org/project/nvidia-cublas-cu12/, https://pypi.org/project/nvidia-cudnn-cu12/ …).
+_WHEEL_BASE = {
+    "cudart": "cuda-runtime", "cublas": "cublas", "cublasLt": "cublas", "cudnn": "cudnn", "nccl": "nccl",
+    "nvJitLink": "nvjitlink", "cusparse": "cusparse", "cufft": "cufft", "curand": "curand",
+    "cusolver": "cusolver", "nvrtc": "cuda-nvrtc", "cupti": "cuda-cupti",
+}  # fmt: skip
+#: Libraries whose soname number is the CUDA major (libcudart.so.12 is CUDA 12); cuFFT, cuRAND,
+#: cuSOLVER, cuDNN and NCCL number their sonames on their own.
+_CUDA_NUMBERED = ("cudart", "cublas", "cublasLt", "nvJitLink", "cusparse", "nvrtc")
+#: CUDA 13's toolkit wheels dropped the -cu13 suffix (https://pypi.org/project/nvidia-cublas/);
+#: cuDNN and NCCL kept it (https://pypi.org/project/nvidia-cudnn-cu13/).
+_SUFFIXED_FROM_13 = ("cudnn", "nccl")
+
+_SONAME = re.compile(r"^lib([A-Za-z]+)(?:_[a-z_]+)?\.so\.(\d+)$")
+
+
+def _stem_major(soname: str) -> tuple[str, int] | None:
+    match = _SONAME.match(soname)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+def _cuda_major(view: LoaderView, package: str) -> int | None:
+    """The CUDA major a package's objects were built for: the soname number of their cudart / cuBLAS / … needs."""
+    for need in view.needs:
+        parsed = _stem_major(need.soname)
+        if need.package == package and parsed and parsed[0] in _CUDA_NUMBERED:
+            return parsed[1]
+    return None
+
+
+def wheel_for(soname: str, cuda_major: int | None) -> str | None:
+    """The pip requirement that installs ``soname`` for ``cuda_major``.
+
+    ``libcudnn.so.9`` for CUDA 12 -> ``nvidia-cudnn-cu12==9.*``; ``libcublas.so.13`` -> ``nvidia-cublas``.
+    """
+    parsed = _stem_major(soname)
+    if parsed is None or parsed[0] not in _WHEEL_BASE or cuda_major is None:
+        return None
+    stem, number = parsed
+    base = _WHEEL_BASE[stem]
+    name = f"nvidia-{base}" if cuda_major >= 13 and stem not in _SUFFIXED_FROM_13 else f"nvidia-{base}-cu{cuda_major}"
+    if stem in ("cudnn", "cufft", "curand", "cusolver"):  # the soname number is the library's own major
+        return f"{name}=={number}.*"
+    return name
+
+
+def _fix(view: LoaderView, need: NeededLibrary) -> tuple[str, tuple[str, ...]]:
+    wheel = wheel_for(need.soname, _cuda_major(view, need.package))
+    same_elsewhere = [p for p in need.other_majors if posixpath.basename(p) == need.soname]
+    commands: list[str] = []
+    if wheel:
+        commands.append(f"python -m pip install '{wheel}'")
+    text = f"Install {need.soname}" + (f" (pip install '{wheel}')" if wheel else "")
+    text += f", or install the {need.package} build made for the CUDA libraries you have"
+    if same_elsewhere:
+        directory = posixpath.dirname(same_elsewhere[0])
+        commands.append(f"export LD_LIBRARY_PATH={directory}:$LD_LIBRARY_PATH")
+        text += f"; a copy exists in {directory}, outside the loader's search path: add it"
+    return text + ".", tuple(commands)
+
+
+class CD304(Check):
+    """Every CUDA library an installed package's shared objects need can be loaded.
+
+    What it checks: the DT_NEEDED entries of the shared objects each installed package ships
+    (any package in site-packages) that name a CUDA library (cudart, cuBLAS, cuDNN and its
+    sub-libraries, NCCL, nvJitLink, cuSPARSE, cuFFT, cuRAND, cuSOLVER, NVRTC, CUPTI, TensorRT),
+    resolved in ld.so's order: LD_PRELOAD, RPATH, LD_LIBRARY_PATH, RUNPATH (with $ORIGIN),
+    /etc/ld.so.cache and the default directories.
+
+    Why it matters: a needed library that resolves nowhere fails the import ("libcudnn.so.9: cannot
+    open shared object file"); when only another major is installed (libcublas.so.12 where
+    libcublas.so.11 is needed) the package was built for another CUDA or cuDNN.
+
+    How to fix: install the wheel that ships that soname (the finding names it) and make its
+    directory visible to the loader, or install the package's build for the libraries you have.
+    """
+
+    name = "needed-cuda-libraries-resolve"
+    category = "wheels"
+    severity = Status.FAIL
+
+    def check(self, loader: LoaderView) -> Problem | None:
+        missing = [n for n in loader.needs if n.loaded is None]
+        if not loader.needs:
+            raise NotApplicable("no installed package needs a CUDA library")
+        if not missing:
+            return None
+        first = missing[0]
+        parts = []
+        evidence: dict[str, str] = {"loader cache": loader.cache}
+        for need in missing:
+            others = sorted({posixpath.basename(p) for p in need.other_majors})
+            where = f"; only {', '.join(others)} installed (another major)" if others else ""
+            parts.append(
+                f"{need.package} needs {need.soname} ({posixpath.basename(need.needer)}), found nowhere{where}"
+            )
+            evidence[f"{need.package}: {need.soname}"] = f"needed by {need.needer}" + (
+                f"; other copies: {', '.join(need.other_majors[:4])}" if need.other_majors else ""
+            )
+        text, commands = _fix(loader, first)
+        return Problem("; ".join(parts), evidence, Remediation(text, commands))
+
+
+class CD306(Check):
+    """No CUDA library is forced in through LD_PRELOAD.
+
+    What it checks: LD_PRELOAD entries that are CUDA libraries (libnccl.so.2, libcudnn.so.9 …),
+    which ld.so loads before anything else, so every package gets that copy whatever its RUNPATH
+    or pinned wheel says.
+
+    Why it matters: a cluster module or a launcher that preloads a system NCCL older than the one
+    torch pins fails with "undefined symbol: ncclComm…"; a preloaded cuDNN of another minor trips
+    cuDNN's version check. An error when the preloaded copy is older than the copy it hides.
+
+    How to fix: remove the entry from LD_PRELOAD (or preload the copy the framework pins).
+    """
+
+    name = "no-cuda-library-in-ld-preload"
+    category = "wheels"
+    severity = Status.WARN
+
+    def check(self, loader: LoaderView) -> Problem | None:
+        if not loader.preloaded:
+            return None
+        older = []
+        for need in loader.needs:
+            if need.loaded is None or need.loaded.via != "LD_PRELOAD" or need.loaded.version is None:
+                continue
+            newer = [s for s in need.shadowed if s.version is not None and s.version > need.loaded.version]
+            older += [
+                f"{need.soname} {need.loaded.version} hides {s.version} ({s.distribution or s.path})" for s in newer
+            ]
+        names = ", ".join(f"{f.path}" + (f" ({f.version})" if f.version else "") for f in loader.preloaded)
+        message = f"LD_PRELOAD loads CUDA libraries before any package's own: {names}"
+        if older:
+            message += "; older than the copy it hides: " + "; ".join(sorted(set(older)))
+        return Problem(
+            message,
+            {"LD_PRELOAD": names},
+            Remediation("Remove the CUDA library from LD_PRELOAD.", ("unset LD_PRELOAD",)),
+            status=Status.FAIL if older else None,
+        )

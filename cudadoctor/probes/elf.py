@@ -1,0 +1,243 @@
+"""What the dynamic loader reads of a shared object: its dynamic section, and nothing else.
+
+A small, bounded ELF reader (pure Python, no dependency): the ELF header, the program headers, the
+``PT_DYNAMIC`` segment and the strings and version-need records it points to — ``DT_NEEDED``,
+``DT_SONAME``, ``DT_RPATH``, ``DT_RUNPATH`` and ``DT_VERNEED`` (the symbol versions a library needs
+from each dependency, e.g. ``GLIBCXX_3.4.30`` from ``libstdc++.so.6`` or ``libcudart.so.12`` from
+``libcudart.so.12``). Layouts from the System V gABI
+(https://refspecs.linuxfoundation.org/elf/gabi4+/ch5.dynamic.html) and the LSB's symbol versioning
+(https://refspecs.linuxfoundation.org/LSB_5.0.0/LSB-Core-generic/LSB-Core-generic/symversion.html).
+
+Nothing is mapped or executed. Every count, offset and string is bounded: a truncated, looping or
+hostile file ends in :class:`ElfError`, never in a traceback or a long read. Section headers are not
+read (the loader does not read them either), which is why a 1 GB ``libtorch_cuda.so`` costs a few
+small reads.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["ELF_MAGIC", "ElfDynamic", "ElfError", "parse_dynamic", "read_dynamic"]
+
+ELF_MAGIC = b"\x7fELF"
+
+#: Bounds: a real shared object has about 10 program headers, a few hundred dynamic entries and
+#: version needs on a handful of files.
+_MAX_PHNUM = 512
+_MAX_DYN = 8192
+_MAX_STRING = 4096
+_MAX_VERNEED_FILES = 256
+_MAX_VERNEED_AUX = 256
+_MAX_TOTAL_READ = 4 << 20
+
+_PT_LOAD, _PT_DYNAMIC = 1, 2
+_DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ = 0, 1, 5, 10
+_DT_SONAME, _DT_RPATH, _DT_RUNPATH = 14, 15, 29
+_DT_VERNEED, _DT_VERNEEDNUM = 0x6FFFFFFE, 0x6FFFFFFF
+_ET_DYN = 3
+
+
+class ElfError(ValueError):
+    """The file is not an ELF shared object this reader can read, and why."""
+
+
+@dataclass(frozen=True)
+class ElfDynamic:
+    """The loader-relevant entries of one ELF file's dynamic section."""
+
+    needed: tuple[str, ...] = ()  #: DT_NEEDED, in order
+    soname: str | None = None
+    rpath: tuple[str, ...] = ()  #: DT_RPATH, split on ``:``
+    runpath: tuple[str, ...] = ()  #: DT_RUNPATH, split on ``:``
+    #: DT_VERNEED: (file, (version names …)), e.g. ("libstdc++.so.6", ("GLIBCXX_3.4.29",))
+    version_needs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    machine: int = 0  #: e_machine (62 = x86-64, 183 = AArch64)
+    elf_class: int = 64  #: 32 or 64
+
+
+Read = Callable[[int, int], bytes]
+
+
+class _Reader:
+    """Bounded reads at offsets, counting what was read."""
+
+    def __init__(self, read: Read, size: int) -> None:
+        self._read = read
+        self.size = size
+        self.total = 0
+
+    def take(self, offset: int, length: int) -> bytes:
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise ElfError(f"read of {length} bytes at {offset} is past the end of the file ({self.size} bytes)")
+        self.total += length
+        if self.total > _MAX_TOTAL_READ:
+            raise ElfError("too much to read for a dynamic section")
+        data = self._read(offset, length)
+        if len(data) != length:
+            raise ElfError("short read: the file is truncated")
+        return data
+
+
+@dataclass(frozen=True)
+class _Layout:
+    endian: str  #: "<" or ">"
+    wide: bool  #: ELF64
+
+
+def _header(reader: _Reader) -> tuple[_Layout, int, int, int, int]:
+    """(layout, e_machine, e_phoff, e_phentsize, e_phnum)."""
+    ident = reader.take(0, 16)
+    if ident[:4] != ELF_MAGIC:
+        raise ElfError("not an ELF file")
+    if ident[4] not in (1, 2) or ident[5] not in (1, 2):
+        raise ElfError("unknown ELF class or byte order")
+    layout = _Layout("<" if ident[5] == 1 else ">", ident[4] == 2)
+    if layout.wide:
+        fields = struct.unpack(layout.endian + "HHIQQQIHHHHHH", reader.take(16, 48))
+    else:
+        fields = struct.unpack(layout.endian + "HHIIIIIHHHHHH", reader.take(16, 36))
+    e_type, e_machine, _ver, _entry, phoff, _shoff, _flags, _ehsize, phentsize, phnum = fields[:10]
+    if e_type != _ET_DYN:
+        raise ElfError(f"not a shared object (e_type {e_type})")
+    if phnum > _MAX_PHNUM or phentsize < (56 if layout.wide else 32):
+        raise ElfError("implausible program header table")
+    return layout, e_machine, phoff, phentsize, phnum
+
+
+def _segments(reader: _Reader, layout: _Layout, phoff: int, phentsize: int, phnum: int) -> list[tuple[int, ...]]:
+    """Program headers as (type, offset, vaddr, filesz)."""
+    table = reader.take(phoff, phentsize * phnum)
+    out: list[tuple[int, ...]] = []
+    for index in range(phnum):
+        raw = table[index * phentsize : index * phentsize + (56 if layout.wide else 32)]
+        if layout.wide:
+            p_type, _flags, offset, vaddr, _paddr, filesz = struct.unpack(layout.endian + "IIQQQQ", raw[:40])
+        else:
+            p_type, offset, vaddr, _paddr, filesz = struct.unpack(layout.endian + "IIIII", raw[:20])
+        out.append((p_type, offset, vaddr, filesz))
+    return out
+
+
+def _offset_of(loads: list[tuple[int, ...]], vaddr: int) -> int:
+    """The file offset of a virtual address, through the PT_LOAD segment that maps it."""
+    for _type, offset, start, filesz in loads:
+        if start <= vaddr < start + filesz:
+            return offset + (vaddr - start)
+    raise ElfError(f"address {vaddr:#x} is in no loaded segment")
+
+
+def _entries(reader: _Reader, layout: _Layout, offset: int, size: int) -> list[tuple[int, int]]:
+    width = 16 if layout.wide else 8
+    count = min(size // width, _MAX_DYN)
+    data = reader.take(offset, count * width)
+    fmt = layout.endian + ("qQ" if layout.wide else "iI")
+    out = []
+    for index in range(count):
+        tag, value = struct.unpack_from(fmt, data, index * width)
+        if tag == _DT_NULL:
+            break
+        out.append((tag, value))
+    return out
+
+
+class _Strings:
+    def __init__(self, reader: _Reader, offset: int, size: int) -> None:
+        self.reader, self.offset, self.size = reader, offset, size
+
+    def get(self, index: int) -> str:
+        if index >= self.size:
+            raise ElfError(f"string index {index} is outside the string table")
+        length = min(_MAX_STRING, self.size - index, self.reader.size - self.offset - index)
+        data = self.reader.take(self.offset + index, max(length, 0))
+        end = data.find(b"\0")
+        if end < 0:
+            raise ElfError("unterminated string")
+        return data[:end].decode("utf-8", "replace")
+
+
+def _version_needs(
+    reader: _Reader, layout: _Layout, strings: _Strings, offset: int, count: int
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    needs = []
+    seen: set[int] = set()
+    for _ in range(min(count, _MAX_VERNEED_FILES)):
+        if offset in seen:
+            raise ElfError("version needs loop")
+        seen.add(offset)
+        _version, cnt, file_index, aux, next_ = struct.unpack(layout.endian + "HHIII", reader.take(offset, 16))
+        names = []
+        aux_offset = offset + aux
+        for _ in range(min(cnt, _MAX_VERNEED_AUX)):
+            _hash, _flags, _other, name, aux_next = struct.unpack(layout.endian + "IHHII", reader.take(aux_offset, 16))
+            names.append(strings.get(name))
+            if aux_next == 0:
+                break
+            aux_offset += aux_next
+        needs.append((strings.get(file_index), tuple(names)))
+        if next_ == 0:
+            break
+        offset += next_
+    return tuple(needs)
+
+
+def parse_dynamic(read: Read, size: int) -> ElfDynamic:
+    """The dynamic section of an ELF shared object, read through ``read(offset, length)``.
+
+    :param read: returns ``length`` bytes at ``offset`` of the file (fewer: the file is truncated).
+    :param size: the file's size in bytes.
+    :raises ElfError: for anything that is not a well-formed, bounded ELF shared object.
+    """
+    reader = _Reader(read, size)
+    try:
+        layout, machine, phoff, phentsize, phnum = _header(reader)
+        segments = _segments(reader, layout, phoff, phentsize, phnum)
+        dynamic = [s for s in segments if s[0] == _PT_DYNAMIC]
+        if not dynamic:
+            return ElfDynamic(machine=machine, elf_class=64 if layout.wide else 32)
+        loads = [s for s in segments if s[0] == _PT_LOAD]
+        entries = _entries(reader, layout, dynamic[0][1], dynamic[0][3])
+        return _from_entries(reader, layout, loads, entries, machine)
+    except struct.error as exc:
+        raise ElfError(f"malformed: {exc}") from None
+    except OverflowError as exc:
+        raise ElfError(f"malformed: {exc}") from None
+
+
+def _from_entries(
+    reader: _Reader, layout: _Layout, loads: list[tuple[int, ...]], entries: list[tuple[int, int]], machine: int
+) -> ElfDynamic:
+    first: dict[int, int] = {}
+    for tag, value in entries:
+        first.setdefault(tag, value)
+    if _DT_STRTAB not in first:
+        raise ElfError("a dynamic section without a string table")
+    strings = _Strings(reader, _offset_of(loads, first[_DT_STRTAB]), first.get(_DT_STRSZ, _MAX_STRING))
+    needed = tuple(strings.get(value) for tag, value in entries if tag == _DT_NEEDED)
+    soname = strings.get(first[_DT_SONAME]) if _DT_SONAME in first else None
+    rpath = _paths(strings, first.get(_DT_RPATH))
+    runpath = _paths(strings, first.get(_DT_RUNPATH))
+    needs: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    if _DT_VERNEED in first:
+        offset = _offset_of(loads, first[_DT_VERNEED])
+        needs = _version_needs(reader, layout, strings, offset, first.get(_DT_VERNEEDNUM, 0))
+    return ElfDynamic(needed, soname, rpath, runpath, needs, machine, 64 if layout.wide else 32)
+
+
+def _paths(strings: _Strings, index: int | None) -> tuple[str, ...]:
+    if index is None:
+        return ()
+    return tuple(part for part in strings.get(index).split(":") if part)
+
+
+def read_dynamic(path: str, size: int) -> ElfDynamic:
+    """:func:`parse_dynamic` of the file at ``path`` (a path on this machine's disk)."""
+    with open(path, "rb") as handle:
+
+        def read(offset: int, length: int) -> bytes:
+            handle.seek(offset)
+            return handle.read(length)
+
+        return parse_dynamic(read, size)

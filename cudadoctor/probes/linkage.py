@@ -1,0 +1,354 @@
+"""The loader's view: for each CUDA library an installed package's shared objects need, the copy
+``ld.so`` will load, its version, and the copies it hides.
+
+Which objects: every ELF shared object a site-packages directory holds at the depths wheels put
+them (``pkg/*.so``, ``pkg/sub/*.so``, ``pkg.libs/*.so`` as auditwheel writes them, ``nvidia/*/lib``),
+of any distribution — not a fixed list. Only their dynamic sections are read (:mod:`.elf`), and the
+answer is cached by (path, size, mtime) in the user cache directory (:mod:`.scancache`), so a second
+run reads no ELF file at all.
+
+How a needed soname resolves follows ld.so(8) (https://man7.org/linux/man-pages/man8/ld.so.8.html):
+a library already loaded through ``LD_PRELOAD`` wins; then the needer's ``DT_RPATH`` (only when it
+has no ``DT_RUNPATH``), ``LD_LIBRARY_PATH``, its ``DT_RUNPATH`` (``$ORIGIN`` is the needer's own
+directory), ``/etc/ld.so.cache`` and the default directories. Without a readable cache (an image
+root whose ldconfig never ran, a test tree) the directories of ``/etc/ld.so.conf`` stand in for it,
+as ldconfig would list them, and the view says so.
+
+Frameworks that load a wheel's library by full path before anything else needs it (torch's
+``_load_global_deps`` fallback, JAX's and CuPy's preloading) are not modelled: a library so loaded
+would make the needer's search moot. What is modelled is the search each needer does itself, which is
+what the threads in tests/corpus describe (LD_LIBRARY_PATH winning over the wheel's RUNPATH).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
+
+from cudadoctor.facts.model import LinkedFile, LoaderView, NeededLibrary
+from cudadoctor.probes import ldcache, loader, scancache
+from cudadoctor.probes.context import ProbeContext
+from cudadoctor.probes.elf import ElfDynamic
+
+__all__ = ["CUDA_SONAME", "cuda_soname", "expand_origin", "probe_loader_view", "resolve"]
+
+#: The CUDA libraries whose copies are resolved: the CUDA runtime and math libraries, cuDNN (with
+#: its sub-libraries), NCCL, nvJitLink, NVRTC, CUPTI and TensorRT's libnvinfer / libmyelin.
+CUDA_SONAME = re.compile(
+    r"^lib(cudart|cublasLt|cublas|cudnn(?:_[a-z_]+)?|nccl|nvJitLink|cusparse|cufft|curand|cusolver|nvrtc|cupti"
+    r"|nvinfer(?:_[a-z_]+)?|myelin)\.so\.(\d+)(?:\.[\d.]+)?$"
+)
+
+#: Library stem -> the CUDA wheel component that ships it (``nvidia-<component>[-cuNN]``), for versions
+#: of files in the CUDA 13 layout (one ``nvidia/cu13/lib``) and ``nvidia/<component>/lib``.
+_STEM_COMPONENT = {
+    "cudart": "cuda-runtime", "cublas": "cublas", "cublasLt": "cublas", "nvrtc": "cuda-nvrtc",
+    "cupti": "cuda-cupti", "nvJitLink": "nvjitlink", "cusparse": "cusparse", "cufft": "cufft",
+    "curand": "curand", "cusolver": "cusolver", "cudnn": "cudnn", "nccl": "nccl",
+}  # fmt: skip
+
+_SO_NAME = re.compile(r"\.so(\.\d+)*$")
+_FULL = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)*)$")
+#: Directory levels below a site directory where wheels keep shared objects.
+_GLOBS = ("*", "*/*", "*/*/*")
+_SKIP_TOP = re.compile(r"(\.dist-info|\.egg-info|__pycache__|^_distutils_hack)$")
+_MAX_OBJECTS = 5000
+
+
+def cuda_soname(name: str) -> tuple[str, str] | None:
+    """``(stem, soname)`` of a CUDA library file name: ``libcudnn.so.9.1.0`` -> ``("cudnn", "libcudnn.so.9")``."""
+    match = CUDA_SONAME.match(posixpath.basename(name))
+    if not match:
+        return None
+    return match.group(1), f"lib{match.group(1)}.so.{match.group(2)}"
+
+
+def expand_origin(entry: str, origin: str) -> str:
+    """A RUNPATH/RPATH entry with ``$ORIGIN`` / ``${ORIGIN}`` replaced by the needer's directory."""
+    return posixpath.normpath(entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin))
+
+
+# --- where the loader looks ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Search:
+    """The parts of the search order that do not depend on the needer."""
+
+    preloaded: dict[str, LinkedFile]  #: soname -> the LD_PRELOAD copy
+    ld_library_path: tuple[str, ...]
+    cache: tuple[ldcache.CacheEntry, ...] | None
+    conf_dirs: tuple[str, ...]  #: used when there is no cache
+    defaults: tuple[str, ...]
+    machine: str
+
+
+def _search(ctx: ProbeContext, versions: _Versions) -> tuple[_Search, str]:
+    cache: tuple[ldcache.CacheEntry, ...] | None = None
+    try:
+        cache = ldcache.parse_ld_so_cache(ctx.fs.read_bytes("/etc/ld.so.cache", 32 << 20))
+        note = f"/etc/ld.so.cache ({len(cache)} entries)" if cache is not None else ""
+    except OSError as exc:
+        note = f"/etc/ld.so.cache not read ({exc.strerror or exc})"
+    if cache is None:
+        note = (note or "/etc/ld.so.cache is not a glibc-ld.so.cache1.1 file") + (
+            "; the directories of /etc/ld.so.conf stand in for it"
+        )
+    partial = _Search({}, loader.ld_library_path(ctx.env.get("LD_LIBRARY_PATH")), cache,
+                      tuple(loader.conf_dirs(ctx)), loader.default_dirs(ctx.machine), ctx.machine)  # fmt: skip
+    preloaded: dict[str, LinkedFile] = {}
+    for entry in re.split(r"[\s:]+", ctx.env.get("LD_PRELOAD", "")):
+        parsed = cuda_soname(entry) if entry else None
+        if parsed is None:
+            continue
+        path = entry if "/" in entry else _first(ctx, partial, entry, ())
+        if path is not None and ctx.fs.is_file(path):
+            preloaded.setdefault(parsed[1], versions.file(path, "LD_PRELOAD"))
+    return _Search(preloaded, partial.ld_library_path, cache, partial.conf_dirs, partial.defaults, ctx.machine), note
+
+
+def _order(search: _Search, dyn: ElfDynamic, origin: str) -> list[tuple[str, str]]:
+    """(directory, via) in ld.so's order for a needer, before the cache."""
+    dirs: list[tuple[str, str]] = []
+    if dyn.rpath and not dyn.runpath:
+        dirs += [(expand_origin(d, origin), "RPATH") for d in dyn.rpath]
+    dirs += [(posixpath.normpath(d), "LD_LIBRARY_PATH") for d in search.ld_library_path]
+    dirs += [(expand_origin(d, origin), "RUNPATH") for d in dyn.runpath]
+    return dirs
+
+
+def _candidates(ctx: ProbeContext, search: _Search, soname: str, dirs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Every (path, via) that holds ``soname``, in the order ld.so would try them."""
+    found: list[tuple[str, str]] = []
+    for directory, via in dirs:
+        path = posixpath.join(directory, soname)
+        if ctx.fs.is_file(path):
+            found.append((path, via))
+    if search.cache is not None:
+        cached = ldcache.lookup(search.cache, soname, search.machine)
+        if cached is not None and ctx.fs.is_file(cached):
+            found.append((cached, "ld.so.cache"))
+    else:
+        found += [(p, "ld.so.conf") for d in search.conf_dirs if ctx.fs.is_file(p := posixpath.join(d, soname))]
+    found += [(p, "default") for d in search.defaults if ctx.fs.is_file(p := posixpath.join(d, soname))]
+    return found
+
+
+def _first(ctx: ProbeContext, search: _Search, soname: str, dirs: list[tuple[str, str]] | tuple[()]) -> str | None:
+    found = _candidates(ctx, search, soname, list(dirs))
+    return found[0][0] if found else None
+
+
+def resolve(
+    ctx: ProbeContext, search: _Search, versions: _Versions, soname: str, dyn: ElfDynamic, needer: str
+) -> tuple[LinkedFile | None, tuple[LinkedFile, ...]]:
+    """(the copy ld.so loads for ``soname`` needed by ``needer``, the copies it hides).
+
+    The hidden copies include the pip wheels' copies of ``soname`` that are not on this needer's search
+    path at all (``via`` says so): the package depends on that wheel, and the loaded copy stands in for it.
+    """
+    found = _candidates(ctx, search, soname, _order(search, dyn, posixpath.dirname(needer)))
+    found += [(p, "wheel, off this object's search path") for p in versions.wheel_copies(soname)]
+    unique: list[tuple[str, str]] = []
+    reals: set[str] = set()
+    for path, via in found:
+        real = _real(ctx, path)
+        if real not in reals:
+            reals.add(real)
+            unique.append((path, via))
+    files = [versions.file(path, via) for path, via in unique]
+    preloaded = search.preloaded.get(soname)
+    if preloaded is not None:
+        return preloaded, tuple(f for f in files if _real(ctx, f.path) != _real(ctx, preloaded.path))
+    if not files:
+        return None, ()
+    return files[0], tuple(files[1:])
+
+
+def _real(ctx: ProbeContext, path: str) -> str:
+    try:
+        return ctx.fs.resolve(path)
+    except OSError:
+        return path
+
+
+# --- versions and owners -------------------------------------------------------------------------
+
+
+class _Versions:
+    """The version and owner of a library file: its name, its link target, or the wheel that ships it."""
+
+    def __init__(self, ctx: ProbeContext, sites: tuple[str, ...], dists: dict[str, Version | None]) -> None:
+        self.ctx = ctx
+        self.sites = [(s, _real(ctx, s)) for s in sites]
+        self.dists = dists
+        self._wheel_memo: dict[str, list[str]] = {}
+        self._owners: dict[str, tuple[str | None, str | None]] = {}
+
+    def wheel_copies(self, soname: str) -> list[str]:
+        """``soname`` in the NVIDIA wheels' library directories of every site directory."""
+        if soname in self._wheel_memo:
+            return self._wheel_memo[soname]
+        found = self._wheel_memo[soname] = []
+        for site, _real_site in self.sites:
+            for directory in self.ctx.fs.glob(posixpath.join(site, "nvidia"), "*"):
+                path = posixpath.join(directory, "lib", soname)
+                if self.ctx.fs.is_file(path):
+                    found.append(path)
+        return found
+
+    def file(self, path: str, via: str) -> LinkedFile:
+        version = _name_version(path) or _name_version(_real(self.ctx, path))
+        distribution, bundled = self._owner(path)
+        if version is None and distribution is not None:
+            version = self.dists.get(distribution)
+        return LinkedFile(path, via, version, distribution, bundled)
+
+    def _owner(self, path: str) -> tuple[str | None, str | None]:
+        real = _real(self.ctx, path)
+        for site, site_real in self.sites:
+            for base in (site, site_real):
+                if real.startswith(base.rstrip("/") + "/") or path.startswith(base.rstrip("/") + "/"):
+                    rel = (real if real.startswith(base) else path)[len(base.rstrip("/")) + 1 :]
+                    return self.wheel_of(rel)
+        return None, None
+
+    def wheel_of(self, rel: str) -> tuple[str | None, str | None]:
+        """(the NVIDIA wheel, or else the package that bundles it) of a path relative to site-packages."""
+        parts = rel.split("/")
+        if parts[0] == "nvidia" and len(parts) >= 3:
+            parsed = cuda_soname(parts[-1])
+            component = _STEM_COMPONENT.get(parsed[0].split("_")[0] if parsed else "", parts[1].replace("_", "-"))
+            key = "nvidia/" + component
+        else:
+            component, key = "", parts[0]
+        if key not in self._owners:
+            self._owners[key] = self._find_owner(component, parts[0])
+        return self._owners[key]
+
+    def _find_owner(self, component: str, top: str) -> tuple[str | None, str | None]:
+        if not component:
+            return None, owner_of(top, self.dists)
+        wanted = re.compile(rf"nvidia-{re.escape(component)}(-cu\d+)?")
+        return next((name for name in sorted(self.dists) if wanted.fullmatch(name)), None), None
+
+
+def owner_of(top: str, dists: dict[str, Version | None] | set[str]) -> str:
+    """The distribution a top-level site-packages entry belongs to, by name.
+
+    ``ctranslate2.libs`` (auditwheel's directory) -> ``ctranslate2``; ``onnxruntime`` -> ``onnxruntime-gpu``.
+    """
+    stem = re.sub(r"(\.libs|\.cpython.*|\.abi3.*|\.so.*)$", "", top)
+    name = re.sub(r"[-_.]+", "-", stem).lower()
+    if name in dists:
+        return name
+    matches = [d for d in dists if d.startswith(name + "-") or name.startswith(d + "-")]
+    return min(matches, key=len) if matches else name
+
+
+def _name_version(path: str) -> Version | None:
+    match = _FULL.search(posixpath.basename(path))
+    if not match:
+        return None
+    try:
+        return Version(match.group(1))
+    except InvalidVersion:
+        return None
+
+
+# --- the scan --------------------------------------------------------------------------------------
+
+
+def _objects(ctx: ProbeContext, cache: scancache.ScanCache, site: str) -> list[tuple[str, str]]:
+    """(path, path on this machine's disk) of one site directory's shared objects, at the depths wheels use."""
+    try:
+        host = ctx.fs.host_path(ctx.fs.resolve(site))
+    except OSError:
+        return []
+    files, subdirs = cache.listing(host)
+    found = [(posixpath.join(site, f), posixpath.join(host, f)) for f in files if _SO_NAME.search(f)]
+    for top in subdirs:
+        if _SKIP_TOP.search(top):
+            continue
+        found += _below(cache, posixpath.join(site, top), posixpath.join(host, top), 3 if top == "nvidia" else 2)
+        if len(found) > _MAX_OBJECTS:
+            ctx.fail("linkage", f"more than {_MAX_OBJECTS} shared objects; the rest were not read", site)
+            break
+    return found
+
+
+def _below(cache: scancache.ScanCache, directory: str, host: str, depth: int) -> list[tuple[str, str]]:
+    files, subdirs = cache.listing(host)
+    found = [(directory + "/" + f, host + "/" + f) for f in files if _SO_NAME.search(f)]
+    if depth > 1:
+        for sub in subdirs:
+            if sub not in ("include", "__pycache__", "tests", "test"):
+                found += _below(cache, directory + "/" + sub, host + "/" + sub, depth - 1)
+    return found
+
+
+def _needs_of(versions: _Versions, site: str, path: str, dyn: ElfDynamic) -> list[tuple[str, str]]:
+    rel = path[len(site.rstrip("/")) + 1 :]
+    wheel, bundled = versions.wheel_of(rel)
+    package = wheel or bundled or rel.split("/")[0]
+    return [(package, soname) for soname in dyn.needed if cuda_soname(soname)]
+
+
+def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
+    """Resolve every CUDA library the installed packages' shared objects need, as ld.so would.
+
+    :param ctx: the probe context.
+    :return: None when no shared object of any installed package needs a CUDA library.
+    """
+    from cudadoctor.probes import packages  # owns the interpreter and its site directories
+
+    sites = tuple(packages.site_paths(ctx))
+    # Versions are needed only for NVIDIA's wheels (the copies they ship); names for every distribution.
+    dists = {n: _dist_version(d.dir_version) if n.startswith("nvidia-") else None
+             for n, d in packages.distributions(ctx).items()}  # fmt: skip
+    versions = _Versions(ctx, sites, dists)
+    cache = scancache.ScanCache()
+    objects = [(site, path, host) for site in sites for path, host in _objects(ctx, cache, site)]
+    scanned = {path: dyn for _site, path, host in objects if (dyn := cache.dynamic(host)) is not None}
+    cache.save()
+    search, note = _search(ctx, versions)
+    needs: list[NeededLibrary] = []
+    seen: set[tuple[str, str]] = set()
+    for site, path, _host in objects:
+        dyn = scanned.get(path)
+        if dyn is None:
+            continue
+        for package, soname in _needs_of(versions, site, path, dyn):
+            if (package, soname) in seen:
+                continue
+            seen.add((package, soname))
+            loaded, shadowed = resolve(ctx, search, versions, soname, dyn, path)
+            wanted = tuple(v for file, names in dyn.version_needs if file == soname for v in names)
+            others = () if loaded else _other_majors(ctx, search, sites, soname)
+            needs.append(NeededLibrary(package, path, soname, loaded, shadowed, others, wanted))
+    if not needs and not search.preloaded:
+        return None
+    return LoaderView(tuple(search.preloaded.values()), tuple(needs), note, len(objects))
+
+
+def _dist_version(text: str | None) -> Version | None:
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
+
+
+def _other_majors(ctx: ProbeContext, search: _Search, sites: tuple[str, ...], soname: str) -> tuple[str, ...]:
+    """Files of the same library with another soname number, wherever a loader or a wheel keeps them."""
+    stem = soname.split(".so.")[0]
+    dirs = [*search.ld_library_path, *search.conf_dirs, *search.defaults]
+    dirs += [d for site in sites for d in ctx.fs.glob(posixpath.join(site, "nvidia"), "*") if ctx.fs.is_dir(d)]
+    dirs = [posixpath.join(d, "lib") if "/nvidia/" in d else d for d in dirs]
+    dirs += [d for root in ctx.fs.glob("/usr/local", "cuda*") for d in (f"{root}/lib64", f"{root}/lib")]
+    if search.cache is not None:
+        dirs += sorted({posixpath.dirname(e.path) for e in search.cache if e.soname.startswith(stem + ".so.")})
+    found = loader.find_in_dirs(ctx, list(dict.fromkeys(dirs)), f"{stem}.so.*")
+    return tuple(p for p in found if (parsed := cuda_soname(p)) and parsed[1] != soname)

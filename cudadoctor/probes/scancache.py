@@ -1,0 +1,167 @@
+"""The ELF scan's cache: what each shared object needs, keyed by (path, size, mtime), and the
+listings of the directories scanned, keyed by their mtime.
+
+A second ``cudadoctor check`` on an unchanged environment stats the directories, and reads no ELF
+file and lists no directory. The cache lives in the user cache directory
+(``~/.cache/cudadoctor/elf-scan.json``, next to ``update``'s), is written atomically, and only when
+something changed; an unreadable or foreign cache is ignored and rewritten. Only the loader-relevant
+part of each file is kept: its CUDA needs, soname, RPATH/RUNPATH and the CUDA version needs — a file
+that needs no CUDA library is stored as ``null`` ("nothing to resolve").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from cudadoctor.cachedir import default_cache_dir
+from cudadoctor.probes.elf import ElfDynamic, ElfError, read_dynamic
+
+__all__ = ["CACHE_NAME", "ScanCache", "cache_path"]
+
+CACHE_NAME = "elf-scan.json"
+_FORMAT = 2
+#: Entries kept at most: a cache is never allowed to grow without bound.
+_MAX_ENTRIES = 20_000
+_MAX_CACHE_BYTES = 16 << 20
+_CUDA = re.compile(
+    r"^lib(cudart|cublasLt|cublas|cudnn|nccl|nvJitLink|cusparse|cufft|curand|cusolver|nvrtc|cupti|nvinfer|myelin)"
+)
+
+
+def cache_path() -> str:
+    """Where the scan cache is kept (``$XDG_CACHE_HOME/cudadoctor`` or ``~/.cache/cudadoctor``)."""
+    return os.path.join(default_cache_dir(), CACHE_NAME)
+
+
+def _load(path: str) -> dict[str, Any]:
+    try:
+        if os.path.getsize(path) > _MAX_CACHE_BYTES:
+            return {}
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        return {}
+    return data
+
+
+def _save(path: str, data: dict[str, Any]) -> None:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        # Not tempfile: importing it costs milliseconds on every run; O_EXCL keeps a planted file out.
+        tmp = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, separators=(",", ":"))
+        os.replace(tmp, path)
+    except OSError:
+        return  # a read-only home: the next run scans again
+
+
+def _slim(dyn: ElfDynamic) -> list[Any] | None:
+    needed = [n for n in dyn.needed if _CUDA.match(n)]
+    if not needed:
+        return None
+    needs = [[f, list(v)] for f, v in dyn.version_needs if _CUDA.match(f)]
+    return [needed, dyn.soname, list(dyn.rpath), list(dyn.runpath), needs]
+
+
+def _from_slim(value: Any) -> ElfDynamic | None:
+    if not isinstance(value, list) or len(value) != 5:
+        return None
+    needed, soname, rpath, runpath, needs = value
+    try:
+        return ElfDynamic(
+            tuple(str(n) for n in needed),
+            str(soname) if soname is not None else None,
+            tuple(str(p) for p in rpath),
+            tuple(str(p) for p in runpath),
+            tuple((str(f), tuple(str(x) for x in v)) for f, v in needs),
+        )
+    except (TypeError, ValueError):
+        return None
+
+
+class ScanCache:
+    """One run's view of the cache: directory listings by mtime, dynamic sections by (size, mtime)."""
+
+    def __init__(self) -> None:
+        self.where = cache_path()
+        data = _load(self.where)
+        self.files: dict[str, Any] = data.get("files", {}) if isinstance(data.get("files"), dict) else {}
+        self.dirs: dict[str, Any] = data.get("dirs", {}) if isinstance(data.get("dirs"), dict) else {}
+        self.changed = False
+        #: directories whose listing is unchanged since the cache was written
+        self.unchanged: set[str] = set()
+
+    def listing(self, host_dir: str) -> tuple[list[str], list[str]]:
+        """(file names, subdirectory names) of a directory on this machine's disk; [] when unreadable.
+
+        A directory's mtime changes whenever an entry is added, removed or renamed in it, so an
+        unchanged mtime means an unchanged listing: a warm run stats directories instead of listing them.
+        """
+        try:
+            mtime = os.stat(host_dir).st_mtime_ns
+        except OSError:
+            return [], []
+        entry = self.dirs.get(host_dir)
+        if isinstance(entry, list) and len(entry) == 3 and entry[0] == mtime:
+            self.unchanged.add(host_dir)
+            return list(entry[1]), list(entry[2])
+        files: list[str] = []
+        subdirs: list[str] = []
+        try:
+            with os.scandir(host_dir) as entries:
+                for item in entries:
+                    try:
+                        if item.is_dir(follow_symlinks=False):
+                            subdirs.append(item.name)
+                        elif item.is_file(follow_symlinks=False):
+                            files.append(item.name)
+                    except OSError:
+                        continue
+        except OSError:
+            return [], []
+        files.sort()
+        subdirs.sort()
+        self.dirs[host_dir] = [mtime, files, subdirs]
+        self.changed = True
+        return files, subdirs
+
+    def dynamic(self, host: str) -> ElfDynamic | None:
+        """The loader-relevant dynamic section of a file, or None (not ELF, unreadable, no CUDA need).
+
+        A file in a directory whose listing is unchanged is taken from the cache without a stat: pip,
+        uv and conda replace a file by writing a new one and renaming it, which changes the directory's
+        mtime. (A file overwritten in place keeps its directory's mtime; ``rm ~/.cache/cudadoctor/elf-scan.json``
+        forgets everything.)
+        """
+        entry = self.files.get(host)
+        if isinstance(entry, list) and len(entry) == 2 and host.rpartition("/")[0] in self.unchanged:
+            return _from_slim(entry[1]) if entry[1] is not None else None
+        try:
+            stat = os.stat(host)
+        except OSError:
+            return None
+        key = f"{stat.st_size}:{stat.st_mtime_ns}"
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == key:
+            slim = entry[1]
+        else:
+            try:
+                slim = _slim(read_dynamic(host, stat.st_size))
+            except (ElfError, OSError):
+                slim = None
+            self.files[host] = [key, slim]
+            self.changed = True
+        return _from_slim(slim) if slim is not None else None
+
+    def save(self) -> None:
+        if not self.changed:
+            return
+        if len(self.files) + len(self.dirs) > _MAX_ENTRIES:
+            return
+        _save(self.where, {"format": _FORMAT, "files": self.files, "dirs": self.dirs})

@@ -1,0 +1,189 @@
+"""CD302 (loader view), CD304, CD306 and CD420 on the real H200 snapshot, changed one fact at a time."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from packaging.version import Version
+
+from cudadoctor.checks.findings import Status
+from cudadoctor.checks.loader import wheel_for
+from cudadoctor.facts.model import (
+    InstalledPackage,
+    LinkedFile,
+    LoaderView,
+    NeededLibrary,
+    Source,
+    SourceKind,
+    TorchBuild,
+)
+from cudadoctor.testing import run_check
+
+SITE = "/opt/venv/lib/python3.12/site-packages"
+
+
+def wheel_file(name: str, dist: str, version: str, via: str) -> LinkedFile:
+    return LinkedFile(f"{SITE}/nvidia/{name}", via, Version(version), dist)
+
+
+def nvjitlink_view(loaded_version: str, via: str = "LD_LIBRARY_PATH") -> LoaderView:
+    loaded = LinkedFile(f"/usr/local/cuda-12.2/lib64/libnvJitLink.so.{loaded_version}", via, Version(loaded_version))
+    wheel = wheel_file("nvjitlink/lib/libnvJitLink.so.12", "nvidia-nvjitlink-cu12", "12.4.127", "RUNPATH")
+    need = NeededLibrary("nvidia-cusparse-cu12", f"{SITE}/nvidia/cusparse/lib/libcusparse.so.12",
+                         "libnvJitLink.so.12", loaded, (wheel,))  # fmt: skip
+    return LoaderView(preloaded=(loaded,) if via == "LD_PRELOAD" else (), needs=(need,), cache="test")
+
+
+# --- CD302 -------------------------------------------------------------------------------------------
+
+
+def test_cd302_older_toolkit_nvjitlink_on_ld_library_path_is_an_error(h200):
+    finding = run_check("CD302", replace(h200, loader=nvjitlink_view("12.2.140")))
+    assert finding.status is Status.FAIL
+    assert (
+        "12.2.140" in finding.message and "12.4.127" in finding.message and "nvidia-nvjitlink-cu12" in finding.message
+    )
+    assert finding.remediation is not None and "/usr/local/cuda-12.2/lib64" in finding.remediation.commands[0]
+
+
+def test_cd302_a_newer_copy_is_not_a_problem(h200):
+    assert run_check("CD302", replace(h200, loader=nvjitlink_view("12.6.77"))).status is Status.OK
+
+
+def test_cd302_the_wheel_itself_loading_is_fine(h200):
+    wheel = wheel_file("nvjitlink/lib/libnvJitLink.so.12", "nvidia-nvjitlink-cu12", "12.4.127", "RUNPATH")
+    need = NeededLibrary("nvidia-cusparse-cu12", "x", "libnvJitLink.so.12", wheel, ())
+    assert run_check("CD302", replace(h200, loader=LoaderView(needs=(need,)))).status is Status.OK
+
+
+# --- CD304 -------------------------------------------------------------------------------------------
+
+
+def missing_view(soname: str, others: tuple[str, ...] = ()) -> LoaderView:
+    cudart = NeededLibrary("onnxruntime-gpu", "p.so", "libcudart.so.12", LinkedFile("/x/libcudart.so.12", "default"))
+    need = NeededLibrary("onnxruntime-gpu", f"{SITE}/onnxruntime/capi/libonnxruntime_providers_cuda.so", soname,
+                         None, (), others)  # fmt: skip
+    return LoaderView(needs=(cudart, need), cache="/etc/ld.so.cache (12 entries)")
+
+
+def test_cd304_cudnn_of_another_major_only(h200):
+    finding = run_check(
+        "CD304", replace(h200, loader=missing_view("libcudnn.so.9", (f"{SITE}/nvidia/cudnn/lib/libcudnn.so.8",)))
+    )
+    assert finding.status is Status.FAIL
+    assert (
+        "libcudnn.so.9" in finding.message and "libcudnn.so.8" in finding.message and "another major" in finding.message
+    )
+    assert finding.remediation is not None
+    assert "python -m pip install 'nvidia-cudnn-cu12==9.*'" in finding.remediation.commands
+
+
+def test_cd304_a_copy_outside_the_search_path_is_named(h200):
+    finding = run_check(
+        "CD304", replace(h200, loader=missing_view("libcudnn.so.9", ("/opt/cudnn9/lib/libcudnn.so.9",)))
+    )
+    assert finding.remediation is not None
+    assert "export LD_LIBRARY_PATH=/opt/cudnn9/lib:$LD_LIBRARY_PATH" in finding.remediation.commands
+
+
+def test_cd304_everything_resolves(h200):
+    ok = NeededLibrary("torch", "t.so", "libcudnn.so.9", LinkedFile("/x/libcudnn.so.9", "RUNPATH"))
+    assert run_check("CD304", replace(h200, loader=LoaderView(needs=(ok,)))).status is Status.OK
+
+
+def test_cd304_not_applicable_without_needs(h200):
+    assert run_check("CD304", replace(h200, loader=None)).status is Status.NOT_APPLICABLE
+
+
+@pytest.mark.parametrize(
+    ("soname", "major", "wheel"),
+    [
+        ("libcublas.so.11", 11, "nvidia-cublas-cu11"),
+        ("libcublasLt.so.13", 13, "nvidia-cublas"),
+        ("libcudnn.so.9", 13, "nvidia-cudnn-cu13==9.*"),
+        ("libcufft.so.11", 12, "nvidia-cufft-cu12==11.*"),
+        ("libnccl.so.2", 12, "nvidia-nccl-cu12"),
+        ("libmyelin.so.1", 12, None),
+    ],
+)
+def test_wheel_for(soname, major, wheel):
+    assert wheel_for(soname, major) == wheel
+
+
+# --- CD306 -------------------------------------------------------------------------------------------
+
+
+def test_cd306_preloaded_older_nccl_is_an_error(h200):
+    finding = run_check("CD306", replace(h200, loader=nvjitlink_view("12.2.140", via="LD_PRELOAD")))
+    assert finding.status is Status.FAIL and "LD_PRELOAD" in finding.message
+    assert finding.remediation is not None and finding.remediation.commands
+
+
+def test_cd306_preloaded_newer_copy_is_a_warning(h200):
+    finding = run_check("CD306", replace(h200, loader=nvjitlink_view("12.6.77", via="LD_PRELOAD")))
+    assert finding.status is Status.WARN
+
+
+def test_cd306_nothing_preloaded(h200):
+    assert run_check("CD306", replace(h200, loader=nvjitlink_view("12.2.140"))).status is Status.OK
+
+
+# --- CD420 -------------------------------------------------------------------------------------------
+
+
+def package(name: str, version: str, **kw: object) -> InstalledPackage:
+    return InstalledPackage(name, Version(version), SITE, Source(SourceKind.METADATA, f"{SITE}/{name}"), **kw)  # type: ignore[arg-type]
+
+
+def torch(version: str, cuda: str, abi: bool | None) -> InstalledPackage:
+    build = TorchBuild(Version(version), cuda, None, False, None, Source(SourceKind.FILE, "v.py"), abi)
+    return package("torch", version, cuda_variant=f"cu{cuda.replace('.', '')}", cuda_build=cuda, torch_build=build)
+
+
+def with_packages(facts, *pkgs):
+    return replace(
+        facts, packages={**{k: v for k, v in facts.packages.items() if k != "torch"}, **{p.name: p for p in pkgs}}
+    )
+
+
+def test_cd420_cxx11abi_true_wheel_on_pre_cxx11_torch(h200):
+    facts = with_packages(
+        h200, torch("2.2.0+cu118", "11.8", False), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiTRUE")
+    )
+    finding = run_check("CD420", facts)
+    assert finding.status is Status.FAIL and "cxx11abiTRUE" in finding.message
+    assert finding.remediation is not None and "FLASH_ATTENTION_FORCE_BUILD=TRUE" in finding.remediation.commands[0]
+
+
+def test_cd420_matching_wheel(h200):
+    facts = with_packages(
+        h200, torch("2.2.0+cu118", "11.8", False), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiFALSE")
+    )
+    assert run_check("CD420", facts).status is Status.OK
+
+
+def test_cd420_wrong_torch_minor_and_cuda_major(h200):
+    facts = with_packages(
+        h200, torch("2.4.0+cu124", "12.4", False), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiFALSE")
+    )
+    finding = run_check("CD420", facts)
+    assert finding.status is Status.FAIL and "torch 2.2" in finding.message and "CUDA 11" in finding.message
+
+
+def test_cd420_wheel_built_against_a_torch_nightly(h200):
+    facts = with_packages(h200, torch("2.3.0", "12.1", False), package("flash-attn", "2.5.7"))
+    finding = run_check("CD420", facts)
+    assert finding.status is Status.FAIL and "2.3.0.dev20240207" in finding.message
+
+
+def test_cd420_abi_unknown_cannot_judge(h200):
+    facts = with_packages(
+        h200, torch("2.2.0+cu118", "11.8", None), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiFALSE")
+    )
+    assert run_check("CD420", facts).status is Status.UNKNOWN
+
+
+def test_cd420_without_flash_attn(h200):
+    facts = replace(h200, packages={k: v for k, v in h200.packages.items() if k != "flash-attn"})
+    assert run_check("CD420", facts).status is Status.NOT_APPLICABLE

@@ -1,0 +1,129 @@
+"""The ELF reader: real dynamic sections (written at test time), and hostile files never raise anything but ElfError."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import struct
+import subprocess
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cudadoctor.probes.elf import ElfError, parse_dynamic, read_dynamic
+from tests.elfwriter import shared_object
+
+EXAMPLES = 150
+
+
+def _parse(data: bytes):
+    return parse_dynamic(lambda offset, length: data[offset : offset + length], len(data))
+
+
+def test_reads_needed_soname_runpath_and_version_needs():
+    data = shared_object(
+        ["libcudart.so.12", "libcublas.so.12", "libc.so.6"],
+        "libtorch_cuda.so",
+        ["$ORIGIN/../../nvidia/cublas/lib", "$ORIGIN"],
+        version_needs=[("libcudart.so.12", ["libcudart.so.12"]), ("libstdc++.so.6", ["GLIBCXX_3.4.29", "CXXABI_1.3"])],
+    )
+    dyn = _parse(data)
+    assert dyn.needed == ("libcudart.so.12", "libcublas.so.12", "libc.so.6")
+    assert dyn.soname == "libtorch_cuda.so"
+    assert dyn.runpath == ("$ORIGIN/../../nvidia/cublas/lib", "$ORIGIN")
+    assert dyn.rpath == ()
+    assert dyn.version_needs == (
+        ("libcudart.so.12", ("libcudart.so.12",)),
+        ("libstdc++.so.6", ("GLIBCXX_3.4.29", "CXXABI_1.3")),
+    )
+    assert dyn.machine == 62
+
+
+def test_rpath_is_read_apart_from_runpath():
+    dyn = _parse(shared_object(["libnccl.so.2"], rpath=["/opt/nccl/lib"]))
+    assert dyn.rpath == ("/opt/nccl/lib",) and dyn.runpath == ()
+
+
+GCC = shutil.which("gcc")
+
+
+@pytest.mark.skipif(GCC is None, reason="gcc is not installed (CI's clean Debian has only Python)")
+def test_agrees_with_a_library_the_toolchain_built(tmp_path):
+    assert GCC is not None
+    dep = tmp_path / "libdep.so.3"
+    src = tmp_path / "a.c"
+    src.write_text("int dep(void){return 1;}\n")
+    subprocess.run([GCC, "-shared", "-fPIC", "-Wl,-soname,libdep.so.3", "-o", str(dep), str(src)], check=True)
+    lib = tmp_path / "libuser.so"
+    src.write_text('#include <stdio.h>\nint dep(void); int user(void){puts("x"); return dep();}\n')
+    subprocess.run(
+        [GCC, "-shared", "-fPIC", "-Wl,-soname,libuser.so.1", "-Wl,--enable-new-dtags,-rpath,$ORIGIN/lib",
+         "-o", str(lib), str(src), str(dep)],
+        check=True,
+    )  # fmt: skip
+    dyn = read_dynamic(str(lib), os.path.getsize(lib))
+    assert "libdep.so.3" in dyn.needed
+    assert dyn.soname == "libuser.so.1"
+    assert dyn.runpath == ("$ORIGIN/lib",)
+    assert any(file.startswith("libc.so") for file, _versions in dyn.version_needs)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"\x7fELF", b"not an elf at all" * 10, b"\x7fELF" + bytes([3, 1]) + bytes(58)],
+    ids=["empty", "magic-only", "text", "bad-class"],
+)
+def test_not_elf_is_an_elf_error(data):
+    with pytest.raises(ElfError):
+        _parse(data)
+
+
+def test_truncated_at_every_length_is_an_elf_error():
+    data = shared_object(["libcudnn.so.9"], "x.so", ["$ORIGIN"], version_needs=[("libcudnn.so.9", ["v9"])])
+    for cut in range(len(data)):
+        with pytest.raises(ElfError):
+            _parse(data[:cut])
+
+
+def test_version_need_counts_are_bounded():
+    data = bytearray(shared_object(["libcublas.so.12"], version_needs=[("libcublas.so.12", ["a", "b"])]))
+    verneednum = data.index(struct.pack("<qQ", 0x6FFFFFFF, 1))
+    struct.pack_into("<qQ", data, verneednum, 0x6FFFFFFF, 0xFFFFFFFF)  # claims four billion records
+    start = data.index(struct.pack("<HH", 1, 2))  # the Verneed record: 1 version, 2 entries
+    struct.pack_into("<HH", data, start, 1, 0xFFFF)  # claims 65535 entries
+    try:
+        dyn = _parse(bytes(data))
+    except ElfError:
+        return
+    assert len(dyn.version_needs) <= 256 and all(len(v) <= 256 for _f, v in dyn.version_needs)
+
+
+def test_huge_counts_are_refused_without_reading():
+    data = bytearray(shared_object(["libcudart.so.12"]))
+    struct.pack_into("<H", data, 56, 0xFFFF)  # e_phnum
+    with pytest.raises(ElfError):
+        _parse(bytes(data))
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.binary(max_size=2048))
+def test_random_bytes_never_raise_anything_else(data):
+    with contextlib.suppress(ElfError):
+        _parse(data)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.data())
+def test_corrupted_real_files_never_raise_anything_else(draw):
+    data = bytearray(shared_object(["libcudnn.so.9", "libnccl.so.2"], "lib.so", ["$ORIGIN"],
+                                   version_needs=[("libnccl.so.2", ["NCCL_2.0"])]))  # fmt: skip
+    for _ in range(draw.draw(st.integers(1, 8))):
+        index = draw.draw(st.integers(0, len(data) - 1))
+        data[index] = draw.draw(st.integers(0, 255))
+    try:
+        dyn = _parse(bytes(data))
+    except ElfError:
+        return
+    assert all(isinstance(n, str) for n in dyn.needed)

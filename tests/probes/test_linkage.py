@@ -1,0 +1,162 @@
+"""The loader's view over image roots laid out like real installs, with ELF files written at test time."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cudadoctor.probes import linkage, packages, scancache
+from tests.conftest import make_ctx
+from tests.elfwriter import shared_object
+
+SITE = "/opt/venv/lib/python3.12/site-packages"
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(packages, "site_paths", lambda ctx: (SITE,))
+    return tmp_path / "root"
+
+
+def put(root, path: str, data: bytes | str = b"") -> None:
+    full = root / path.lstrip("/")
+    full.parent.mkdir(parents=True, exist_ok=True)
+    full.write_bytes(data.encode() if isinstance(data, str) else data)
+
+
+def link(root, path: str, target: str) -> None:
+    full = root / path.lstrip("/")
+    full.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, full)
+
+
+def dist(root, name: str, version: str) -> None:
+    put(root, f"{SITE}/{name.replace('-', '_')}-{version}.dist-info/METADATA", f"Name: {name}\nVersion: {version}\n")
+
+
+def torch_cu124(root) -> None:
+    """torch 2.5.1's layout: libtorch_cuda.so with RUNPATH into the nvidia wheels, and the wheels' libraries."""
+    dist(root, "torch", "2.5.1")
+    runpath = ["$ORIGIN/../../nvidia/cudnn/lib", "$ORIGIN/../../nvidia/cusparse/lib", "$ORIGIN"]
+    put(
+        root, f"{SITE}/torch/lib/libtorch_cuda.so", shared_object(["libcudnn.so.9", "libcusparse.so.12"], None, runpath)
+    )
+    dist(root, "nvidia-cudnn-cu12", "9.1.0.70")
+    put(root, f"{SITE}/nvidia/cudnn/lib/libcudnn.so.9")
+    dist(root, "nvidia-cusparse-cu12", "12.3.1.170")
+    runpath = ["$ORIGIN/../../nvjitlink/lib", "$ORIGIN"]
+    put(root, f"{SITE}/nvidia/cusparse/lib/libcusparse.so.12", shared_object(["libnvJitLink.so.12"], None, runpath))
+    dist(root, "nvidia-nvjitlink-cu12", "12.4.127")
+    put(root, f"{SITE}/nvidia/nvjitlink/lib/libnvJitLink.so.12")
+
+
+def toolkit_12_2(root) -> None:
+    put(root, "/usr/local/cuda-12.2/lib64/libnvJitLink.so.12.2.140")
+    link(root, "/usr/local/cuda-12.2/lib64/libnvJitLink.so.12", "libnvJitLink.so.12.2.140")
+
+
+def view(root, env=None):
+    ctx = make_ctx(root=str(root), env=env or {})
+    return linkage.probe_loader_view(ctx), ctx
+
+
+def need(result, package, soname):
+    return next(n for n in result.needs if n.package == package and n.soname == soname)
+
+
+def test_the_wheels_runpath_wins_without_ld_library_path(root):
+    torch_cu124(root)
+    toolkit_12_2(root)
+    result, _ctx = view(root)
+    jit = need(result, "nvidia-cusparse-cu12", "libnvJitLink.so.12")
+    assert jit.loaded is not None and jit.loaded.via == "RUNPATH"
+    assert jit.loaded.distribution == "nvidia-nvjitlink-cu12" and str(jit.loaded.version) == "12.4.127"
+    cudnn = need(result, "torch", "libcudnn.so.9")
+    assert cudnn.loaded is not None and str(cudnn.loaded.version) == "9.1.0.70"
+    assert "ld.so.conf" in result.cache  # no cache file in this root
+
+
+def test_ld_library_path_shadows_the_wheel(root):
+    torch_cu124(root)
+    toolkit_12_2(root)
+    result, _ctx = view(root, {"LD_LIBRARY_PATH": "/usr/local/cuda-12.2/lib64"})
+    jit = need(result, "nvidia-cusparse-cu12", "libnvJitLink.so.12")
+    assert jit.loaded is not None and jit.loaded.via == "LD_LIBRARY_PATH" and str(jit.loaded.version) == "12.2.140"
+    assert [(s.distribution, str(s.version)) for s in jit.shadowed] == [("nvidia-nvjitlink-cu12", "12.4.127")]
+
+
+def test_ld_preload_wins_over_everything(root):
+    torch_cu124(root)
+    put(root, "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.0.0")
+    result, _ctx = view(root, {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.0.0"})
+    cudnn = need(result, "torch", "libcudnn.so.9")
+    assert cudnn.loaded is not None and cudnn.loaded.via == "LD_PRELOAD"
+    assert [f.path for f in result.preloaded] == ["/usr/lib/x86_64-linux-gnu/libcudnn.so.9.0.0"]
+
+
+def test_a_community_wheel_needing_another_major_resolves_nowhere(root):
+    dist(root, "fastkernels", "0.3.1")  # any package: not on a list
+    put(root, f"{SITE}/fastkernels.libs/libfk-1a2b3c.so", shared_object(["libcublas.so.11"]))
+    put(root, "/usr/local/cuda-12.4/lib64/libcublas.so.12")
+    result, _ctx = view(root)
+    cublas = need(result, "fastkernels", "libcublas.so.11")
+    assert cublas.loaded is None
+    assert cublas.other_majors == ("/usr/local/cuda-12.4/lib64/libcublas.so.12",)
+
+
+def test_the_ld_so_cache_is_used_when_present(root):
+    from tests.probes.test_ldcache import X86, new_cache
+
+    dist(root, "onnxruntime-gpu", "1.19.2")
+    put(root, f"{SITE}/onnxruntime/capi/libonnxruntime_providers_cuda.so", shared_object(["libcudnn.so.9"]))
+    put(root, "/opt/cudnn/lib/libcudnn.so.9.3.0")
+    link(root, "/opt/cudnn/lib/libcudnn.so.9", "libcudnn.so.9.3.0")
+    put(root, "/etc/ld.so.cache", new_cache([("libcudnn.so.9", "/opt/cudnn/lib/libcudnn.so.9", X86)]))
+    result, _ctx = view(root)
+    cudnn = need(result, "onnxruntime-gpu", "libcudnn.so.9")
+    assert cudnn.loaded is not None and cudnn.loaded.via == "ld.so.cache" and str(cudnn.loaded.version) == "9.3.0"
+
+
+def test_nothing_needing_cuda_is_no_view(root):
+    dist(root, "numpy", "2.1.0")
+    put(root, f"{SITE}/numpy/core/_multiarray.so", shared_object(["libc.so.6"]))
+    put(root, f"{SITE}/numpy/core/broken.so", b"\x7fELF garbage")
+    assert view(root)[0] is None
+
+
+def test_a_second_run_reads_no_elf_file(root, monkeypatch):
+    torch_cu124(root)
+    first, _ctx = view(root)
+    calls = []
+    real = scancache.read_dynamic
+
+    def counting(path, size):
+        calls.append(path)
+        return real(path, size)
+
+    monkeypatch.setattr(scancache, "read_dynamic", counting)
+    second, _ctx = view(root)
+    assert calls == [] and second == first
+    # reinstalled as pip does it: a new file renamed over the old one (the directory's mtime changes)
+    put(root, f"{SITE}/torch/lib/.libtorch_cuda.so.tmp", shared_object(["libnccl.so.2"]))
+    lib = root / SITE.lstrip("/") / "torch" / "lib"
+    os.replace(lib / ".libtorch_cuda.so.tmp", lib / "libtorch_cuda.so")
+    third, _ctx = view(root)
+    assert [os.path.basename(c) for c in calls] == ["libtorch_cuda.so"]
+    assert any(n.soname == "libnccl.so.2" for n in third.needs)
+
+
+def test_expand_origin():
+    assert linkage.expand_origin("$ORIGIN/../../nvidia/cudnn/lib", "/s/torch/lib") == "/s/nvidia/cudnn/lib"
+    assert linkage.expand_origin("${ORIGIN}", "/s/torch/lib") == "/s/torch/lib"
+
+
+@pytest.mark.parametrize(
+    ("text", "abi"),
+    [('set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI=0")\n', False),
+     ('set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI=1")\n', True), ("# nothing\n", None)],
+)  # fmt: skip
+def test_torch_cxx11_abi_from_torchconfig(text, abi):
+    assert packages.parse_torch_cxx11_abi(text) is abi

@@ -253,6 +253,12 @@ def categories(facts: Facts, findings: Iterable[Finding] = ()) -> list[Category]
         _copies("tensorrt", "TensorRT", facts.tensorrt, "not installed"),
         _python(facts),
     ]
+    findings = tuple(findings)
+    asserted = [f for f in findings if f.category == "requirements" and f.status is not Status.NOT_APPLICABLE]
+    if asserted:
+        # --require states what this job needs: its verdict is its own line, not a detail of the host.
+        met = all(f.status is Status.OK for f in asserted)
+        cats.append(Category("requirements", "Requirements (--require)", "all met" if met else "not all met"))
     by_key = {c.key: c for c in cats}
     for error in facts.errors:
         _attach(by_key.get(category_of_error(error.probe), by_key["host"]), error)

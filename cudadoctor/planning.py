@@ -172,7 +172,10 @@ def plan(target: str, flags: HostFlags) -> tuple[Suggestion, Constraints]:
     """The plans for a target on the machine the flags describe."""
     name = target_name(target)
     if name not in PLANNERS:
-        raise UsageError(f"--target {target!r}: suggest plans {', '.join(PLANNERS)}")
+        from cudadoctor.didyoumean import did_you_mean
+
+        hint = did_you_mean(name, PLANNERS)
+        raise UsageError(f"--target {target!r}: suggest plans {', '.join(PLANNERS)}{hint}")
     matrix = CompatMatrix()
     c = constraints(matrix, flags)
     try:

@@ -3,7 +3,7 @@
 Run by ``bench/bench_check.py`` in a fresh interpreter per run (imports are only cold once per process):
 ``imports`` (the CLI and everything a live text ``check`` imports), ``probes`` (gathering the facts),
 ``checks`` (the compat data and every check), ``render`` (the text report). ``--from FILE`` replays a
-snapshot instead of probing. The phases call the same functions ``cudadoctor check`` calls, in its order.
+snapshot instead of probing; ``--print`` also prints the report. The phases call the same functions ``cudadoctor check`` calls, in its order.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ def main(argv: list[str]) -> int:
     marks.append(time.perf_counter())
     names = ("imports", "probes", "checks", "render")
     phases = {name: round(marks[i + 1] - marks[i], 5) for i, name in enumerate(names)}
+    if "--print" in argv:
+        print(text, end="")
     print(json.dumps({"phases": phases, "probe_timings": facts.timings, "chars": len(text)}))
     return 0
 

@@ -19,7 +19,7 @@ from cudadoctor.report.summary import Category, Mark, categories
 
 __all__ = ["fold", "render_text"]
 
-#: ANSI SGR codes (ECMA-48 §8.3.117): the five styles the report uses.
+#: ANSI SGR codes (ECMA-48, https://ecma-international.org/publications-and-standards/standards/ecma-48/): the five styles used.
 _SGR = {"green": "32", "yellow": "33", "red": "31", "dim": "2", "bold": "1"}
 
 _BOX = {

@@ -1,9 +1,10 @@
 """One ``cudadoctor check`` in phases, timed in this process; prints one JSON object.
 
-Run by ``bench/bench_check.py`` in a fresh interpreter per run (imports are only cold once per process):
-``imports`` (the CLI and everything a live text ``check`` imports), ``probes`` (gathering the facts),
-``checks`` (the compat data and every check), ``render`` (the text report). ``--from FILE`` replays a
-snapshot instead of probing; ``--print`` also prints the report. The phases call the same functions ``cudadoctor check`` calls, in its order.
+Run by ``bench/bench_check.py`` in a fresh interpreter per run (imports are only cold once per
+process): ``imports`` (the CLI and everything a live text ``check`` imports), ``probes`` (gathering
+the facts), ``checks`` (the compat data and every check), ``render`` (the text report). ``--from
+FILE`` replays a snapshot instead of probing; ``--print`` also prints the report. The phases call
+the functions ``cudadoctor check`` calls, in its order.
 """
 
 from __future__ import annotations

@@ -469,7 +469,8 @@ def update(
             bar.update(task, completed=done, total=total, description=label)
 
         try:
-            result = refresh(packages or DEFAULT_PACKAGES, index=index, cache_dir=target, progress=progress, limit=limit)
+            names = packages or DEFAULT_PACKAGES
+            result = refresh(names, index=index, cache_dir=target, progress=progress, limit=limit)
         except PackagesNotFound as exc:
             if not packages:  # the default list is on every index: the index is wrong
                 raise

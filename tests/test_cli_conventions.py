@@ -19,7 +19,7 @@ from cudadoctor.checks.engine import run_checks
 from cudadoctor.cli import app
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.codec import facts_from_json
-from cudadoctor.facts.model import EnvVar, ProbeError, Source, SourceKind
+from cudadoctor.facts.model import EnvVar, ProbeError
 from cudadoctor.report.options import RenderOptions
 from cudadoctor.report.text import render_text
 

@@ -19,7 +19,8 @@ from cudadoctor.report.summary import Category, Mark, categories
 
 __all__ = ["fold", "render_text"]
 
-#: ANSI SGR codes (ECMA-48, https://ecma-international.org/publications-and-standards/standards/ecma-48/): the five styles used.
+#: ANSI SGR codes of the five styles used (ECMA-48,
+#: https://ecma-international.org/publications-and-standards/standards/ecma-48/).
 _SGR = {"green": "32", "yellow": "33", "red": "31", "dim": "2", "bold": "1"}
 
 _BOX = {
@@ -70,8 +71,8 @@ def _category(out: _Lines, cat: Category, verbose: bool) -> None:
         text = fold(line.text) if verbose else line.text
         if verbose and line.source:
             text += " " + out.style(f"({fold(line.source)})", "dim")
-        bullet, color = _BULLET[line.level]
-        out.add(f"    {out.style(bullet, color)} {text}")
+        bullet, style = _BULLET[line.level]
+        out.add(f"    {out.style(bullet, style)} {text}")
         for command in line.commands:
             out.add(f"        $ {command}")
 

@@ -348,9 +348,7 @@ def suggest(
     ],
     driver: Annotated[
         str | None,
-        typer.Option(
-            "--driver", "--assume-driver", metavar="VERSION", help="Plan for this driver (e.g. 535.104.05)."
-        ),
+        typer.Option("--driver", "--assume-driver", metavar="VERSION", help="Plan for this driver (e.g. 535.104.05)."),
     ] = None,
     gpu: Annotated[
         list[str] | None,

@@ -1,4 +1,4 @@
-""""Did you mean" for names typed on the command line: commands, suggest targets, check codes, GPU models.
+"""Did-you-mean hints for names typed on the command line: commands, suggest targets, check codes, GPUs.
 
 One rule everywhere: the closest known spelling by :func:`difflib.get_close_matches` (the similarity
 ratio of the standard library's SequenceMatcher, compared case-insensitively), offered only when it is

@@ -470,9 +470,10 @@ def update(
             names = packages or DEFAULT_PACKAGES
             result = refresh(names, index=index, cache_dir=target, progress=progress, limit=limit)
         except PackagesNotFound as exc:
-            if not packages:  # the default list is on every index: the index is wrong
+            unknown = _unknown_names(exc.names)
+            if not unknown:  # names cudadoctor knows are on PyPI: the index is wrong (exit 3)
                 raise
-            raise UsageError(f"{exc}{_known_package_hint(exc.names)}") from None
+            raise UsageError(f"{exc}{_known_package_hint(unknown)}") from None
     for warning in result.warnings:
         print(f"cudadoctor: warning: {warning}", file=sys.stderr)
     missing = [s.name for s in result.packages if not s.found]
@@ -480,15 +481,22 @@ def update(
         print(f"cudadoctor: warning: {name}: not on {result.index}{_known_package_hint((name,))}", file=sys.stderr)
     what = f"{result.new} new release record(s)" if result.new else "nothing changed (the cache is up to date)"
     print(f"cudadoctor: {what} from {result.index} in {result.requests} request(s); cache: {result.cache_path}")
-    if packages and missing:  # a name the user typed that the index does not have is a usage error
+    if _unknown_names(missing):  # a name typed that the index lacks and cudadoctor does not know: a typo
         raise typer.Exit(2)
+
+
+def _unknown_names(names: Sequence[str]) -> list[str]:
+    """Names that are not among the packages ``update`` refreshes by default (all of them are on PyPI)."""
+    from cudadoctor.update import DEFAULT_PACKAGES
+
+    return [n for n in names if n.lower() not in DEFAULT_PACKAGES]
 
 
 def _known_package_hint(names: Sequence[str]) -> str:
     from cudadoctor.didyoumean import did_you_mean
     from cudadoctor.update import DEFAULT_PACKAGES
 
-    return "".join(did_you_mean(name, DEFAULT_PACKAGES) for name in names[:1])
+    return "".join(did_you_mean(name, DEFAULT_PACKAGES) for name in _unknown_names(names)[:1])
 
 
 class ListFormat(str, enum.Enum):

@@ -1,78 +1,103 @@
-"""Benchmark: ``cudadoctor check`` against ``python -m torch.utils.collect_env`` and ``python -c pass``.
+"""Benchmark: where the time of ``cudadoctor check`` goes, and how it compares with torch's collect_env.
 
-A benchmark, not a test: it prints wall times (median of N runs, after one warm-up) and ratios.
-Run it where torch is installed to see the comparison the README quotes::
+A benchmark, not a test (CI runs it once as a smoke test, without timing assertions)::
 
-    python bench/bench_check.py --runs 5
+    python bench/bench_check.py --runs 11
     python bench/bench_check.py --python /opt/venv/bin/python   # collect_env of another env
+    python bench/bench_check.py --from tests/fixtures/h200-device/snapshot.json   # no probing
 
-``cudadoctor check`` is run as ``<this python> -m cudadoctor check``; collect_env with the
-interpreter given by ``--python`` (default: this one), and skipped when torch is not installed
-there. Peak memory (max RSS of the child) is printed where the platform reports it.
+It prints the median of ``--runs`` fresh processes for each part (the commands alternate, so a busy
+machine slows them alike):
+
+* ``interpreter start``: ``python -c pass`` (site and .pth files included);
+* ``imports``, ``probes``, ``checks``, ``render``: one ``check`` in phases (``bench/phases.py``);
+* ``cudadoctor check``: the whole command, wall time and max RSS of the process;
+* ``collect_env``: ``python -m torch.utils.collect_env``, when torch is installed for ``--python``,
+  and the ratio of the two.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 
-def _time(argv: list[str], runs: int, env: dict[str, str]) -> tuple[float, int, int]:
-    """(median seconds, max RSS in KiB of the children, last exit code)."""
-    subprocess.run(argv, capture_output=True, env=env, timeout=300, check=False)  # warm the page cache
-    times: list[float] = []
-    rc = 0
+
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, int, str]:
+    """(wall seconds, max RSS in KiB of this child alone, stdout) of one fresh process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    out = proc.stdout.read() if proc.stdout else b""
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0  # reaped by wait4
+    return time.perf_counter() - start, usage.ru_maxrss, out.decode("utf-8", "replace")
+
+
+def _has_torch(python: str) -> bool:
+    probe = "import importlib.util,sys; sys.exit(importlib.util.find_spec('torch') is None)"
+    return subprocess.run([python, "-c", probe], capture_output=True, timeout=60, check=False).returncode == 0
+
+
+def measure(runs: int, python: str, snapshot: str | None, collect_env: bool) -> dict[str, list[float]]:
+    """Every series, by name: seconds (and ``check rss`` in MiB)."""
+    env = dict(os.environ, NO_COLOR="1")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its .pyc files; compiling is not check's time
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(HERE), env.get("PYTHONPATH")) if p)
+    source = ["--from", snapshot] if snapshot else []
+    commands = {
+        "interpreter start": [sys.executable, "-c", "pass"],
+        "phases": [sys.executable, os.path.join(HERE, "phases.py"), *source],
+        "cudadoctor check": [sys.executable, "-m", "cudadoctor", "check", *source],
+    }
+    if collect_env:
+        commands["collect_env"] = [python, "-m", "torch.utils.collect_env"]
+    series: dict[str, list[float]] = {}
+    for argv in commands.values():  # one warm-up each: the page cache, .pyc files
+        _run(argv, env)
     for _ in range(runs):
-        start = time.perf_counter()
-        proc = subprocess.run(argv, capture_output=True, env=env, timeout=300, check=False)
-        times.append(time.perf_counter() - start)
-        rc = proc.returncode
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return statistics.median(times), rss, rc
+        for name, argv in commands.items():
+            seconds, rss, out = _run(argv, env)
+            if name == "phases":
+                for phase, value in json.loads(out.strip().splitlines()[-1])["phases"].items():
+                    series.setdefault(phase, []).append(value)
+                continue
+            series.setdefault(name, []).append(seconds)
+            if name == "cudadoctor check":
+                series.setdefault("check max RSS MiB", []).append(rss / 1024)
+    return series
+
+
+def report(series: dict[str, list[float]]) -> str:
+    med = {name: statistics.median(values) for name, values in series.items()}
+    lines = [f"{'part':<26} {'median':>9}  (runs: {len(series['cudadoctor check'])})"]
+    for name in ("interpreter start", "imports", "probes", "checks", "render", "cudadoctor check"):
+        lines.append(f"{name:<26} {med[name]:8.3f}s")
+    parts = sum(med[n] for n in ("interpreter start", "imports", "probes", "checks", "render"))
+    lines.append(f"{'(other: argv, exit)':<26} {med['cudadoctor check'] - parts:8.3f}s")
+    lines.append(f"{'check max RSS':<26} {max(series['check max RSS MiB']):7.1f} MiB")
+    if "collect_env" in med:
+        ratio = med["cudadoctor check"] / med["collect_env"]
+        lines.append(f"{'collect_env':<26} {med['collect_env']:8.3f}s")
+        lines.append(f"check / collect_env: {ratio:.3f}")
+    else:
+        lines.append("collect_env: torch is not installed for that interpreter, not measured")
+    return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--python", default=sys.executable, help="interpreter for collect_env")
+    parser.add_argument("--from", dest="snapshot", metavar="FILE", help="replay a snapshot instead of probing")
     args = parser.parse_args()
-    env = dict(os.environ, NO_COLOR="1")
-
-    rows: list[tuple[str, float, int, int]] = []
-    base, rss, rc = _time([sys.executable, "-c", "pass"], args.runs, env)
-    rows.append(("python -c pass", base, rss, rc))
-    check, rss, rc = _time([sys.executable, "-m", "cudadoctor", "check"], args.runs, env)
-    rows.append(("cudadoctor check", check, rss, rc))
-    check_json, rss, rc = _time([sys.executable, "-m", "cudadoctor", "check", "--format", "json"], args.runs, env)
-    rows.append(("cudadoctor check --format json", check_json, rss, rc))
-    has_torch = (
-        subprocess.run(
-            [args.python, "-c", "import importlib.util,sys; sys.exit(importlib.util.find_spec('torch') is None)"],
-            capture_output=True,
-            timeout=60,
-            check=False,
-        ).returncode
-        == 0
-    )
-    collect = None
-    if has_torch:
-        collect, rss, rc = _time([args.python, "-m", "torch.utils.collect_env"], args.runs, env)
-        rows.append(("python -m torch.utils.collect_env", collect, rss, rc))
-
-    print(f"{'command':<36} {'median s':>9} {'vs pass':>8}  exit")
-    for name, seconds, _rss, code in rows:
-        print(f"{name:<36} {seconds:9.3f} {seconds / base:8.1f}x  {code}")
-    print(f"\ncudadoctor check, net of interpreter start: {check - base:.3f} s")
-    if collect is not None:
-        print(f"collect_env / cudadoctor check: {collect / check:.1f}x slower")
-    else:
-        print("torch is not installed for", args.python, "- collect_env not measured")
-    print(f"(max RSS of any child so far: {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024} MiB)")
+    series = measure(max(args.runs, 1), args.python, args.snapshot, _has_torch(args.python))
+    print(report(series))
     return 0
 
 

@@ -98,11 +98,13 @@ def read_snapshot(path: str) -> Facts:
 
 def _context(source: FactSource, warn: Callable[[str], None]):  # type: ignore[no-untyped-def]
     from cudadoctor.probes.collect import live_context, root_context
+    from cudadoctor.pythonarg import resolve_python
 
-    if source.root is None:
-        return live_context(python=source.python)
-    if not os.path.isdir(source.root):
+    if source.root is not None and not os.path.isdir(source.root):
         raise UsageError(f"--root {source.root}: not a directory")
+    python = resolve_python(source.python, source.root) if source.python is not None else None
+    if source.root is None:
+        return live_context(python=python)
     env: dict[str, str] = {}
     if source.env_file is not None:
         from cudadoctor.envfile import read_env_file
@@ -110,7 +112,7 @@ def _context(source: FactSource, warn: Callable[[str], None]):  # type: ignore[n
         env, warnings = read_env_file(source.env_file)
         for warning in warnings:
             warn(f"warning: {warning}")
-    return root_context(source.root, env, python=source.python)
+    return root_context(source.root, env, python=python)
 
 
 def _probed(source: FactSource, warn: Callable[[str], None]) -> Facts:

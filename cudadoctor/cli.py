@@ -16,8 +16,8 @@ import enum
 import functools
 import os
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar
 
 import typer
 
@@ -51,6 +51,7 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -86,18 +87,21 @@ PythonOpt = Annotated[
 AssumeDriverOpt = Annotated[
     str | None,
     typer.Option(
+        "--driver",
         "--assume-driver",
         metavar="VERSION",
-        help="The driver of the host this will run on (e.g. 550.54.15); overrides the probed driver.",
+        help="The driver of the host this will run on (e.g. 550.54.15); overrides the probed driver. "
+        "--assume-driver is the same option.",
     ),
 ]
 AssumeGpuOpt = Annotated[
     list[str] | None,
     typer.Option(
+        "--gpu",
         "--assume-gpu",
         metavar="NAME|CC",
         help="A GPU of the target host: a model (H100, 'RTX 4090') or compute capability (8.9, sm_89). "
-        "Repeat for several GPUs; overrides the probed GPUs.",
+        "Repeat for several GPUs; overrides the probed GPUs. --assume-gpu is the same option.",
     ),
 ]
 NoRedactOpt = Annotated[
@@ -129,6 +133,8 @@ def _guarded(func: Callable[P, R]) -> Callable[P, R]:
         except CudadoctorError as exc:
             _err(str(exc))
             raise typer.Exit(exc.exit_code) from None
+        except BrokenPipeError:
+            _closed_pipe()
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug: say so, with the traceback only when asked
@@ -346,12 +352,17 @@ def suggest(
     ] = None,
     driver: Annotated[
         str | None,
-        typer.Option("--driver", metavar="VERSION", help="Plan for this driver (535.104.05) or branch (550)."),
+        typer.Option(
+            "--driver", "--assume-driver", metavar="VERSION", help="Plan for this driver (535.104.05) or branch (550)."
+        ),
     ] = None,
     gpu: Annotated[
         list[str] | None,
         typer.Option(
-            "--gpu", metavar="NAME|CC", help="Plan for this GPU ('RTX 4090', sm_89, 8.9); repeat for a fleet."
+            "--gpu",
+            "--assume-gpu",
+            metavar="NAME|CC",
+            help="Plan for this GPU ('RTX 4090', sm_89, 8.9); repeat for a fleet.",
         ),
     ] = None,
     python_version: Annotated[
@@ -445,6 +456,7 @@ def update(
 
     from cudadoctor.pipconfig import configured_index
     from cudadoctor.update import DEFAULT_PACKAGES, default_cache_dir, refresh
+    from cudadoctor.update.errors import PackagesNotFound
 
     if limit < 1:
         raise UsageError("--limit must be at least 1")
@@ -462,16 +474,37 @@ def update(
         def progress(done: int, total: int, label: str) -> None:
             bar.update(task, completed=done, total=total, description=label)
 
-        result = refresh(packages or DEFAULT_PACKAGES, index=index, cache_dir=target, progress=progress, limit=limit)
+        try:
+            names = packages or DEFAULT_PACKAGES
+            result = refresh(names, index=index, cache_dir=target, progress=progress, limit=limit)
+        except PackagesNotFound as exc:
+            unknown = _unknown_names(exc.names)
+            if not unknown:  # names cudadoctor knows are on PyPI: the index is wrong (exit 3)
+                raise
+            raise UsageError(f"{exc}{_known_package_hint(unknown)}") from None
     for warning in result.warnings:
         print(f"cudadoctor: warning: {warning}", file=sys.stderr)
-    for summary in result.packages:
-        if not summary.found:
-            print(f"cudadoctor: warning: {summary.name}: not on {result.index}", file=sys.stderr)
-    print(
-        f"cudadoctor: {result.new} new release record(s) from {result.index} in {result.requests} request(s); "
-        f"cache: {result.cache_path}"
-    )
+    missing = [s.name for s in result.packages if not s.found]
+    for name in missing:
+        print(f"cudadoctor: warning: {name}: not on {result.index}{_known_package_hint((name,))}", file=sys.stderr)
+    what = f"{result.new} new release record(s)" if result.new else "nothing changed (the cache is up to date)"
+    print(f"cudadoctor: {what} from {result.index} in {result.requests} request(s); cache: {result.cache_path}")
+    if _unknown_names(missing):  # a name typed that the index lacks and cudadoctor does not know: a typo
+        raise typer.Exit(2)
+
+
+def _unknown_names(names: Sequence[str]) -> list[str]:
+    """Names that are not among the packages ``update`` refreshes by default (all of them are on PyPI)."""
+    from cudadoctor.update import DEFAULT_PACKAGES
+
+    return [n for n in names if n.lower() not in DEFAULT_PACKAGES]
+
+
+def _known_package_hint(names: Sequence[str]) -> str:
+    from cudadoctor.didyoumean import did_you_mean
+    from cudadoctor.update import DEFAULT_PACKAGES
+
+    return "".join(did_you_mean(name, DEFAULT_PACKAGES) for name in _unknown_names(names)[:1])
 
 
 class ListFormat(str, enum.Enum):
@@ -577,4 +610,22 @@ def main() -> None:
     # escape) or a terminal that cannot show "✓" prints "?" there, instead of an internal error (exit 3).
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="replace")
-    app()
+    try:
+        app()
+    except BrokenPipeError:
+        _closed_pipe()
+
+
+def _closed_pipe() -> NoReturn:
+    """The reader went away (``cudadoctor list-checks | head -1``): end quietly, as ``cat`` does.
+
+    Python's own advice (https://docs.python.org/3/library/signal.html#note-on-sigpipe): point stdout at
+    devnull so the interpreter's final flush does not raise again, and exit like a process killed by
+    SIGPIPE (128 + 13) without a word.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(141)

@@ -127,7 +127,9 @@ def parse_gpu_spec(spec: str, table: GpuTable) -> GpuModel:
         )
     model = lookup(text, models)
     if model is None:
-        raise ValueError(f"unknown GPU {text!r}: {_HOW_TO_SPELL}")
+        from cudadoctor.didyoumean import did_you_mean
+
+        raise ValueError(f"unknown GPU {text!r}: {_HOW_TO_SPELL}{did_you_mean(text, (m.name for m in models))}")
     return model
 
 

@@ -287,7 +287,7 @@ def parse_target(target: str) -> tuple[str, str, str | None]:
     if project not in PLANNERS:
         close = difflib.get_close_matches(project, [*PLANNERS, *_ALIASES], n=2, cutoff=0.6)
         guesses = sorted({_ALIASES.get(g) or g for g in close})
-        hint = f"; did you mean {' or '.join(guesses)}?" if guesses else ""
+        hint = f"; did you mean {' or '.join(repr(g) for g in guesses)}?" if guesses else ""
         raise UsageError(f"target {target!r}: suggest plans {', '.join(PLANNERS)}{hint}")
     return project, project + rest, variant
 

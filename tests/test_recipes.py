@@ -94,7 +94,38 @@ def test_dockerfile_preflight_fails_the_build_for_an_old_host_driver(image):
     result = _run(_expand(argv, {**args, "HOST_DRIVER": "470.82.01"}), "--root", root, "--env-file", env_file)
     assert result.exit_code == 1
     assert "CD111 driver 470.82.01 supports CUDA 11.4 and is too old for torch 2.5.1" in result.stdout
-    assert "CD901 required but not met: cuda>=12.4 (found: 11.4)" in result.stdout
+    assert "CD901 required but not met: cuda>=12.4 (the driver supports CUDA 11.4;" in result.stdout
+
+
+def test_dockerfile_preflight_passes_on_a_535_host_that_runs_cuda_12_4_code(image):
+    """torch cu124 runs on a 535 driver (CUDA 12.2) by minor-version compatibility; so does the pre-flight."""
+    root, env_file, argv, args = image
+    result = _run(_expand(argv, {**args, "HOST_DRIVER": "535.104.05"}), "--root", root, "--env-file", env_file)
+    assert result.exit_code == 0, result.output
+    assert "Requirements (--require): all met" in result.stdout
+
+
+def _is_cudadoctor_project(directory: str) -> bool:
+    import tomllib
+
+    with open(os.path.join(directory, "pyproject.toml"), "rb") as handle:
+        return tomllib.load(handle)["project"]["name"] == "cudadoctor"
+
+
+def test_examples_install_cudadoctor_from_the_checkout():
+    """cudadoctor is not on the package index: each example installs the checkout it is built from."""
+    repo = os.path.dirname(EXAMPLES)
+    docker = _read("Dockerfile")
+    (copy,) = re.findall(r"^COPY (\S+) (\S+)$", docker, flags=re.MULTILINE)
+    (install,) = [ln for ln in docker.splitlines() if ln.startswith("RUN") and "/opt/cudadoctor/bin/pip install" in ln]
+    target = shlex.split(install.split("&&")[-1])[-1]
+    assert target == copy[1] and copy[0] == "."  # the build context, which the usage line says is the checkout
+    assert "docker build -f examples/Dockerfile" in docker and _is_cudadoctor_project(repo)
+    workflow = _read("github-actions.yml")
+    (line,) = re.findall(r"^\s*- run: (python -m pip install .*)$", workflow, flags=re.MULTILINE)
+    assert shlex.split(line)[-1] == "." and "actions/checkout" in workflow
+    installs = [ln.split("pip install", 1)[1] for ln in (docker + workflow).splitlines() if "pip install" in ln]
+    assert installs and all("cudadoctor" not in shlex.split(args) for args in installs)  # never from the index
 
 
 def test_dockerfile_preflight_fails_when_torch_is_missing(image, tmp_path):

@@ -233,7 +233,7 @@ def test_a_target_with_a_build_tag_is_accepted_and_picks_that_build():
 
 @pytest.mark.parametrize(("typed", "meant"), [("pytorch", "torch"), ("vlm", "vllm"), ("tensorflw", "tensorflow")])
 def test_a_misspelt_target_gets_did_you_mean(typed, meant):
-    with pytest.raises(UsageError, match=f"did you mean {meant}"):
+    with pytest.raises(UsageError, match=f"did you mean '{meant}'"):
         parse_target(typed)
 
 

@@ -610,7 +610,8 @@ def test_refresh_is_incremental(server: IndexServer, fetcher: HttpFetcher, tmp_p
     assert doc["updated"] == "2026-12-01"
     assert doc["packages"]["torch"]["releases"]["2.5.1"]["fetched"] == "2026-11-30"  # kept from the first run
     assert doc["packages"]["vllm"]["releases"]["0.9.2"]["fetched"] == "2026-12-01"
-    assert {p.name: p.new for p in result.packages} == {"torch": 0, "vllm": 3}
+    # 0.9.1 and 0.2.1 were re-read and are still without metadata: not news; 0.9.2 is.
+    assert {p.name: p.new for p in result.packages} == {"torch": 0, "vllm": 1}
 
 
 def test_refresh_limit_keeps_the_newest(server: IndexServer, fetcher: HttpFetcher, tmp_path: Any) -> None:
@@ -1045,3 +1046,54 @@ def test_cli_update_failure_is_one_line_and_keeps_the_cache(server: IndexServer,
     errors = [line for line in result.stderr.splitlines() if line.startswith("cudadoctor: error:")]
     assert len(errors) == 1 and "not valid JSON" in errors[0] and "Traceback" not in result.stderr
     assert cache_bytes(str(tmp_path)) == before
+
+
+def test_cli_update_of_an_unknown_package_is_a_usage_error(server: IndexServer, tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from cudadoctor.cli import app
+
+    result = CliRunner().invoke(app, ["update", "trch", "--cache-dir", str(tmp_path), "--index-url", server.index])
+    assert result.exit_code == 2, result.output
+    assert "did you mean 'torch'?" in result.stderr
+    assert not os.path.exists(os.path.join(str(tmp_path), CACHE_FILE))
+
+
+def test_cli_update_names_a_missing_package_among_found_ones(server: IndexServer, tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from cudadoctor.cli import app
+
+    server.serve_json("vllm")
+    args = ["update", "vllm", "vlm", "--cache-dir", str(tmp_path), "--index-url", server.index, "--limit", "3"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "vlm: not on" in result.stderr and "did you mean 'vllm'?" in result.stderr
+    assert cache_doc(str(tmp_path))["packages"]["vllm"]["releases"]  # what was found is kept
+
+
+def test_cli_update_repeated_says_nothing_changed(server: IndexServer, tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from cudadoctor.cli import app
+
+    server.serve_json("vllm")
+    args = ["update", "vllm", "--cache-dir", str(tmp_path), "--index-url", server.index, "--limit", "5"]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0 and "new release record(s)" in first.stdout, first.output
+    second = CliRunner().invoke(app, args)
+    assert second.exit_code == 0, second.output
+    assert "nothing changed" in second.stdout and "new release record" not in second.stdout
+
+
+def test_refresh_runs_a_small_pool_of_requests_at_once(server: IndexServer, tmp_path: Any) -> None:
+    import inspect
+
+    server.serve_json("vllm")
+    seen: list[tuple[int, int]] = []
+    result = refresh(
+        ["vllm"], index=server.index, cache_dir=str(tmp_path), limit=5, progress=lambda d, t, _l: seen.append((d, t))
+    )
+    done = [d for d, _ in seen]
+    assert result.new and done == sorted(done) and seen[-1][0] == seen[-1][1] > 1  # progress up to all tasks
+    assert inspect.signature(refresh).parameters["workers"].default == 4

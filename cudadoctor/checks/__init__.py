@@ -105,7 +105,12 @@ def resolve_codes(patterns: Iterable[str], option: str) -> set[str]:
         elif upper.startswith("CD") and (matches := {c for c in ALL_CHECKS if c.startswith(upper)}):
             codes |= matches
         else:
-            raise UsageError(f"{option} {raw!r}: no check has this code, prefix or name (see cudadoctor list-checks)")
+            from cudadoctor.didyoumean import did_you_mean
+
+            hint = did_you_mean(pattern, [*ALL_CHECKS, *by_name])
+            raise UsageError(
+                f"{option} {raw!r}: no check has this code, prefix or name{hint} (see cudadoctor list-checks)"
+            )
     return codes
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
@@ -46,6 +45,9 @@ def parse_assertion(text: str) -> Assertion:
             return Assertion(raw, match.group(1).lower(), SpecifierSet(match.group(2)))
         except InvalidSpecifier:
             raise InvalidValue(text, f"{match.group(2)!r} is not a version specifier") from None
+    # packaging.requirements (markers, tags, logging) costs ~7 ms to import: only --require needs it.
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         req = Requirement(raw)
     except InvalidRequirement:
@@ -57,8 +59,9 @@ class CD901(Check):
     """Every --require assertion holds.
 
     What it checks: the assertions given with --require (or `require` in the project settings):
-    a package that must be installed, optionally at a version (`torch>=2.6`, `vllm`), `cuda` (the
-    CUDA version applications get from the driver, forward compatibility included) and `driver`.
+    a package that must be installed, optionally at a version (`torch>=2.6`, `vllm`), `cuda` (this
+    machine runs code built for that CUDA version: the driver's own CUDA, older releases, and within a
+    major minor-version compatibility and forward compatibility) and `driver`.
 
     Why it matters: a pre-flight step in a Dockerfile or CI job states what the job needs; a build
     that silently lost torch, or a host whose driver is too old for the pinned CUDA, fails here
@@ -68,39 +71,96 @@ class CD901(Check):
     """
 
     name = "requirements-met"
-    category = "host"
+    category = "requirements"
 
     def check(self, requirements: tuple[str, ...], facts: Facts, matrix: CompatMatrix) -> Problem | None:
         unmet: list[str] = []
         evidence: dict[str, str] = {}
         commands: list[str] = []
+        notes: list[str] = []
         for assertion in (parse_assertion(r) for r in requirements):
-            found: Version | None
             if assertion.name == "cuda":
-                found = effective_cuda(facts.driver, matrix)[0] if facts.driver else None
-                what = "the CUDA version the driver supports"
-            elif assertion.name == "driver":
-                found = facts.driver.version if facts.driver else None
-                what = "the driver"
-            else:
-                pkg = facts.packages.get(assertion.name)
-                found = pkg.version if pkg else None
-                what = assertion.name
+                ok, evidence[assertion.text] = _cuda_holds(assertion, facts, matrix)
+                if not ok:
+                    unmet.append(f"{assertion.text} ({evidence[assertion.text]})")
+                continue
+            found, what = _found(assertion, facts)
             ok = found is not None and (
                 not assertion.specifier or assertion.specifier.contains(found, prereleases=True)
             )
             evidence[assertion.text] = f"{what}: {found if found is not None else 'not found'}"
-            if not ok:
-                unmet.append(f"{assertion.text} (found: {found if found is not None else 'nothing'})")
-                if assertion.name not in _SPECIAL:
-                    commands.append(f"python -m pip install '{assertion.text}'")
+            if ok:
+                continue
+            unmet.append(f"{assertion.text} (found: {found if found is not None else 'nothing'})")
+            if assertion.name != "driver":
+                command, note = _install_advice(assertion, facts)
+                commands += [command] if command else []
+                notes += [note] if note else []
         if not unmet:
             return None
         return Problem(
             "required but not met: " + "; ".join(unmet),
             evidence,
-            Remediation("Install what the assertion names, or fix the assertion.", tuple(commands)),
+            Remediation(" ".join(["Install what the assertion names, or fix the assertion.", *notes]), tuple(commands)),
         )
+
+
+def _found(assertion: Assertion, facts: Facts) -> tuple[Version | None, str]:
+    if assertion.name == "driver":
+        return (facts.driver.version if facts.driver else None), "the driver"
+    pkg = facts.packages.get(assertion.name)
+    return (pkg.version if pkg else None), assertion.name
+
+
+def _install_advice(assertion: Assertion, facts: Facts) -> tuple[str | None, str | None]:
+    """The pip command for a package known to exist, else a note (a typo must not become a pip command).
+
+    A name cudadoctor cannot vouch for is never put in a command: ``pip install 'torhc'`` would install
+    whatever a typo-squatter published under that name (https://pypi.org/help/#typosquatting is PyPI's
+    own warning). Known names are those cudadoctor reads on purpose and those installed here.
+    """
+    import difflib
+
+    from cudadoctor.probes.packages import INTERESTING_NAMES
+
+    if assertion.name in INTERESTING_NAMES or assertion.name in facts.packages:
+        return f"python -m pip install '{assertion.text}'", None
+    known = sorted(INTERESTING_NAMES | set(facts.packages))
+    close = difflib.get_close_matches(assertion.name, known, n=1, cutoff=0.75)
+    if close:
+        return None, f"{assertion.name!r} is not a package cudadoctor knows: did you mean {close[0]!r}?"
+    return None, f"{assertion.name!r} is not a package cudadoctor knows: check its name on the index before installing."
+
+
+def _cuda_holds(assertion: Assertion, facts: Facts, matrix: CompatMatrix) -> tuple[bool, str]:
+    """Whether this machine runs code built for a CUDA version the assertion accepts, and the evidence.
+
+    ``cuda>=12.4`` asks whether CUDA 12.4 code runs here, not whether the driver reports 12.4: within a
+    major, minor-version compatibility runs 12.x applications on any driver above the major's floor
+    (https://docs.nvidia.com/deploy/cuda-compatibility/#minor-version-compatibility), and older CUDA
+    code runs on newer drivers. The same rule as CD111 (:func:`cudadoctor.rules.driver.driver_runs_cuda`).
+    """
+    from cudadoctor.checks.driver import forward_compat
+    from cudadoctor.rules.driver import driver_runs_cuda
+
+    driver = facts.driver
+    native = effective_cuda(driver, matrix)[0] if driver else None
+    if driver is None or native is None:
+        return False, "the CUDA version the driver supports: not found"
+    seen = f"the driver supports CUDA {native}"
+    if not assertion.specifier or assertion.specifier.contains(native, prereleases=True):
+        return True, seen
+    releases = sorted({r.version for r in matrix.cuda_releases}, key=lambda v: v.release)
+    forward = forward_compat(driver)
+    for cuda in (v for v in releases if assertion.specifier.contains(v, prereleases=True)):
+        if cuda <= native:
+            return True, f"{seen}; it runs CUDA {cuda} code"
+        verdict = driver_runs_cuda(
+            matrix, cuda.major, driver.version, windows=facts.host.os == "Windows", forward=forward
+        )
+        if verdict.is_ok:
+            return True, f"{seen}; CUDA {cuda} code runs through {verdict.basis or 'minor-version compatibility'}"
+    return False, f"{seen}; no CUDA version the assertion accepts runs on it"
 
 
 #: Compatibility data older than this many days earns a warning: torch and vLLM release monthly.

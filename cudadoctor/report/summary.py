@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from packaging.version import Version
 
 from cudadoctor.checks.findings import Finding, Status
-from cudadoctor.facts.model import Facts, InstalledPackage, LibraryCopy, ProbeError, Source
+from cudadoctor.facts.model import Facts, InstalledPackage, LibraryCopy, ProbeError, Source, SourceKind
 from cudadoctor.facts.registry import category_of_error
 
 __all__ = ["Category", "Line", "Mark", "categories"]
@@ -286,12 +286,36 @@ def categories(facts: Facts, findings: Iterable[Finding] = ()) -> list[Category]
         _copies("tensorrt", "TensorRT", facts.tensorrt, "not installed"),
         _python(facts),
     ]
+    findings = tuple(findings)
+    asserted = [f for f in findings if f.category == "requirements" and f.status is not Status.NOT_APPLICABLE]
+    if asserted:
+        # --require states what this job needs: its verdict is its own line, not a detail of the host.
+        met = all(f.status is Status.OK for f in asserted)
+        cats.append(Category("requirements", "Requirements (--require)", "all met" if met else "not all met"))
     by_key = {c.key: c for c in cats}
+    assumed = _assumed_keys(facts)
+    for key in assumed:
+        by_key[key].headline += f" (assumed: {assumed[key]})"
     for error in facts.errors:
-        _attach(by_key.get(category_of_error(error.probe), by_key["host"]), error)
+        key = category_of_error(error.probe)
+        if key in assumed:  # what the flag replaced could not be read here, as expected in a build stage
+            by_key[key].lines.insert(0, Line(f"not read here: {error.message}", source=error.source))
+            continue
+        _attach(by_key.get(key, by_key["host"]), error)
     for finding in findings:
         _attach_finding(by_key.get(finding.category, by_key["host"]), finding)
     return cats
+
+
+def _assumed_keys(facts: Facts) -> dict[str, str]:
+    """The categories whose fact was given on the command line (``--assume-driver``, ``--assume-gpu``)."""
+    keys: dict[str, str] = {}
+    readings = facts.driver.readings if facts.driver else ()
+    if readings and readings[0].source.kind is SourceKind.ASSUMED:
+        keys["driver"] = readings[0].source.where
+    if facts.gpus and all(g.source.kind is SourceKind.ASSUMED for g in facts.gpus):
+        keys["gpus"] = facts.gpus[0].source.where.split()[0]
+    return keys
 
 
 def _attach_finding(cat: Category, finding: Finding) -> None:

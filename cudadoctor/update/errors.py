@@ -5,13 +5,21 @@ from __future__ import annotations
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.pipconfig import redacted
 
-__all__ = ["FetchError", "UpdateError"]
+__all__ = ["FetchError", "PackagesNotFound", "UpdateError"]
 
 
 class UpdateError(CudadoctorError):
     """The index could not be read, or what it served is not usable; the previous cache is untouched."""
 
     exit_code = 3
+
+
+class PackagesNotFound(UpdateError):
+    """None of the packages asked for is on the index (a wrong index, or names that do not exist)."""
+
+    def __init__(self, message: str, names: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.names = names
 
 
 class FetchError(UpdateError):

@@ -23,7 +23,7 @@ import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -32,7 +32,7 @@ from packaging.utils import canonicalize_name
 from cudadoctor.cachedir import default_cache_dir
 from cudadoctor.pipconfig import PYPI_SIMPLE, IndexConfig, redacted
 from cudadoctor.update.cache import load_cache, save_cache
-from cudadoctor.update.errors import FetchError, UpdateError
+from cudadoctor.update.errors import FetchError, PackagesNotFound, UpdateError
 from cudadoctor.update.fetch import (
     ACCEPT_INDEX,
     ACCEPT_METADATA,
@@ -94,8 +94,8 @@ class PackageSummary:
     name: str
     found: bool  #: False when the index has no page (404) or lists no release of it
     releases: int  #: releases in the cache after the refresh
-    new: int  #: records written by this refresh
-    unavailable: int  #: of those, releases whose metadata could not be read
+    new: int  #: records this refresh added or changed (a re-read that found the same is not new)
+    unavailable: int  #: releases read this time whose metadata could not be read
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def refresh(
     progress: Progress | None = None,
     now: Callable[[], datetime.datetime] = _utcnow,
     limit: int = DEFAULT_LIMIT,
-    workers: int = 8,
+    workers: int = 4,
 ) -> UpdateResult:
     """Read new releases of ``packages`` from ``index`` into ``<cache_dir>/index-releases.json``.
 
@@ -141,7 +141,8 @@ def refresh(
         when the index pages are read and the number of metadata files is known
     :param now: the clock (UTC); its date goes into ``updated`` and each record's ``fetched``
     :param limit: newest releases per package to consider
-    :param workers: requests in flight at once
+    :param workers: requests in flight at once (4: a small pool like pip's own parallel downloads; PyPI asks
+        clients to be polite and to avoid floods, https://warehouse.pypa.io/api-reference/#rate-limiting)
     :raises UpdateError: anything fetched could not be used; the previous cache is left as it was
     """
     index_url = index.url if isinstance(index, IndexConfig) else index
@@ -162,7 +163,9 @@ def refresh(
             reader.getter.close()
     merged, summaries = _merge(names, pages, reads, cached, today)
     if not any(s.found for s in summaries):
-        raise UpdateError(f"none of the {len(names)} package(s) were found on {shown}; is that the right index?")
+        raise PackagesNotFound(
+            f"none of the {len(names)} package(s) were found on {shown}; is that the right index?", tuple(names)
+        )
     path = save_cache(cache_dir, shown, today, merged)
     return UpdateResult(shown, path, tuple(summaries), reader.calls, tuple(warnings))
 
@@ -354,8 +357,11 @@ def _merge(
         files = pages.get(name)
         new = release_records(name, files, reads[name], fetched=today) if files and name in reads else {}
         found = bool(files) and bool(group_releases(name, files or ()))
+        before = merged.get(name, {})
+        # A release re-read because its metadata was unavailable last time is not news when it still is.
+        changed = {k: r for k, r in new.items() if k not in before or replace(before[k], fetched=r.fetched) != r}
         if new or name in merged:
-            merged[name] = {**merged.get(name, {}), **new}
+            merged[name] = {**before, **new}
         unavailable = sum(r.metadata == STATUS_UNAVAILABLE for r in new.values())
-        summaries.append(PackageSummary(name, found, len(merged.get(name, {})), len(new), unavailable))
+        summaries.append(PackageSummary(name, found, len(merged.get(name, {})), len(changed), unavailable))
     return merged, summaries

@@ -1,0 +1,47 @@
+"""One ``cudadoctor check`` in phases, timed in this process; prints one JSON object.
+
+Run by ``bench/bench_check.py`` in a fresh interpreter per run (imports are only cold once per
+process): ``imports`` (the CLI and everything a live text ``check`` imports), ``probes`` (gathering
+the facts), ``checks`` (the compat data and every check), ``render`` (the text report). ``--from
+FILE`` replays a snapshot instead of probing; ``--print`` also prints the report. The phases call
+the functions ``cudadoctor check`` calls, in its order.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def main(argv: list[str]) -> int:
+    snapshot = argv[argv.index("--from") + 1] if "--from" in argv else None
+    marks = [time.perf_counter()]
+    import cudadoctor.cli  # noqa: F401  (the CLI module, with typer, as the command imports it)
+    from cudadoctor.app import FactSource, build_report, gather
+    from cudadoctor.checks import selected
+    from cudadoctor.checks.engine import run_checks
+    from cudadoctor.data import CompatMatrix
+    from cudadoctor.report import Format
+    from cudadoctor.report.options import RenderOptions
+    from cudadoctor.report.render import render
+
+    marks.append(time.perf_counter())
+    facts = gather(FactSource(from_file=snapshot), lambda _message: None)
+    marks.append(time.perf_counter())
+    matrix = CompatMatrix()
+    findings = tuple(run_checks(facts, matrix, select=selected((), ())))
+    report = build_report(facts, findings, matrix)
+    marks.append(time.perf_counter())
+    text = render(report, Format.TEXT, RenderOptions(verbose=False, color=False, width=100))
+    marks.append(time.perf_counter())
+    names = ("imports", "probes", "checks", "render")
+    phases = {name: round(marks[i + 1] - marks[i], 5) for i, name in enumerate(names)}
+    if "--print" in argv:
+        print(text, end="")
+    print(json.dumps({"phases": phases, "probe_timings": facts.timings, "chars": len(text)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

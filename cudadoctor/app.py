@@ -52,7 +52,7 @@ class FactSource:
     redact_home: bool = True  #: secrets are always masked; this only concerns the home directory
     deep_timeout: float | None = None  #: ``--deep``: seconds per child; None: no runtime probes
     nccl: bool = False
-    health: bool = True  #: ask NVML for hardware health (``--no-health``: skip it and the CD15x–CD19x checks)
+    health: bool = True  #: ask NVML for hardware health (``--no-health``: skip it and the CD15x-CD19x checks)
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,9 @@ def test_codes_are_well_formed_and_documented():
     for code, check in ALL_CHECKS.items():
         assert re.fullmatch(r"CD\d{3}", code)
         assert check.validate() == []
-        assert check.category in {"host", "driver", "gpus", "health", "toolkit", "wheels", "cudnn", "nccl", "tensorrt", "python"}
+        assert check.category in {
+            "host", "driver", "gpus", "health", "toolkit", "wheels", "cudnn", "nccl", "tensorrt", "python"
+        }  # fmt: skip
 
 
 def test_every_check_has_a_test():

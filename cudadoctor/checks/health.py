@@ -1,4 +1,4 @@
-"""CD150–CD199: GPU hardware health (the driver/GPU family's health part), from the ``health`` fact.
+"""CD150-CD199: GPU hardware health (the driver/GPU family's health part), from the ``health`` fact.
 
 # CD150  every NVIDIA GPU on the PCI bus is reachable through NVML (or the gap is explained)
 # CD151  the driver asks for no recovery action (reset, reboot, drain)
@@ -34,15 +34,37 @@ from cudadoctor.facts.health import GpuHealth, HealthInfo
 from cudadoctor.facts.model import DriverInfo, HostInfo, VisibleDevices
 
 __all__ = [
-    "CD150", "CD151", "CD152", "CD153", "CD154", "CD155", "CD156", "CD157", "CD158", "CD159",
-    "CD160", "CD161", "CD162", "CD163", "CD164", "CD165", "CD166", "RECOVERY_ACTIONS",
-]  # fmt: skip
+    "CD150",
+    "CD151",
+    "CD152",
+    "CD153",
+    "CD154",
+    "CD155",
+    "CD156",
+    "CD157",
+    "CD158",
+    "CD159",
+    "CD160",
+    "CD161",
+    "CD162",
+    "CD163",
+    "CD164",
+    "CD165",
+    "CD166",
+    "RECOVERY_ACTIONS",
+]
 
 #: nvmlGpuRecoveryAction_t (nvml.h; https://docs.nvidia.com/deploy/nvml-api/group__nvmlFieldValueEnums.html)
 RECOVERY_ACTIONS = {
-    0: "none", 1: "GPU reset", 2: "node reboot", 3: "drain peer-to-peer traffic", 4: "drain and reset",
-    5: "recover the IMEX domain", 6: "bus reset", 7: "system reboot",
-}  # fmt: skip
+    0: "none",
+    1: "GPU reset",
+    2: "node reboot",
+    3: "drain peer-to-peer traffic",
+    4: "drain and reset",
+    5: "recover the IMEX domain",
+    6: "bus reset",
+    7: "system reboot",
+}
 _AMPERE = 7  # NVML_DEVICE_ARCH_AMPERE: row remapping replaces page retirement from here on
 _XID_CATALOG = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 
@@ -104,19 +126,21 @@ class CD150(_Health):
         pci = health.host.pci_functions
         bound = [f for f, d in zip(pci, health.host.pci_drivers, strict=False) if d == "nvidia"]
         lost = [g for g in health.gpus if g.lost]
-        fix = Remediation("drain the node and reboot it; if the GPU stays missing, reseat or replace it",
-                          ("sudo reboot",))  # fmt: skip
+        fix = Remediation(
+            "drain the node and reboot it; if the GPU stays missing, reseat or replace it", ("sudo reboot",)
+        )
         if lost:
-            return Problem(f"NVML reports {_names(lost)} as lost (fallen off the bus)",
-                           {"lost": _names(lost)}, fix)  # fmt: skip
+            return Problem(f"NVML reports {_names(lost)} as lost (fallen off the bus)", {"lost": _names(lost)}, fix)
         if not pci and not health.gpus:
             raise NotApplicable("no NVIDIA GPU on the PCI bus")
         if health.nvml_error and not health.gpus:
             if bound:
                 return Problem(
-                    f"{len(bound)} GPU(s) are bound to the nvidia driver but NVML cannot reach them: {health.nvml_error}",
-                    {"pci": " ".join(bound), "nvml": health.nvml_error}, fix,
-                )  # fmt: skip
+                    f"{len(bound)} GPU(s) are bound to the nvidia driver but NVML cannot reach them: "
+                    f"{health.nvml_error}",
+                    {"pci": " ".join(bound), "nvml": health.nvml_error},
+                    fix,
+                )
             raise CannotJudge(f"NVML did not answer: {health.nvml_error}")
         count = health.nvml_count if health.nvml_count is not None else len(health.gpus)
         in_container = bool(host.container and host.container.in_container)
@@ -124,8 +148,9 @@ class CD150(_Health):
             return Problem(
                 f"{len(bound)} NVIDIA GPUs are bound to the nvidia driver on the PCI bus but NVML sees {count}: "
                 "a GPU failed to initialise or fell off the bus",
-                {"pci (nvidia)": " ".join(bound), "nvml count": str(count)}, fix,
-            )  # fmt: skip
+                {"pci (nvidia)": " ".join(bound), "nvml count": str(count)},
+                fix,
+            )
         return None
 
 
@@ -156,9 +181,10 @@ class CD151(_Health):
         return Problem(
             "the driver asks for recovery: " + "; ".join(f"{k}: {v}" for k, v in said.items()),
             said,
-            Remediation("drain the node, then " + ("reboot it" if reboot else "reset the GPU while nothing uses it"),
-                        commands),
-        )  # fmt: skip
+            Remediation(
+                "drain the node, then " + ("reboot it" if reboot else "reset the GPU while nothing uses it"), commands
+            ),
+        )
 
 
 class CD152(_Health):
@@ -184,12 +210,17 @@ class CD152(_Health):
             raise CannotJudge("row remapping is not queryable while MIG instances exist")
         newer = [g for g in gpus if (g.architecture or 0) >= _AMPERE]
         older = [g for g in gpus if g not in newer]
-        failed = [g for g in _answered(newer, ("remapped_rows",), lambda g: g.remap_pending) if g.remap_failure] \
-            if newer else []  # fmt: skip
+        failed = (
+            [g for g in _answered(newer, ("remapped_rows",), lambda g: g.remap_pending) if g.remap_failure]
+            if newer
+            else []
+        )
         if failed:
-            return Problem(f"row remapping failed on {_names(failed)}: the board is out of spare rows",
-                           {_gpu(g): f"uncorrectable remaps {g.remapped_uncorrectable}" for g in failed},
-                           Remediation("take the GPU out of service and open an RMA case with the vendor"))  # fmt: skip
+            return Problem(
+                f"row remapping failed on {_names(failed)}: the board is out of spare rows",
+                {_gpu(g): f"uncorrectable remaps {g.remapped_uncorrectable}" for g in failed},
+                Remediation("take the GPU out of service and open an RMA case with the vendor"),
+            )
         pending = [g for g in newer if g.remap_pending] + [g for g in older if g.retired_pages_pending]
         if not newer and not any(g.retired_pages_pending is not None for g in older):
             raise NotApplicable(f"neither row remapping nor page retirement is reported by {_names(older)}")
@@ -198,10 +229,12 @@ class CD152(_Health):
                 f"a memory row remap / page retirement is pending on {_names(pending)}: it takes effect at the next "
                 "GPU reset",
                 {_gpu(g): "pending" for g in pending},
-                Remediation("drain the node and reset the GPU when it is idle",
-                            tuple(f"sudo nvidia-smi -r -i {g.index}" for g in pending)),
+                Remediation(
+                    "drain the node and reset the GPU when it is idle",
+                    tuple(f"sudo nvidia-smi -r -i {g.index}" for g in pending),
+                ),
                 Status.WARN,
-            )  # fmt: skip
+            )
         return None
 
 
@@ -235,9 +268,11 @@ class CD153(_Health):
         return Problem(
             f"uncorrectable ECC errors since the driver loaded on {_names(bad)}",
             {_gpu(g): f"{g.ecc_uncorrected_volatile} uncorrected (SRAM {g.sram_uncorrected_volatile})" for g in bad},
-            Remediation("drain the node and reset the GPU; replace it if the errors recur",
-                        tuple(f"sudo nvidia-smi -r -i {g.index}" for g in bad)),
-        )  # fmt: skip
+            Remediation(
+                "drain the node and reset the GPU; replace it if the errors recur",
+                tuple(f"sudo nvidia-smi -r -i {g.index}" for g in bad),
+            ),
+        )
 
 
 #: Azure's thresholds for ND H100 v5 (check_gpu_ecc 20000000 10000):
@@ -271,22 +306,26 @@ class CD154(_Health):
             raise NotApplicable(f"ECC is disabled on {_names(gpus)}")
         counted = _answered(enabled, ("ecc_corrected_volatile",), lambda g: g.ecc_corrected_volatile)
         high = [
-            g for g in counted
+            g
+            for g in counted
             if (g.ecc_corrected_volatile or 0) > DRAM_CORRECTED_LIMIT
             or (g.sram_corrected_volatile or 0) > SRAM_CORRECTED_LIMIT
-        ]  # fmt: skip
+        ]
         if not high:
             return None
         hours = (health.host.uptime_s or 0) / 3600
 
         def rate(g: GpuHealth) -> str:
-            per_hour = f", {g.ecc_corrected_volatile / hours:.0f}/h since boot" if hours > 0 else ""
+            per_hour = f", {(g.ecc_corrected_volatile or 0) / hours:.0f}/h since boot" if hours > 0 else ""
             return f"{g.ecc_corrected_volatile} corrected (SRAM {g.sram_corrected_volatile}){per_hour}"
 
-        return Problem(f"corrected ECC errors above fleet thresholds on {_names(high)}",
-                       {_gpu(g): rate(g) for g in high},
-                       Remediation("reset the GPU and run DCGM's memory test; replace the GPU if the rate stays high",
-                                   ("dcgmi diag -r 2",)))  # fmt: skip
+        return Problem(
+            f"corrected ECC errors above fleet thresholds on {_names(high)}",
+            {_gpu(g): rate(g) for g in high},
+            Remediation(
+                "reset the GPU and run DCGM's memory test; replace the GPU if the rate stays high", ("dcgmi diag -r 2",)
+            ),
+        )
 
 
 class CD155(_Health):
@@ -309,10 +348,14 @@ class CD155(_Health):
         pending = [g for g in gpus if g.ecc_pending is not None and g.ecc_pending != g.ecc_current]
         if not pending:
             return None
-        return Problem(f"an ECC mode change is pending on {_names(pending)}",
-                       {_gpu(g): f"current {'on' if g.ecc_current else 'off'}, pending "
-                                 f"{'on' if g.ecc_pending else 'off'}" for g in pending},
-                       Remediation("reboot the node (or reset the GPU) to apply it", ("sudo reboot",)))  # fmt: skip
+        return Problem(
+            f"an ECC mode change is pending on {_names(pending)}",
+            {
+                _gpu(g): f"current {'on' if g.ecc_current else 'off'}, pending {'on' if g.ecc_pending else 'off'}"
+                for g in pending
+            },
+            Remediation("reboot the node (or reset the GPU) to apply it", ("sudo reboot",)),
+        )
 
 
 class CD156(_Health):
@@ -337,8 +380,10 @@ class CD156(_Health):
     def check(self, health: HealthInfo, matrix: CompatMatrix) -> Problem | None:
         log = health.host
         if log.kernel_log_error:
-            raise CannotJudge(f"the kernel log is not readable ({log.kernel_log_error}); run as root, with "
-                              "CAP_SYSLOG, or after `sudo sysctl kernel.dmesg_restrict=0`")  # fmt: skip
+            raise CannotJudge(
+                f"the kernel log is not readable ({log.kernel_log_error}); run as root, with "
+                "CAP_SYSLOG, or after `sudo sysctl kernel.dmesg_restrict=0`"
+            )
         if not health.gpus and not log.pci_functions:
             raise NotApplicable("no NVIDIA GPU")
         table = matrix.xid_entries
@@ -357,8 +402,10 @@ class CD156(_Health):
             status = level if status is None or level.rank > status.rank else status
             meaning = (
                 f"{entry.mnemonic}, {entry.description}; NVIDIA: {entry.immediate}, then {entry.investigatory}; "
-                f"{entry.action}" if entry else f"not in cudadoctor's table, see {_XID_CATALOG}"
-            )  # fmt: skip
+                f"{entry.action}"
+                if entry
+                else f"not in cudadoctor's table, see {_XID_CATALOG}"
+            )
             evidence[f"Xid {event.code} on {event.pci}"] = meaning
             if entry and entry.action not in actions:
                 actions.append(entry.action)
@@ -415,9 +462,11 @@ class CD157(_Health):
                 evidence[_gpu(g)] = f"thermally limited {share:.1%} of the time since boot"
         if not evidence:
             return None
-        return Problem("clocks held down by hardware or thermal limits: " + "; ".join(evidence.values()), evidence,
-                       Remediation("check cooling, airflow and power delivery",
-                                   ("nvidia-smi -q -d TEMPERATURE,PERFORMANCE",)))  # fmt: skip
+        return Problem(
+            "clocks held down by hardware or thermal limits: " + "; ".join(evidence.values()),
+            evidence,
+            Remediation("check cooling, airflow and power delivery", ("nvidia-smi -q -d TEMPERATURE,PERFORMANCE",)),
+        )
 
 
 class CD158(_Health):
@@ -440,19 +489,25 @@ class CD158(_Health):
     def check(self, health: HealthInfo) -> Problem | None:
         gpus = _answered(_nvml_gpus(health), ("pcie_width_current",), lambda g: g.pcie_width_current)
         narrow = [g for g in gpus if g.pcie_width_max and (g.pcie_width_current or 0) < g.pcie_width_max]
-        fix = Remediation("reseat the GPU or riser and check the slot's BIOS link settings",
-                          ("nvidia-smi -q -d PCIE",))  # fmt: skip
+        fix = Remediation("reseat the GPU or riser and check the slot's BIOS link settings", ("nvidia-smi -q -d PCIE",))
         if narrow:
-            return Problem(f"PCIe link narrower than its maximum on {_names(narrow)}",
-                           {_gpu(g): f"x{g.pcie_width_current} of x{g.pcie_width_max}" for g in narrow}, fix)  # fmt: skip
+            return Problem(
+                f"PCIe link narrower than its maximum on {_names(narrow)}",
+                {_gpu(g): f"x{g.pcie_width_current} of x{g.pcie_width_max}" for g in narrow},
+                fix,
+            )
         slow = [
-            g for g in gpus
+            g
+            for g in gpus
             if (g.util_gpu_percent or 0) > 0 and g.pcie_gen_max and (g.pcie_gen_current or 0) < g.pcie_gen_max
-        ]  # fmt: skip
+        ]
         if slow:
-            return Problem(f"PCIe link below its generation while busy on {_names(slow)}",
-                           {_gpu(g): f"gen {g.pcie_gen_current} of {g.pcie_gen_max}" for g in slow}, fix,
-                           Status.WARN)  # fmt: skip
+            return Problem(
+                f"PCIe link below its generation while busy on {_names(slow)}",
+                {_gpu(g): f"gen {g.pcie_gen_current} of {g.pcie_gen_max}" for g in slow},
+                fix,
+                Status.WARN,
+            )
         return None
 
 
@@ -475,13 +530,18 @@ class CD159(_Health):
         gpus = [g for g in _nvml_gpus(health) if g.nvlink_active]
         if not gpus:
             raise NotApplicable("no GPU reports NVLink links")
-        down = {_gpu(g): f"links down: {[i for i, up in enumerate(g.nvlink_active) if not up]}; errors "
-                         f"{g.nvlink_errors}" for g in gpus if not all(g.nvlink_active)}  # fmt: skip
+        down = {
+            _gpu(g): f"links down: {[i for i, up in enumerate(g.nvlink_active) if not up]}; errors {g.nvlink_errors}"
+            for g in gpus
+            if not all(g.nvlink_active)
+        }
         if not down:
             return None
-        return Problem("inactive NVLink links: " + "; ".join(down), down,
-                       Remediation("reboot the node; open a vendor case if a link stays down",
-                                   ("nvidia-smi nvlink -s",)))  # fmt: skip
+        return Problem(
+            "inactive NVLink links: " + "; ".join(down),
+            down,
+            Remediation("reboot the node; open a vendor case if a link stays down", ("nvidia-smi nvlink -s",)),
+        )
 
 
 class CD160(_Health):
@@ -505,20 +565,31 @@ class CD160(_Health):
     def check(self, health: HealthInfo, driver: DriverInfo | None = None) -> Problem | None:
         if not health.host.nvswitches:
             raise NotApplicable("no NVSwitch on the PCI bus")
-        fix = Remediation("install nvidia-fabricmanager of the driver's exact version and start it",
-                          ("sudo systemctl enable --now nvidia-fabricmanager",))  # fmt: skip
+        fix = Remediation(
+            "install nvidia-fabricmanager of the driver's exact version and start it",
+            ("sudo systemctl enable --now nvidia-fabricmanager",),
+        )
         version = health.driver_version or (str(driver.version) if driver and driver.version else None)
         fm = health.host.fabric_manager_version
         if fm is None:
-            return Problem("NVSwitch system without an installed nvidia-fabricmanager package (dpkg)",
-                           {"nvswitches": str(health.host.nvswitches)}, fix)  # fmt: skip
+            return Problem(
+                "NVSwitch system without an installed nvidia-fabricmanager package (dpkg)",
+                {"nvswitches": str(health.host.nvswitches)},
+                fix,
+            )
         if version and fm != version:
-            return Problem(f"fabric manager {fm} differs from driver {version}: it refuses to start",
-                           {"fabric manager": fm, "driver": version}, fix)  # fmt: skip
+            return Problem(
+                f"fabric manager {fm} differs from driver {version}: it refuses to start",
+                {"fabric manager": fm, "driver": version},
+                fix,
+            )
         untrained = [g for g in _nvml_gpus(health) if g.fabric_state is not None and g.fabric_state != 3]
         if untrained:
-            return Problem(f"GPU fabric not trained on {_names(untrained)}",
-                           {_gpu(g): f"state {g.fabric_state}, status {g.fabric_status}" for g in untrained}, fix)  # fmt: skip
+            return Problem(
+                f"GPU fabric not trained on {_names(untrained)}",
+                {_gpu(g): f"state {g.fabric_state}, status {g.fabric_status}" for g in untrained},
+                fix,
+            )
         return None
 
 
@@ -528,7 +599,7 @@ class CD161(_Health):
     What it checks: nvmlDeviceGetPersistenceMode for GPUs that drive no display (a display server keeps
     the driver loaded on its own). nvidia-persistenced, the recommended way, also shows as persistence on.
 
-    Why it matters: without it every first CUDA client pays the GPU's initialisation, "on the order of 1–3
+    Why it matters: without it every first CUDA client pays the GPU's initialisation, "on the order of 1-3
     seconds" per GPU (https://docs.nvidia.com/deploy/driver-persistence/overview.html), and settings such
     as application clocks are lost between jobs.
 
@@ -544,9 +615,11 @@ class CD161(_Health):
         off = [g for g in gpus if not g.persistence and not g.display_active]
         if not off:
             return None
-        return Problem(f"persistence is off on {_names(off)}: each first CUDA client pays 1–3 s of initialisation",
-                       {_gpu(g): "persistence off" for g in off},
-                       Remediation("run nvidia-persistenced", ("sudo systemctl enable --now nvidia-persistenced",)))  # fmt: skip
+        return Problem(
+            f"persistence is off on {_names(off)}: each first CUDA client pays 1-3 s of initialisation",
+            {_gpu(g): "persistence off" for g in off},
+            Remediation("run nvidia-persistenced", ("sudo systemctl enable --now nvidia-persistenced",)),
+        )
 
 
 class CD162(_Health):
@@ -569,10 +642,11 @@ class CD162(_Health):
         pending = [g for g in gpus if g.mig_pending is not None and g.mig_pending != g.mig_current]
         if not pending:
             return None
-        return Problem(f"a MIG mode change is pending on {_names(pending)}",
-                       {_gpu(g): f"current {g.mig_current}, pending {g.mig_pending}" for g in pending},
-                       Remediation("reset the GPU when idle", tuple(f"sudo nvidia-smi -r -i {g.index}" for g in pending)),
-                       )  # fmt: skip
+        return Problem(
+            f"a MIG mode change is pending on {_names(pending)}",
+            {_gpu(g): f"current {g.mig_current}, pending {g.mig_pending}" for g in pending},
+            Remediation("reset the GPU when idle", tuple(f"sudo nvidia-smi -r -i {g.index}" for g in pending)),
+        )
 
 
 class CD163(_Health):
@@ -597,9 +671,11 @@ class CD163(_Health):
         odd = [g for g in gpus if g.gsp_firmware and g.gsp_firmware != health.driver_version]
         if not odd:
             return None
-        return Problem(f"GSP firmware differs from driver {health.driver_version} on {_names(odd)}",
-                       {_gpu(g): f"GSP firmware {g.gsp_firmware}" for g in odd},
-                       Remediation("reinstall the driver package and reboot"))  # fmt: skip
+        return Problem(
+            f"GSP firmware differs from driver {health.driver_version} on {_names(odd)}",
+            {_gpu(g): f"GSP firmware {g.gsp_firmware}" for g in odd},
+            Remediation("reinstall the driver package and reboot"),
+        )
 
 
 #: NCCL's troubleshooting guide gives Docker `--shm-size=1g`
@@ -608,7 +684,7 @@ SHM_MIN_BYTES = 1 << 30
 
 
 class CD164(_Health):
-    """/dev/shm in a container holds at least 1 GiB, as NCCL's guide asks.
+    """The shared-memory mount /dev/shm in a container holds at least 1 GiB, as NCCL's guide asks.
 
     What it checks: the size of /dev/shm inside a container with more than one GPU (Docker's default is
     64 MiB). Outside containers /dev/shm is half of RAM and not judged.
@@ -632,10 +708,13 @@ class CD164(_Health):
             raise CannotJudge("could not read the size of /dev/shm")
         if health.host.shm_bytes >= SHM_MIN_BYTES:
             return None
-        return Problem(f"/dev/shm is {health.host.shm_bytes >> 20} MiB; NCCL needs room for its buffers",
-                       {"/dev/shm": f"{health.host.shm_bytes} bytes"},
-                       Remediation("restart the container with a larger /dev/shm",
-                                   ("docker run --shm-size=1g --ulimit memlock=-1 ...",)))  # fmt: skip
+        return Problem(
+            f"shared memory (/dev/shm) is {health.host.shm_bytes >> 20} MiB; NCCL needs room for its buffers",
+            {"shm size": f"{health.host.shm_bytes} bytes"},
+            Remediation(
+                "restart the container with a larger /dev/shm", ("docker run --shm-size=1g --ulimit memlock=-1 ...",)
+            ),
+        )
 
 
 class CD165(_Health):
@@ -662,9 +741,11 @@ class CD165(_Health):
             raise CannotJudge("could not read RLIMIT_MEMLOCK")
         if health.host.memlock_bytes == -1:
             return None
-        return Problem(f"memlock is limited to {health.host.memlock_bytes} bytes; RDMA needs it unlimited",
-                       {"RLIMIT_MEMLOCK": str(health.host.memlock_bytes)},
-                       Remediation("raise the memlock limit", ("ulimit -l unlimited",)))  # fmt: skip
+        return Problem(
+            f"memlock is limited to {health.host.memlock_bytes} bytes; RDMA needs it unlimited",
+            {"RLIMIT_MEMLOCK": str(health.host.memlock_bytes)},
+            Remediation("raise the memlock limit", ("ulimit -l unlimited",)),
+        )
 
 
 class CD166(_Health):
@@ -690,8 +771,14 @@ class CD166(_Health):
             raise NotApplicable("no NVIDIA GPU")
         if {"nvidia_peermem", "nv_peer_mem"} & set(health.host.modules):
             return None
-        return Problem("an InfiniBand HCA is present but nvidia_peermem is not loaded: no GPUDirect RDMA",
-                       {"HCA ports": ", ".join(f"{k} {v}" for k, v in health.host.ib_ports.items())},
-                       Remediation("load the module now and at boot",
-                                   ("sudo modprobe nvidia-peermem",
-                                    "echo nvidia-peermem | sudo tee /etc/modules-load.d/nvidia-peermem.conf")))  # fmt: skip
+        return Problem(
+            "an InfiniBand HCA is present but nvidia_peermem is not loaded: no GPUDirect RDMA",
+            {"HCA ports": ", ".join(f"{k} {v}" for k, v in health.host.ib_ports.items())},
+            Remediation(
+                "load the module now and at boot",
+                (
+                    "sudo modprobe nvidia-peermem",
+                    "echo nvidia-peermem | sudo tee /etc/modules-load.d/nvidia-peermem.conf",
+                ),
+            ),
+        )

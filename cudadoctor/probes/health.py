@@ -11,12 +11,12 @@ from __future__ import annotations
 import errno
 import os
 import resource
-import shutil
 import time
 
 from cudadoctor.facts.health import GpuHealth, HealthInfo, HostHealth, XidEvent
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.health_parse import parse_gpu, parse_kmsg
+from cudadoctor.probes.nvml_health import NO_NVML
 
 __all__ = ["host_health", "probe_health", "read_kernel_log"]
 
@@ -27,7 +27,7 @@ _NVSWITCH_CLASS = "0x0680"
 _NVIDIA_VENDOR = "0x10de"
 #: Modules whose presence the NCCL checks need (names as /proc/modules writes them).
 _MODULES = ("nvidia_peermem", "nv_peer_mem", "ib_core", "mlx5_ib", "nvidia_fs")
-#: Kernel log bytes read at most; the default ring buffer is 128 KiB–several MiB.
+#: Kernel log bytes read at most; the default ring buffer is 128 KiB to several MiB.
 _KMSG_LIMIT = 8 << 20
 _KMSG_SECONDS = 0.5
 
@@ -37,10 +37,10 @@ def probe_health(ctx: ProbeContext) -> HealthInfo | None:
     if not ctx.live:
         return None
     record = ctx.health_source.query()
-    if "skipped" in record:
-        return None
-    host = host_health(ctx)
     init = record.get("init")
+    if "skipped" in record or (isinstance(init, dict) and init.get("c") == NO_NVML):
+        return None  # health is examined where NVML is present; without it the CD10x driver checks speak
+    host = host_health(ctx)
     if isinstance(init, dict) and "e" in init:
         return HealthInfo(nvml_error=str(init["e"]), host=host)
     count = record.get("count")
@@ -152,7 +152,8 @@ def _uptime(ctx: ProbeContext) -> float | None:
 
 def _shm(ctx: ProbeContext) -> int | None:
     try:
-        return int(shutil.disk_usage(ctx.fs.host_path("/dev/shm")).total)
+        shm = os.statvfs(ctx.fs.host_path("/dev/shm"))  # noqa: S108 - its size is the fact
+        return int(shm.f_blocks * shm.f_frsize)
     except OSError:
         return None
 

@@ -145,9 +145,9 @@ def parse_gpu(record: Mapping[str, Any]) -> GpuHealth:
         remapped_uncorrectable=None if remap[1] is None else int(remap[1]),
         remap_pending=None if remap[2] is None else bool(remap[2]),
         remap_failure=None if remap[3] is None else bool(remap[3]),
-        retired_pages_pending=None if _int(record, "retired_pages_pending") is None else bool(
-            _int(record, "retired_pages_pending")
-        ),
+        retired_pages_pending=None
+        if _int(record, "retired_pages_pending") is None
+        else bool(_int(record, "retired_pages_pending")),
         retired_pages=None if None in retired else sum(r for r in retired if r is not None),
         clock_event_reasons=_int(record, "clock_event_reasons"),
         violation_power_ns=_violation(record, "violation_power"),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -25,6 +26,7 @@ from cudadoctor.probes.native import call_with_timeout, load_nvml_library
 
 __all__ = [
     "HEALTH_TIMEOUT",
+    "NO_NVML",
     "RECORD_SCHEMA",
     "HealthSource",
     "NullHealthSource",
@@ -35,6 +37,8 @@ __all__ = [
 
 #: Seconds allowed for the whole health query; NVML answers in ~10 ms per GPU on a healthy driver.
 HEALTH_TIMEOUT = 5.0
+#: The ``init`` code recorded when there is no NVML library or binding at all (not an nvmlReturn_t).
+NO_NVML = -3
 #: Version of the recorded layout (bump when a key changes meaning).
 RECORD_SCHEMA = 1
 
@@ -130,12 +134,12 @@ def query_health(utilization: bool = False, sample_seconds: float = 0.0) -> Reco
     out: Record = {"schema": RECORD_SCHEMA}
     missing = load_nvml_library()
     if missing is not None:
-        out["init"] = {"e": f"NVML Shared Library Not Found ({missing})", "c": -3}
+        out["init"] = {"e": f"NVML Shared Library Not Found ({missing})", "c": NO_NVML}
         return out
     try:
         import pynvml  # NVIDIA's binding, imported only on a machine that has NVML
     except ImportError:
-        out["init"] = {"e": "nvidia-ml-py is not installed", "c": -3}
+        out["init"] = {"e": "nvidia-ml-py is not installed", "c": NO_NVML}
         return out
     start = time.perf_counter()
     if _call(pynvml, out, "init", pynvml.nvmlInit) is None and "e" in out["init"]:
@@ -200,21 +204,27 @@ def _memory_health(nv: Any, h: Any, out: Record) -> None:
     for err_name, err in (("corrected", 0), ("uncorrected", 1)):
         for counter_name, counter in (("volatile", 0), ("aggregate", 1)):
             key = f"ecc_{err_name}_{counter_name}"
-            _call(nv, out, key, lambda e=err, c=counter: nv.nvmlDeviceGetTotalEccErrors(h, e, c))
+            _call(nv, out, key, functools.partial(nv.nvmlDeviceGetTotalEccErrors, h, err, counter))
         for loc_name, loc in MEMORY_LOCATIONS.items():
             key = f"ecc_{err_name}_volatile_{loc_name}"
-            _call(nv, out, key, lambda e=err, lo=loc: nv.nvmlDeviceGetMemoryErrorCounter(h, e, 0, lo))
+            _call(nv, out, key, functools.partial(nv.nvmlDeviceGetMemoryErrorCounter, h, err, 0, loc))
     _call(nv, out, "remapped_rows", lambda: list(nv.nvmlDeviceGetRemappedRows(h)))
     _call(nv, out, "retired_pages_pending", lambda: nv.nvmlDeviceGetRetiredPagesPendingStatus(h))
     for cause_name, cause in (("single_bit", 0), ("double_bit", 1)):
-        _call(nv, out, f"retired_pages_{cause_name}", lambda c=cause: len(nv.nvmlDeviceGetRetiredPages(h, c)))
+        _call(nv, out, f"retired_pages_{cause_name}", functools.partial(_count, nv.nvmlDeviceGetRetiredPages, h, cause))
+
+
+def _count(func: Callable[..., Any], *args: Any) -> int:
+    return len(func(*args))
 
 
 def _clocks_and_links(nv: Any, h: Any, out: Record) -> None:
-    reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+    reasons = (
+        getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+    )
     _call(nv, out, "clock_event_reasons", lambda: reasons(h))
     for name, policy in VIOLATION_POLICIES.items():
-        _call(nv, out, f"violation_{name}", lambda p=policy: nv.nvmlDeviceGetViolationStatus(h, p))
+        _call(nv, out, f"violation_{name}", functools.partial(nv.nvmlDeviceGetViolationStatus, h, policy))
     _call(nv, out, "pcie_gen_current", lambda: nv.nvmlDeviceGetCurrPcieLinkGeneration(h))
     _call(nv, out, "pcie_gen_max", lambda: nv.nvmlDeviceGetMaxPcieLinkGeneration(h))
     _call(nv, out, "pcie_gen_gpu_max", lambda: nv.nvmlDeviceGetGpuMaxPcieLinkGeneration(h))
@@ -224,7 +234,7 @@ def _clocks_and_links(nv: Any, h: Any, out: Record) -> None:
     states: list[Any] = []
     for link in range(NVLINK_MAX_LINKS):
         probe: Record = {}
-        _call(nv, probe, "s", lambda lk=link: nv.nvmlDeviceGetNvLinkState(h, lk))
+        _call(nv, probe, "s", functools.partial(nv.nvmlDeviceGetNvLinkState, h, link))
         states.append(probe["s"])
         if "e" in probe["s"]:  # NOT_SUPPORTED (no NVLink) or INVALID_ARGUMENT (past the last link)
             break
@@ -240,6 +250,7 @@ def _clocks_and_links(nv: Any, h: Any, out: Record) -> None:
 
 def _utilization(nv: Any, h: Any, out: Record, sample_seconds: float) -> None:
     """The driver's utilization ring buffer and, over a window, GPM SM activity (Hopper and newer)."""
+
     def samples() -> list[list[int]]:
         # NVML_GPU_UTILIZATION_SAMPLES = 1; the values are unsigned ints (percent), timestamps in µs.
         _kind, rows = nv.nvmlDeviceGetSamples(h, 1, 0)

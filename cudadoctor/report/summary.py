@@ -243,7 +243,8 @@ def _python(facts: Facts) -> Category:
 def _health(facts: Facts) -> Category:
     # Shown only when examined: --no-health, an image root and older snapshots have no health facts.
     h = facts.health
-    assert h is not None
+    if h is None:
+        return Category("health", "GPU health", "not examined", Mark.ABSENT)
     if h.nvml_error and not h.gpus:
         cat = Category("health", "GPU health", f"NVML did not answer: {h.nvml_error}", Mark.UNKNOWN)
     else:

@@ -52,6 +52,7 @@ class FactSource:
     redact_home: bool = True  #: secrets are always masked; this only concerns the home directory
     deep_timeout: float | None = None  #: ``--deep``: seconds per child; None: no runtime probes
     nccl: bool = False
+    health: bool = True  #: ask NVML for hardware health (``--no-health``: skip it and the CD15x-CD19x checks)
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def _context(source: FactSource, warn: Callable[[str], None]):  # type: ignore[n
         raise UsageError(f"--root {source.root}: not a directory")
     python = resolve_python(source.python, source.root) if source.python is not None else None
     if source.root is None:
-        return live_context(python=python)
+        return live_context(python=python, health=source.health)
     env: dict[str, str] = {}
     if source.env_file is not None:
         from cudadoctor.envfile import read_env_file
@@ -182,13 +183,15 @@ def parse_requirements(texts: Sequence[str]) -> None:
 
 def run_check(request: CheckRequest, warn: Callable[[str], None]) -> Report:
     """Gather the facts, run the selected checks and build the report."""
-    from cudadoctor.checks import selected
+    from cudadoctor.checks import ALL_CHECKS, HEALTH_PREFIXES, selected
     from cudadoctor.checks.engine import run_checks
 
     if request.fail_on not in FAIL_ON_LEVELS:
         raise UsageError(f"--fail-on {request.fail_on!r}: expected one of {', '.join(FAIL_ON_LEVELS)}")
     parse_requirements(request.require)
-    codes = selected(request.select, request.ignore)
+    health_codes = tuple(code for code in ALL_CHECKS if code.startswith(HEALTH_PREFIXES))
+    ignore = request.ignore if request.source.health else (*request.ignore, *health_codes)
+    codes = selected(request.select, ignore)
     facts = gather(request.source, warn)
     matrix = CompatMatrix()
     findings = tuple(run_checks(facts, matrix, select=codes, requirements=request.require))

@@ -239,6 +239,14 @@ def check(
             "per GPU (torch, over 127.0.0.1).",
         ),
     ] = False,
+    no_health: Annotated[
+        bool,
+        typer.Option(
+            "--no-health",
+            help="Skip the GPU hardware-health checks (CD150-CD199: NVML ECC, row remapping, Xids, throttling, "
+            "PCIe, NVLink, NCCL host prerequisites).",
+        ),
+    ] = False,
 ) -> None:
     """Examine this machine (or an image root, or a snapshot) and judge whether its CUDA stack fits together.
 
@@ -258,7 +266,7 @@ def check(
         from_file=from_file, root=root, env_file=env_file, python=python,
         assume_driver=assume_driver, assume_gpus=tuple(assume_gpu or ()),
         redact_home=not no_redact or output_format is Format.MARKDOWN,
-        deep_timeout=timeout if deep else None, nccl=nccl,
+        deep_timeout=timeout if deep else None, nccl=nccl, health=not no_health,
     )  # fmt: skip
     request = CheckRequest(
         source=source,

@@ -240,6 +240,9 @@ HEALTHY_IMAGE_SKIPS = {
     "CD805",
     "CD806",  # runtime probes run only with --deep
     "CD901",  # no --require given
+    # GPU health is examined only on the machine itself
+    "CD150", "CD151", "CD152", "CD153", "CD154", "CD155", "CD156", "CD157", "CD158", "CD159", "CD160",
+    "CD161", "CD162", "CD163", "CD164", "CD165", "CD166",
 }
 
 #: The checks that could not judge it: their data does not cover this release.

@@ -5,6 +5,8 @@ renumbered: a retired check stays listed in :data:`RETIRED` so ``--ignore`` list
 
 =======  ==============================================
 CD1xx    driver, libcuda and GPUs
+CD150-   GPU hardware health (part of CD1xx): NVML, PCI, kernel-log Xids, NCCL host
+ CD199   prerequisites (``check --no-health`` skips them; :data:`HEALTH_PREFIXES`)
 CD2xx    CUDA toolkit
 CD3xx    cuDNN, NCCL and other libraries
 CD4xx    Python packages (torch and friends)
@@ -26,6 +28,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     cpu_builds,
     driver,
     extensions,
+    health,
     libraries,
     loader,
     meta,
@@ -35,7 +38,10 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
 from cudadoctor.checks._base import Check
 from cudadoctor.errors import UsageError
 
-__all__ = ["ALL_CHECKS", "FAMILIES", "RETIRED", "resolve_codes", "selected"]
+__all__ = ["ALL_CHECKS", "FAMILIES", "HEALTH_PREFIXES", "RETIRED", "resolve_codes", "selected"]
+
+#: Code prefixes of the health checks (CD150-CD199), what ``--no-health`` leaves out.
+HEALTH_PREFIXES = ("CD15", "CD16", "CD17", "CD18", "CD19")
 
 #: Codes of checks that were removed; accepted by --select/--ignore, never reused.
 RETIRED: dict[str, str] = {}

@@ -140,7 +140,7 @@ def _cuda_holds(assertion: Assertion, facts: Facts, matrix: CompatMatrix) -> tup
     (https://docs.nvidia.com/deploy/cuda-compatibility/#minor-version-compatibility), and older CUDA
     code runs on newer drivers. The same rule as CD111 (:func:`cudadoctor.rules.driver.driver_runs_cuda`).
     """
-    from cudadoctor.checks.driver import forward_compat
+    from cudadoctor.facts.derive import forward_compat
     from cudadoctor.rules.driver import driver_runs_cuda
 
     driver = facts.driver

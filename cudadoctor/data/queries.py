@@ -45,6 +45,7 @@ from cudadoctor.data.rows import (
     VllmImageScheme,
     VllmRelease,
     XformersRelease,
+    XidEntry,
 )
 from cudadoctor.facts.model import DriverVersion
 
@@ -426,6 +427,12 @@ class CompatMatrix:
         cudnn = next((r for r in self.cudnn_releases if public in r.pinned_by_torch), None)
         nccl = next((r for r in self.nccl_releases if public in r.pinned_by_torch), None)
         return cudnn, nccl
+
+    # --- Xid codes (compat/xid.toml) -------------------------------------------------------------------
+
+    @property
+    def xid_entries(self) -> dict[int, XidEntry]:
+        return {x.code: x for x in self._rows("xid", "xid")}
 
     # --- CUDA errors (compat/cuda_errors.toml) --------------------------------------------------------
 

@@ -55,6 +55,7 @@ __all__ = [
     "VllmImageScheme",
     "VllmRelease",
     "XformersRelease",
+    "XidEntry",
 ]
 
 _NO_TABLE: Mapping[str, Any] = types.MappingProxyType({})
@@ -279,6 +280,22 @@ class CudaError(Row):
     checks: tuple[str, ...] = ()  #: the fast-path checks that look at the same cause
 
 
+# --- compat/xid.toml (xid-catalog) -------------------------------------------------------------------
+
+
+@row(kw_only=True)
+class XidEntry(Row):
+    """One Xid code of NVIDIA's catalog and what an operator does about it."""
+
+    code: int
+    mnemonic: str  #: ``ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS``
+    description: str  #: NVIDIA's description
+    immediate: str  #: NVIDIA's immediate resolution bucket (``RESET_GPU``)
+    investigatory: str  #: NVIDIA's investigatory bucket (``CONTACT_SUPPORT``)
+    verdict: str  #: app, watch, reset, reboot or replace (inferred from the immediate bucket)
+    action: str  #: what to do, one line
+
+
 # --- compat/ecosystem.toml (ecosystem) -------------------------------------------------------------------
 
 
@@ -492,6 +509,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
         "tensorrt-releases": Layout({"release": TensorrtRelease}),
         "cuda-libraries": Layout({"cudnn": CudnnRelease, "nccl": NcclRelease}),
         "cuda-errors": Layout({"error": CudaError}),
+        "xid-catalog": Layout({"xid": XidEntry}),
         "ecosystem": Layout(
             {
                 "jax": JaxRelease,

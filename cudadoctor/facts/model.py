@@ -24,6 +24,8 @@ from typing import Any
 
 from packaging.version import Version
 
+from cudadoctor.facts.health import GpuHealth, HealthInfo, HostHealth, UtilSample, XidEvent
+
 # The runtime facts of `check --deep` live in their own module; imported here so the codec resolves
 # their annotations in this namespace, and re-exported as part of the model.
 from cudadoctor.facts.runtime import (
@@ -47,7 +49,10 @@ __all__ = [
     "FactSpec",
     "Facts",
     "FrameworkRuntime",
+    "GpuHealth",
     "GpuInfo",
+    "HealthInfo",
+    "HostHealth",
     "HostInfo",
     "InstalledPackage",
     "KernelModule",
@@ -67,8 +72,10 @@ __all__ = [
     "SourceKind",
     "ToolkitInstall",
     "TorchBuild",
+    "UtilSample",
     "VisibleDevices",
     "WheelComponent",
+    "XidEvent",
 ]
 
 #: Version of the facts JSON layout. Bump it when a field is renamed, removed or changes meaning;
@@ -587,6 +594,17 @@ class Facts:
             "Python distributions of interest, by canonical name",
         ),
         default_factory=dict,
+    )
+    health: HealthInfo | None = fact(
+        FactSpec(
+            _probe("health", "probe_health"),
+            "health",
+            "GPU health not examined (--no-health, an image root, or a snapshot without it)",
+            "HealthInfo or null",
+            "the GPUs' hardware health: NVML's answers, PCI functions, kernel-log Xids, NCCL host prerequisites",
+            background=True,
+        ),
+        default=None,
     )
     errors: tuple[ProbeError, ...] = fact(
         FactSpec(None, "host", "", "list of ProbeError", "why a fact is unknown"), default=()

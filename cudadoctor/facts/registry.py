@@ -68,9 +68,9 @@ def probed() -> dict[str, FactSpec]:
 def _probe_modules() -> dict[str, ModuleType]:
     # Explicit imports, not importlib on a computed name: nothing in cudadoctor imports a module whose
     # name is computed (tests/security/test_static.py); a new probe module is added here.
-    from cudadoctor.probes import driver, gpus, host, libraries, linkage, packages, toolkit
+    from cudadoctor.probes import driver, gpus, health, host, libraries, linkage, packages, toolkit
 
-    return {m.__name__: m for m in (driver, gpus, host, libraries, linkage, packages, toolkit)}
+    return {m.__name__: m for m in (driver, gpus, health, host, libraries, linkage, packages, toolkit)}
 
 
 def probe_function(spec: FactSpec) -> Callable[..., Any]:

@@ -22,6 +22,7 @@ from cudadoctor.facts.registry import probe_function, probed
 from cudadoctor.probes import host
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.native import NullNative, RealNative
+from cudadoctor.probes.nvml_health import NullHealthSource, RealHealthSource
 from cudadoctor.rootfs import RootFS
 from cudadoctor.runner import NullRunner, SubprocessRunner
 
@@ -82,10 +83,16 @@ def collect_facts(ctx: ProbeContext) -> Facts:
     return replace(facts, errors=tuple(ctx.errors))
 
 
-def live_context(*, python: str | None = None) -> ProbeContext:
-    """A context that examines this machine: real files, commands, NVML and libcuda."""
+def live_context(*, python: str | None = None, health: bool = True) -> ProbeContext:
+    """A context that examines this machine: real files, commands, NVML and libcuda (``health``: NVML's
+    hardware-health answers too)."""
     return ProbeContext(
-        fs=RootFS("/"), env=dict(os.environ), runner=SubprocessRunner(), native=RealNative(), python=python
+        fs=RootFS("/"),
+        env=dict(os.environ),
+        runner=SubprocessRunner(),
+        native=RealNative(),
+        python=python,
+        health_source=RealHealthSource() if health else NullHealthSource("--no-health"),
     )
 
 

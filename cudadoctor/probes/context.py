@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from cudadoctor.facts.model import ProbeError
 from cudadoctor.probes.native import Native, NullNative
+from cudadoctor.probes.nvml_health import HealthSource, NullHealthSource
 from cudadoctor.rootfs import RootFS
 from cudadoctor.runner import NullRunner, Runner
 
@@ -33,6 +34,8 @@ class ProbeContext:
     env: Mapping[str, str] = field(default_factory=dict)
     runner: Runner = field(default_factory=NullRunner)
     native: Native = field(default_factory=lambda: NullNative("native calls disabled"))
+    #: NVML's health answers (``check --no-health`` and an image root: none)
+    health_source: HealthSource = field(default_factory=lambda: NullHealthSource("health not examined"))
     #: ``--python PATH``: the interpreter whose packages to examine (None: detect)
     python: str | None = None
     #: CPU architecture and OS of the examined machine (live: this one's)

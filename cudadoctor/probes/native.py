@@ -25,6 +25,7 @@ __all__ = [
     "RealNative",
     "call_with_timeout",
     "decode_cuda_version",
+    "load_nvml_library",
 ]
 
 #: Seconds allowed for NVML init + queries, and for loading libcuda.
@@ -146,6 +147,15 @@ class RealNative:
 def _text(value: object) -> str:
     # nvidia-ml-py 13 returns str (measured on a real H200); older pynvml releases returned bytes.
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def load_nvml_library() -> str | None:
+    """Ask the dynamic loader for NVML by its fixed name; None when found, else why not."""
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError as exc:
+        return str(exc)
+    return None
 
 
 def _query_nvml() -> NvmlResult:

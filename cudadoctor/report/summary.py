@@ -273,12 +273,45 @@ def _python(facts: Facts) -> Category:
     return cat
 
 
+def _health(facts: Facts) -> Category:
+    # Shown only when examined: --no-health, an image root and older snapshots have no health facts.
+    h = facts.health
+    if h is None:
+        return Category("health", "GPU health", "not examined", Mark.ABSENT)
+    if h.nvml_error and not h.gpus:
+        cat = Category("health", "GPU health", f"NVML did not answer: {h.nvml_error}", Mark.UNKNOWN)
+    else:
+        took = f" in {h.query_ms:.0f} ms" if h.query_ms is not None else ""
+        cat = Category("health", "GPU health", f"{len(h.gpus)} GPU(s) queried through NVML{took}")
+    for g in h.gpus:
+        parts = [f"GPU {g.index} {g.pci_bus_id or ''}".rstrip()]
+        if g.ecc_current is not None:
+            parts.append(f"ECC {'on' if g.ecc_current else 'off'}, {g.ecc_uncorrected_volatile} uncorrected")
+        elif "ecc_mode" in g.unsupported:
+            parts.append("no ECC on this SKU")
+        if g.remap_pending is not None:
+            parts.append(f"remap pending {'yes' if g.remap_pending else 'no'}")
+        if g.pcie_width_current is not None:
+            parts.append(f"PCIe gen {g.pcie_gen_current}/{g.pcie_gen_max} x{g.pcie_width_current}/{g.pcie_width_max}")
+        if g.util_gpu_percent is not None:
+            parts.append(f"utilization.gpu {g.util_gpu_percent} %")
+        cat.lines.append(Line(", ".join(parts), source="api: NVML"))
+    host = h.host
+    if host.kernel_log_error:
+        cat.lines.append(Line(f"kernel log not read: {host.kernel_log_error}"))
+    else:
+        cat.lines.append(Line(f"kernel log: {len(host.xids)} Xid line(s)", source="file: /dev/kmsg"))
+    cat.lines.append(Line(f"PCI: {len(host.pci_functions)} NVIDIA GPU function(s), {host.nvswitches} NVSwitch(es)"))
+    return cat
+
+
 def categories(facts: Facts, findings: Iterable[Finding] = ()) -> list[Category]:
     """The report's categories, in display order, with probe errors and findings attached."""
     cats = [
         _host(facts),
         _driver(facts),
         _gpus(facts),
+        *([_health(facts)] if facts.health is not None else []),
         _toolkit(facts),
         _wheels(facts),
         _copies("cudnn", "cuDNN", facts.cudnn, "not installed"),
@@ -303,7 +336,7 @@ def categories(facts: Facts, findings: Iterable[Finding] = ()) -> list[Category]
             continue
         _attach(by_key.get(key, by_key["host"]), error)
     for finding in findings:
-        _attach_finding(by_key.get(finding.category, by_key["host"]), finding)
+        _attach_finding(by_key.get(finding.category, by_key.get("gpus", by_key["host"])), finding)
     return cats
 
 

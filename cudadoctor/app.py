@@ -80,7 +80,6 @@ def _validate(source: FactSource) -> None:
 def read_snapshot(path: str) -> Facts:
     """The facts of a snapshot or JSON report file (at most 64 MiB, UTF-8)."""
     from cudadoctor.facts.codec import facts_from_json
-
     from cudadoctor.fileread import read_file
 
     try:

@@ -35,7 +35,8 @@ def parse_env_file(text: str) -> tuple[dict[str, str], list[str]]:
             continue
         name, sep, value = line.partition("=")
         if not _NAME.match(name):
-            raise UsageError(f"env file line {number}: {_malformed(name)} (the line is not shown: it may hold a secret)")
+            why = _malformed(name)
+            raise UsageError(f"env file line {number}: {why} (the line is not shown: it may hold a secret)")
         if not sep:
             warnings.append(f"env file line {number}: a name without '=VALUE'; ignored (host values are not used)")
             continue

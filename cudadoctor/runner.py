@@ -94,7 +94,8 @@ def _stream(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes
     """(stdout, stderr, why it was stopped) of a child read as it writes, never more than
     :data:`_MAX_OUTPUT` bytes of each: a tool that streams forever is killed at the cap, not
     buffered whole (``communicate()`` kept everything, 7.6 GB of it once)."""
-    assert proc.stdout is not None and proc.stderr is not None
+    if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both are always pipes here
+        raise ValueError("the child's output is not piped")
     deadline = time.monotonic() + timeout
     kept: dict[int, list[bytes]] = {proc.stdout.fileno(): [], proc.stderr.fileno(): []}
     sizes = dict.fromkeys(kept, 0)

@@ -14,8 +14,9 @@ import posixpath
 import re
 from collections.abc import Mapping
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from cudadoctor.bounded import version_or_none
 from cudadoctor.facts.model import ContainerInfo, EnvVar, HostInfo
 from cudadoctor.probes import loader
 from cudadoctor.probes.context import ProbeContext
@@ -228,10 +229,7 @@ def _glibc_version(text: str | None) -> Version | None:
     match = re.search(r"(\d+\.\d+)", text or "")
     if not match:
         return None
-    try:
-        return Version(match.group(1))
-    except InvalidVersion:
-        return None
+    return version_or_none(match.group(1))  # bounded: a 5,000-digit dpkg version crashed the probe
 
 
 def _live_glibc() -> Version | None:

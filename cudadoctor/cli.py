@@ -120,14 +120,22 @@ def _guarded(func):  # type: ignore[no-untyped-def]
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        from cudadoctor.output import flush_stdout, output_failure
+
         try:
-            return func(*args, **kwargs)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                flush_stdout()  # stdout on a full disk fails here, inside the guard
         except CudadoctorError as exc:
             _err(str(exc))
             raise typer.Exit(exc.exit_code) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug: say so, with the traceback only when asked
+            if (line := output_failure(exc)) is not None:  # not a bug: the output has nowhere to go
+                _err(line)
+                raise typer.Exit(2) from None
             _err(
                 f"internal error: {type(exc).__name__}: {exc} (please report this; set CUDADOCTOR_DEBUG=1 "
                 "for the traceback)"

@@ -172,10 +172,10 @@ def plan(target: str, flags: HostFlags) -> tuple[Suggestion, Constraints]:
     """The plans for a target on the machine the flags describe."""
     name = target_name(target)
     if name not in PLANNERS:
-        raise UsageError(f"--target {target!r}: suggest plans {', '.join(PLANNERS)}")
+        raise UsageError(f"--target {target[:60]!r}: suggest plans {', '.join(PLANNERS)}")
     matrix = CompatMatrix()
     c = constraints(matrix, flags)
     try:
         return PLANNERS[name](matrix, c, target.strip()), c
     except InvalidSpecifier:
-        raise UsageError(f"--target {target!r}: not a requirement such as 'torch>=2.6'") from None
+        raise UsageError(f"--target {target[:60]!r}: not a requirement such as 'torch>=2.6'") from None

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from cudadoctor.bounded import version_or_none
 from cudadoctor.checks._base import Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo
@@ -138,10 +139,7 @@ _IMAGE_CLAIMS = (("CUDA_VERSION", "toolkit"), ("NV_CUDNN_VERSION", "cudnn"), ("N
 
 def _claimed(value: str) -> Version | None:
     match = re.match(r"(\d+(?:\.\d+){1,3})", value.strip())
-    try:
-        return Version(match.group(1)) if match else None
-    except InvalidVersion:
-        return None
+    return version_or_none(match.group(1)) if match else None  # bounded: CUDA_VERSION=9…9 (5,000 digits)
 
 
 def _same(claim: Version, found: Version) -> bool:

@@ -18,6 +18,7 @@ import re
 
 from packaging.version import Version
 
+from cudadoctor.bounded import parse_int
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
@@ -307,7 +308,10 @@ def _built_for_cuda(packages: dict[str, InstalledPackage]) -> dict[int, list[Ins
     for pkg in packages.values():
         if not pkg.cuda_build or pkg.name.startswith(("nvidia-", "cuda-")):
             continue
-        major = int(pkg.cuda_build.split(".")[0])
+        try:
+            major = parse_int(pkg.cuda_build.split(".")[0], max_digits=4)
+        except ValueError:  # not a CUDA version (a snapshot or version.py may say anything)
+            raise CannotJudge(f"{pkg.name}'s CUDA build {pkg.cuda_build[:20]!r} is not a CUDA version") from None
         by_major.setdefault(major, []).append(pkg)
     return by_major
 

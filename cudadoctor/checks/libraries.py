@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 
+from cudadoctor.bounded import parse_int
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.facts.model import (
@@ -50,7 +51,11 @@ class CD201(Check):
         build = torch.torch_build.cuda if torch.torch_build and torch.torch_build.cuda else torch.cuda_build
         if not build or not torch.cuda_variant or not torch.cuda_variant.startswith("cu"):
             raise NotApplicable("torch is not a CUDA build")
-        if int(build.split(".")[0]) == nvcc.release.major:
+        try:
+            build_major = parse_int(build.split(".")[0], max_digits=4)
+        except ValueError:  # not a CUDA version (a snapshot or version.py may say anything)
+            raise CannotJudge(f"torch's CUDA build {build[:20]!r} is not a CUDA version") from None
+        if build_major == nvcc.release.major:
             return None
         return Problem(
             f"nvcc on PATH is CUDA {nvcc.release} ({nvcc.path}) but torch was built with CUDA {build}: building "

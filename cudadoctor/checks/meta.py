@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import InvalidRequirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
+from cudadoctor.bounded import parse_requirement, parse_specifier
 from cudadoctor.checks._base import Check
 from cudadoctor.checks.driver import effective_cuda
 from cudadoctor.checks.findings import Problem, Remediation, Status
@@ -42,11 +43,11 @@ def parse_assertion(text: str) -> Assertion:
     match = re.fullmatch(r"(cuda|driver)(?![A-Za-z0-9._-])\s*(.*)", raw, flags=re.IGNORECASE)
     if match:
         try:
-            return Assertion(raw, match.group(1).lower(), SpecifierSet(match.group(2)))
+            return Assertion(raw, match.group(1).lower(), parse_specifier(match.group(2)))
         except InvalidSpecifier:
-            raise InvalidValue(text, f"{match.group(2)!r} is not a version specifier") from None
+            raise InvalidValue(text, f"{match.group(2)[:60]!r} is not a version specifier") from None
     try:
-        req = Requirement(raw)
+        req = parse_requirement(raw)
     except InvalidRequirement:
         raise InvalidValue(text, "expected a requirement such as 'torch>=2.6', 'cuda>=12.4' or 'vllm'") from None
     return Assertion(raw, req.name.lower().replace("_", "-").replace(".", "-"), req.specifier)

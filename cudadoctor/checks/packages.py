@@ -14,6 +14,7 @@ import re
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from cudadoctor.bounded import parse_requirement
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
@@ -39,7 +40,7 @@ def unmet_requirements(
     for dependent in packages.values():
         for line in dependent.requires:
             try:
-                req = Requirement(line)
+                req = parse_requirement(line)
             except InvalidRequirement:
                 continue
             target = packages.get(_canonical(req.name))

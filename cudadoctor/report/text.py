@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from cudadoctor.report.document import Report
 from cudadoctor.report.options import RenderOptions
+from cudadoctor.report.sanitize import terminal
 from cudadoctor.report.summary import Category, Mark, categories
 
 __all__ = ["render_text"]
@@ -29,17 +30,22 @@ _BOX = {
 _BULLET = {"info": "•", "unknown": "[yellow]?[/yellow]", "warn": "[yellow]![/yellow]", "fail": "[red]✗[/red]"}
 
 
+def _safe(text: str) -> str:
+    """Untrusted text for rich: no control character reaches the terminal, no markup is read."""
+    return escape(terminal(text))
+
+
 def _category(console: Console, cat: Category, verbose: bool) -> None:
-    console.print(f"{_BOX[cat.mark]} [bold]{escape(cat.title)}[/bold]: {escape(cat.headline)}", soft_wrap=True)
+    console.print(f"{_BOX[cat.mark]} [bold]{_safe(cat.title)}[/bold]: {_safe(cat.headline)}", soft_wrap=True)
     for line in cat.lines:
         if line.level == "info" and not verbose:
             continue
-        text = escape(line.text)
+        text = _safe(line.text)
         if verbose and line.source:
-            text += f" [dim]({escape(line.source)})[/dim]"
+            text += f" [dim]({_safe(line.source)})[/dim]"
         console.print(f"    {_BULLET[line.level]} {text}", soft_wrap=True)
         for command in line.commands:
-            console.print(f"        $ {escape(command)}", soft_wrap=True)
+            console.print(f"        $ {_safe(command)}", soft_wrap=True)
 
 
 def _verdict_line(report: Report) -> str:
@@ -65,12 +71,12 @@ def _footer(console: Console, report: Report, cats: list[Category], verbose: boo
     if report.compat_data_as_of is not None and report.findings:
         index = report.index_data_as_of
         extra = f"; package-index data read {index} (cudadoctor update)" if index else ""
-        console.print(f"[dim]compatibility data as of {report.compat_data_as_of}{extra}[/dim]")
+        console.print(f"[dim]compatibility data as of {_safe(str(report.compat_data_as_of))}{_safe(extra)}[/dim]")
     probes = {k: v for k, v in report.facts.timings.items() if k != "total"}
     if verbose and probes:
-        slowest = max(probes, key=lambda k: probes[k])
+        slowest = _safe(max(probes, key=lambda k: probes[k]))
         total = f"{report.facts.timings['total']:.3f} s" if "total" in report.facts.timings else "an unknown time"
-        console.print(f"[dim]probes took {total}; slowest: {slowest} {probes[slowest]:.3f} s[/dim]")
+        console.print(f"[dim]probes took {total}; slowest: {slowest} {max(probes.values()):.3f} s[/dim]")
 
 
 def render_text(report: Report, options: RenderOptions) -> str:
@@ -88,7 +94,9 @@ def render_text(report: Report, options: RenderOptions) -> str:
     facts = report.facts
     if options.verbose:
         origin = "a snapshot" if options.from_snapshot else facts.mode
-        console.print(f"cudadoctor {facts.tool_version} — facts gathered {facts.collected_at} ({origin})")
+        console.print(
+            f"cudadoctor {_safe(facts.tool_version)} — facts gathered {_safe(facts.collected_at)} ({_safe(origin)})"
+        )
     else:
         console.print("cudadoctor summary (details and sources: cudadoctor check -v)")
     console.print()

@@ -12,7 +12,7 @@ import re
 from packaging.version import Version
 
 from cudadoctor.bounded import version_or_none
-from cudadoctor.checks._base import Check, NotApplicable
+from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo
 from cudadoctor.nvreq import RequirementError, brand_token, evaluate, parse_requirement
@@ -69,6 +69,7 @@ class CD701(Check):
                 "_no_gpu": "1",
             }
         ]
+        unknown: list[str] = []
         for name, value in sorted(requirements.items()):
             if not value.strip():
                 continue
@@ -82,7 +83,10 @@ class CD701(Check):
                     Remediation(f"Fix the value of {name} in the image.", ()),
                 )
             results = [evaluate(alternatives, facts) for facts in facts_per_gpu]
-            if all(r is not False for r in results):
+            if all(r is True for r in results):
+                continue
+            if all(r is not False for r in results):  # unknown is not met: the gate must not pass on it
+                unknown.append(name)
                 continue
             first = " ".join(str(c).replace(" ", "") for c in alternatives[0][:1]) if alternatives else ""
             shown = ", ".join(str(c) for c in alternatives[0]) if alternatives else value
@@ -100,6 +104,11 @@ class CD701(Check):
                     "built for the CUDA version this driver supports.",
                     (),
                 ),
+            )
+        if unknown:
+            raise CannotJudge(
+                f"{', '.join(unknown)} depends on the driver's CUDA version or a GPU fact that is unknown"
+                " (give --assume-driver / --assume-gpu when auditing an image)"
             )
         return None
 

@@ -317,15 +317,17 @@ def probe_host(ctx: ProbeContext) -> HostInfo:
     :return: the host facts; parts that cannot be read are None / empty.
     """
     arch = ctx.machine if ctx.live else (image_arch(ctx) or ctx.machine)
+    # Each part on its own: a crafted dpkg status must not take the environment (NVIDIA_REQUIRE_*) with it.
+    part = ctx.attempt
     return HostInfo(
         os=ctx.system,
         arch=arch,
-        distro=_distro(ctx),
+        distro=part("host", "the distribution", lambda: _distro(ctx), None),
         kernel=platform.release() if ctx.live else None,
-        glibc=_live_glibc() if ctx.live else _image_glibc(ctx, arch),
-        container=_container(ctx),
-        wsl=_wsl(ctx),
+        glibc=part("host", "the C library", lambda: _live_glibc() if ctx.live else _image_glibc(ctx, arch), None),
+        container=part("host", "the container markers", lambda: _container(ctx), ContainerInfo(False, None, ())),
+        wsl=part("host", "the WSL markers", lambda: _wsl(ctx), False),
         apple_silicon=ctx.system == "Darwin" and ctx.machine in ("arm64", "aarch64"),
         env=collect_env(ctx.env),
-        loader_paths=loader.search_dirs(ctx),
+        loader_paths=part("host", "the loader's search path", lambda: loader.search_dirs(ctx), ()),
     )

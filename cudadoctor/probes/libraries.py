@@ -19,6 +19,7 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -301,7 +302,8 @@ def _dists(ctx: ProbeContext) -> tuple[_Dist, ...]:
         found: list[_Dist] = []
         for site in _sites(ctx):
             for path in ctx.fs.glob(site, "*.dist-info"):
-                dist = _read_dist(ctx, site, path)
+                # One dist-info that breaks the reader is recorded and skipped, never the whole probe.
+                dist = ctx.attempt("libraries", path, partial(_read_dist, ctx, site, path), None, path)
                 if dist is not None:
                     found.append(dist)
         return tuple(found)

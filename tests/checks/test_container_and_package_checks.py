@@ -37,10 +37,13 @@ def test_cd701_forward_compat_branch_on_a_datacenter_gpu_is_met(h200):
     assert run_check("CD701", facts).status is Status.OK
 
 
-def test_cd701_unknown_cuda_of_an_assumed_driver_is_not_a_failure(h200):
+def test_cd701_unknown_cuda_of_an_assumed_driver_is_could_not_judge(h200):
+    # Not a failure, and not "ok" either (issue #14: an unknown counted as met let cuda>=99.0 pass the gate).
     driver = replace(h200.driver, version=DriverVersion("550.54.15"), cuda_api=None)
     gpus = (GpuInfo(0, "H100", "9.0", Source(SourceKind.ASSUMED, "--assume-gpu H100")),)
-    assert run_check("CD701", replace(h200, driver=driver, gpus=gpus)).status is Status.OK
+    finding = run_check("CD701", replace(h200, driver=driver, gpus=gpus))
+    assert finding.status is Status.UNKNOWN
+    assert "NVIDIA_REQUIRE_CUDA depends on the driver's CUDA version" in (finding.reason or "")
 
 
 def test_cd701_disabled_and_absent(h200):

@@ -842,8 +842,8 @@ def parse_torch_version_py(text: str, where: str = "torch/version.py") -> TorchB
     if "__version__" not in fields and "cuda" not in fields:
         return None
     try:
-        version = parse_version(fields["__version__"]) if fields.get("__version__") else None
-    except InvalidVersion:  # InvalidVersion, or a number past int()'s 4300-digit limit
+        version = parse_version(raw) if (raw := fields.get("__version__")) else None
+    except InvalidVersion:  # bounded: a number past int()'s 4300-digit limit is one too
         version = None
     debug = fields.get("debug")
     return TorchBuild(

@@ -504,3 +504,25 @@ def test_14_pythonpath_dedup_in_linear_time(tmp_path) -> None:
 
     small = min(seconds(n // 4) for _ in range(2))
     assert seconds(n) < 8 * small + 0.2
+
+
+# --- 5 (the rule itself): every file cudadoctor reads goes through the one reader ---------------------------
+
+
+def test_5_no_module_opens_a_file_but_the_reader() -> None:
+    """``open()`` is called only to write the report (output.py, which writes through to what the user
+    named) and on /proc/self/maps, the process's own map that the kernel serves as a regular file."""
+    import ast
+    import pathlib
+
+    import cudadoctor
+
+    allowed = {("output.py", "path"), ("probes/native.py", "'/proc/self/maps'")}
+    allowed |= {(f"probes/children/{n}.py", "'/proc/self/maps'") for n in ("framework", "driver_api", "nccl")}
+    package = pathlib.Path(cudadoctor.__file__).parent
+    found = set()
+    for module in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+                found.add((module.relative_to(package).as_posix(), ast.unparse(node.args[0])))
+    assert found == allowed

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["code_fence", "markdown", "terminal"]
+__all__ = ["code_fence", "json_text", "markdown", "terminal"]
 
 #: Unicode categories shown escaped: controls (Cc: C0, DEL, C1, ESC among them), format characters
 #: (Cf: bidirectional overrides, zero-width characters), line and paragraph separators (Zl, Zp),
@@ -62,3 +62,25 @@ def code_fence(lines: list[str] | tuple[str, ...]) -> str:
     """A backtick fence longer than any run of backticks in ``lines`` (at least three)."""
     longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
     return "`" * max(3, longest + 1)
+
+
+def _json_escape(char: str) -> str:
+    return "".join(f"\\u{unit:04x}" for unit in _utf16_units(char))
+
+
+def _utf16_units(char: str) -> list[int]:
+    data = char.encode("utf-16-be", errors="surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
+def json_text(document: str) -> str:
+    """A JSON document (as :func:`json.dumps` writes it with ``ensure_ascii=False``) with every
+    control, format and separator character written as a ``\\uXXXX`` escape: the same JSON value,
+    safe to ``cat`` to a terminal. Such characters can only stand inside strings, where the escape
+    means the same character (RFC 8259 section 7, https://www.rfc-editor.org/rfc/rfc8259#section-7)."""
+    if _ASCII_SAFE.fullmatch(document.replace("\n", "")):
+        return document
+    return "".join(
+        char if char == "\n" or unicodedata.category(char) not in _UNSAFE_CATEGORIES else _json_escape(char)
+        for char in document
+    )

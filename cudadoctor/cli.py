@@ -128,8 +128,13 @@ def _guarded(func: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        from cudadoctor.output import flush_stdout, output_failure
+
         try:
-            return func(*args, **kwargs)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                flush_stdout()  # stdout on a full disk fails here, inside the guard
         except CudadoctorError as exc:
             _err(str(exc))
             raise typer.Exit(exc.exit_code) from None
@@ -138,6 +143,9 @@ def _guarded(func: Callable[P, R]) -> Callable[P, R]:
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:  # a bug: say so, with the traceback only when asked
+            if (line := output_failure(exc)) is not None:  # not a bug: the output has nowhere to go
+                _err(line)
+                raise typer.Exit(2) from None
             _err(
                 f"internal error: {type(exc).__name__}: {exc} (please report this; set CUDADOCTOR_DEBUG=1 "
                 "for the traceback)"

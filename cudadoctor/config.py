@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cudadoctor.errors import UsageError
+from cudadoctor.fileread import read_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -46,7 +47,7 @@ def parse_settings(path: str, table: dict[str, Any]) -> Settings:
     """Settings from the cudadoctor table of ``path``; UsageError naming the file and key when wrong."""
     fail_on = table.get("fail-on")
     if fail_on is not None and fail_on not in FAIL_ON:
-        raise UsageError(f"{path}: fail-on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
+        raise UsageError(f"{path}: fail-on must be one of {', '.join(FAIL_ON)}, not {repr(fail_on)[:60]}")
     unknown = sorted(set(table) - _KEYS)
     if unknown:
         shown = ", ".join(k if k.isprintable() else repr(k) for k in unknown)
@@ -60,15 +61,26 @@ def parse_settings(path: str, table: dict[str, Any]) -> Settings:
     )
 
 
+#: The largest settings file read (a pyproject.toml is a few kilobytes).
+_MAX_SETTINGS_BYTES = 1 << 20
+
+
 def _load(path: str) -> dict[str, Any]:
+    """The TOML document at ``path``; UsageError (one line) when it cannot be read or parsed."""
     try:
-        with open(path, "rb") as handle:
-            data: dict[str, Any] = tomllib.load(handle)
-            return data
+        data = read_file(path, _MAX_SETTINGS_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > _MAX_SETTINGS_BYTES:
+        raise UsageError(f"{path}: larger than 1 MiB, not a settings file")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: not valid TOML: {exc}") from None
+        raise UsageError(f"{path}: not valid TOML: {str(exc).splitlines()[0][:200]}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: not valid TOML: nested too deeply") from None
 
 
 def find_settings(start: str | None = None) -> Settings:
@@ -80,7 +92,8 @@ def find_settings(start: str | None = None) -> Settings:
             return parse_settings(dotfile, _load(dotfile))
         pyproject = os.path.join(directory, "pyproject.toml")
         if os.path.isfile(pyproject):
-            table = _load(pyproject).get("tool", {}).get("cudadoctor")
+            tool = _load(pyproject).get("tool", {})
+            table = tool.get("cudadoctor") if isinstance(tool, dict) else None
             if isinstance(table, dict):
                 return parse_settings(pyproject, table)
         parent = os.path.dirname(directory)

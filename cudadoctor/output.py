@@ -10,13 +10,15 @@ symbolic link — is written through, as a shell redirection would, so it is nev
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
+import sys
 import tempfile
 
 from cudadoctor.errors import UsageError
 
-__all__ = ["write_text"]
+__all__ = ["flush_stdout", "output_failure", "write_text"]
 
 
 def _is_replaceable(path: str) -> bool:
@@ -62,3 +64,22 @@ def write_text(path: str, text: str) -> None:
             _write_through(path, text)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+#: Errors of a write that say the output has nowhere to go (a full disk, a quota, a dead device):
+#: a problem of where the report was sent, not a bug (exit 2 with one line, never "internal error").
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+
+
+def output_failure(exc: BaseException) -> str | None:
+    """One line for an exception that is a failed write of the output (stdout on a full disk); else None."""
+    if isinstance(exc, OSError) and exc.errno in _OUTPUT_ERRNOS:
+        return f"cannot write the output: {exc.strerror or os.strerror(exc.errno or 0)}"
+    return None
+
+
+def flush_stdout() -> None:
+    """Flush standard output now, so a failed write surfaces where it is reported as one line (not at
+    interpreter exit, where Python prints an "Exception ignored" block and exits 120)."""
+    with contextlib.suppress(ValueError):  # stdout already closed
+        sys.stdout.flush()

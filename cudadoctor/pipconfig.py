@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from cudadoctor.fileread import read_file
 from cudadoctor.redact import MASK, is_secret_name
 
 __all__ = ["PYPI_SIMPLE", "IndexConfig", "config_files", "configured_index", "redacted"]
@@ -152,8 +153,7 @@ def configured_index(env: Mapping[str, str], *, explicit: str | None = None, pre
 def _read_config(path: str, problems: list[str]) -> dict[tuple[str, str], str]:
     """The non-empty ``index-url`` values of one file by (section, key); {} when absent or unusable."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(_MAX_CONFIG_BYTES + 1)
+        raw = read_file(path, _MAX_CONFIG_BYTES + 1)  # a FIFO here hung `update`: regular files only
     except FileNotFoundError:
         return {}
     except IsADirectoryError:

@@ -15,6 +15,9 @@ import os
 import posixpath
 import stat
 
+from cudadoctor.bounded import safe_path
+from cudadoctor.fileread import read_file
+
 __all__ = ["MAX_READ_BYTES", "RootFS"]
 
 #: The most bytes read from any one file. Version files, headers' first lines and METADATA are
@@ -36,7 +39,8 @@ class RootFS:
 
     def host_path(self, path: str) -> str:
         """Where ``path`` (as the examined machine names it) is on this machine's disk."""
-        path = posixpath.normpath("/" + path.lstrip("/"))
+        # A NUL byte (from ld.so.conf, an env value) makes every os call raise ValueError: an OSError here.
+        path = posixpath.normpath("/" + safe_path(path).lstrip("/"))
         if self.is_live:
             return path
         return self.root + path if path != "/" else self.root
@@ -48,7 +52,7 @@ class RootFS:
         as written, as :func:`os.path.realpath` does.
         """
         if self.is_live:
-            return os.path.realpath(path)
+            return os.path.realpath(safe_path(path))
         parts = [p for p in posixpath.normpath("/" + path.lstrip("/")).split("/") if p]
         resolved = "/"
         links = 0
@@ -92,7 +96,10 @@ class RootFS:
         return resolved is not None and os.path.isdir(resolved)
 
     def is_symlink(self, path: str) -> bool:
-        return os.path.islink(self.host_path(path))
+        try:
+            return os.path.islink(self.host_path(path))
+        except OSError:  # a NUL byte in the path
+            return False
 
     def is_char_device(self, path: str) -> bool:
         resolved = self._resolved(path)
@@ -101,8 +108,18 @@ class RootFS:
         except OSError:
             return False
 
+    def identity(self, path: str) -> tuple[int, int] | None:
+        """(device, inode) of what ``path`` leads to, the same for every name of one file; None when
+        it leads nowhere."""
+        resolved = self._resolved(path)
+        try:
+            info = os.stat(resolved) if resolved is not None else None
+        except (OSError, ValueError):
+            return None
+        return (info.st_dev, info.st_ino) if info is not None else None
+
     def readlink(self, path: str) -> str:
-        return os.readlink(self.host_path(path))
+        return os.readlink(self.host_path(path))  # host_path: OSError, never ValueError, for a NUL
 
     def listdir(self, path: str) -> list[str]:
         """Sorted entries of a directory; raises OSError when it cannot be listed."""
@@ -119,13 +136,11 @@ class RootFS:
     def read_text(self, path: str, limit: int = MAX_READ_BYTES) -> str:
         """The file's text (undecodable bytes replaced), at most ``limit`` bytes of it.
 
-        Raises :class:`OSError` when the file cannot be read. Reads through the resolved path so
-        an image's absolute links stay inside the image.
+        Raises :class:`OSError` when the file cannot be read or is no regular file (a FIFO or a
+        device is never opened for reading: it could block forever). Reads through the resolved
+        path so an image's absolute links stay inside the image.
         """
-        with open(self.host_path(self.resolve(path)), "rb") as handle:
-            data = handle.read(limit)
-        return data.decode("utf-8", errors="replace")
+        return self.read_bytes(path, limit).decode("utf-8", errors="replace")
 
     def read_bytes(self, path: str, limit: int = MAX_READ_BYTES) -> bytes:
-        with open(self.host_path(self.resolve(path)), "rb") as handle:
-            return handle.read(limit)
+        return read_file(self.host_path(self.resolve(path)), limit)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -76,17 +78,51 @@ class SubprocessRunner:
             return CommandResult(args, None, error="not found")
         except OSError as exc:
             return CommandResult(args, None, error=f"could not start: {exc.strerror or exc}")
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        out, err, error = _stream(proc, timeout)
+        if error is not None:
             _kill_group(proc)
-            return CommandResult(args, None, error=f"timed out after {timeout:g} s")
+            return CommandResult(args, None, error=error)
         return CommandResult(
             args,
             proc.returncode,
-            out[:_MAX_OUTPUT].decode("utf-8", errors="replace"),
-            err[:_MAX_OUTPUT].decode("utf-8", errors="replace"),
+            out.decode("utf-8", errors="replace"),
+            err.decode("utf-8", errors="replace"),
         )
+
+
+def _stream(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes, str | None]:
+    """(stdout, stderr, why it was stopped) of a child read as it writes, never more than
+    :data:`_MAX_OUTPUT` bytes of each: a tool that streams forever is killed at the cap, not
+    buffered whole (``communicate()`` kept everything, 7.6 GB of it once)."""
+    if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both are always pipes here
+        raise ValueError("the child's output is not piped")
+    deadline = time.monotonic() + timeout
+    kept: dict[int, list[bytes]] = {proc.stdout.fileno(): [], proc.stderr.fileno(): []}
+    sizes = dict.fromkeys(kept, 0)
+    with selectors.DefaultSelector() as selector:
+        for pipe in (proc.stdout, proc.stderr):
+            selector.register(pipe, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return b"", b"", f"timed out after {timeout:g} s"
+            for key, _ in selector.select(left):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    continue
+                kept[key.fd].append(chunk)
+                sizes[key.fd] += len(chunk)
+                if sizes[key.fd] > _MAX_OUTPUT:
+                    return b"", b"", f"stopped: wrote more than {_MAX_OUTPUT >> 20} MiB of output"
+    try:
+        proc.wait(timeout=max(deadline - time.monotonic(), 0.01))
+    except subprocess.TimeoutExpired:
+        return b"", b"", f"timed out after {timeout:g} s"
+    out, err = (b"".join(kept[pipe.fileno()]) for pipe in (proc.stdout, proc.stderr))
+    proc.stdout.close()
+    proc.stderr.close()
+    return out, err, None
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -94,8 +130,11 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         proc.kill()
+    for pipe in (proc.stdout, proc.stderr):  # never read what is left: it may be gigabytes
+        if pipe is not None:
+            pipe.close()
     with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-        proc.communicate(timeout=2)
+        proc.wait(timeout=2)
 
 
 class NullRunner:

@@ -11,7 +11,7 @@ def test_docker_env_file_format():
         "# image env\nCUDA_VERSION=13.0.2\n\nNVIDIA_REQUIRE_CUDA=cuda>=13.0 brand=tesla,driver>=535\nEMPTY=\nHOSTONLY\n"
     )
     assert env == {"CUDA_VERSION": "13.0.2", "NVIDIA_REQUIRE_CUDA": "cuda>=13.0 brand=tesla,driver>=535", "EMPTY": ""}
-    assert warnings == ["env file line 6: HOSTONLY has no value; ignored (host values are not used)"]
+    assert warnings == ["env file line 6: a name without '=VALUE'; ignored (host values are not used)"]
 
 
 def test_values_are_literal():

@@ -170,6 +170,23 @@ def test_github_annotations_for_a_problem(tmp_path, monkeypatch):
     assert "%0AFix: " in line and "\n" not in line
 
 
+def test_github_gate_fails_when_a_check_could_not_judge(tmp_path, monkeypatch):
+    """Issue #14: the pre-flight fails closed. A fact no check can judge (a CUDA build that is no
+    version) makes the annotate step exit 1, where it passed before as "no issues"."""
+    monkeypatch.chdir(tmp_path)
+    doc = json.loads(fixture_text("h200-device", "snapshot.json"))
+    torch = doc["facts"]["packages"]["torch"]
+    torch["cuda_build"] = "9" * 5000
+    torch["torch_build"] = None
+    snap = tmp_path / "s.json"
+    snap.write_text(json.dumps(doc))
+    annotate = _workflow_commands()[0]
+    assert "--fail-on-unknown" in annotate
+    result = _run(annotate[1:], "--from", str(snap))
+    assert result.exit_code == 1, result.output
+    assert "::notice title=cudadoctor CD111" in result.stdout
+
+
 def test_project_settings_ignore_and_require(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     doc = json.loads(fixture_text("h200-device", "snapshot.json"))

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from cudadoctor import gpu_models
-from cudadoctor.checks._base import Check, NotApplicable
+from cudadoctor.bounded import version_or_none
+from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import CompatDataError
@@ -60,6 +61,7 @@ class CD701(Check):
         if not requirements:
             raise NotApplicable("no NVIDIA_REQUIRE_* variable is set")
         facts_per_gpu = _requirement_facts(driver, gpus)
+        unknown: list[str] = []
         for name, value in sorted(requirements.items()):
             if not value.strip():
                 continue
@@ -73,9 +75,17 @@ class CD701(Check):
                     Remediation(f"Fix the value of {name} in the image.", ()),
                 )
             results = [evaluate(alternatives, facts) for facts in facts_per_gpu]
-            if all(r is not False for r in results):
+            if all(r is True for r in results):
+                continue
+            if all(r is not False for r in results):  # unknown is not met: the gate must not pass on it
+                unknown.append(name)
                 continue
             return _unmet(name, value, alternatives, driver, gpus, facts_per_gpu, matrix)
+        if unknown:
+            raise CannotJudge(
+                f"{', '.join(unknown)} depends on the driver's CUDA version or a GPU fact that is unknown"
+                " (give --assume-driver / --assume-gpu when auditing an image)"
+            )
         return None
 
 
@@ -200,10 +210,7 @@ _IMAGE_CLAIMS = (("CUDA_VERSION", "toolkit"), ("NV_CUDNN_VERSION", "cudnn"), ("N
 
 def _claimed(value: str) -> Version | None:
     match = re.match(r"(\d+(?:\.\d+){1,3})", value.strip())
-    try:
-        return Version(match.group(1)) if match else None
-    except InvalidVersion:
-        return None
+    return version_or_none(match.group(1)) if match else None  # bounded: CUDA_VERSION=9…9 (5,000 digits)
 
 
 #: version.json keys of components, which number their own patch level: CUDA 12.8 Update 1 (CUDA_VERSION

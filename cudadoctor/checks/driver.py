@@ -18,6 +18,7 @@ import re
 
 from packaging.version import Version
 
+from cudadoctor.bounded import version_or_none
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
@@ -248,14 +249,16 @@ def parse_visible_devices(value: str, count: int) -> list[str] | None:
     verified here (cudadoctor never keeps them), so a list with one gives None.
     """
     visible: list[str] = []
+    indices: set[int] = set()  # a set: duplicates found in linear time (60,000 GPUs took 392 s)
     for raw in value.split(","):
         entry = raw.strip()
         if entry.upper().startswith(("GPU-", "MIG-")):
             return None
         # ASCII digits only (str.isdigit accepts "²", which int refuses); "00" is the same GPU as "0".
-        if not re.fullmatch(r"[0-9]{1,9}", entry) or int(entry) >= count or int(entry) in map(int, visible):
+        if not re.fullmatch(r"[0-9]{1,9}", entry) or int(entry) >= count or int(entry) in indices:
             break
         visible.append(entry)
+        indices.add(int(entry))
     return visible
 
 
@@ -349,6 +352,11 @@ class CD111(Check):
     ) -> Problem | None:
         if driver.version is None:
             raise CannotJudge("the driver version is unknown")
+        garbled = [
+            (p.name, p.cuda_build) for p in packages.values() if p.cuda_build and not version_or_none(p.cuda_build)
+        ]
+        if garbled:  # a snapshot or version.py may say anything
+            raise CannotJudge(f"{garbled[0][0]}'s CUDA build {(garbled[0][1] or '')[:20]!r} is not a CUDA version")
         if not frameworks_by_cuda_major(packages):
             raise NotApplicable("no installed framework is built for CUDA")
         cuda, why = effective_cuda(driver, matrix)
@@ -361,7 +369,7 @@ class CD111(Check):
         evidence = {"driver": f"{driver.version} (CUDA {cuda or 'unknown'}: {why})"}
         for (major, minor), pkgs in _by_release(packages):
             own = driver.cuda_api  # the driver's own CUDA (NVML), not a cuda-compat library's
-            if own is not None and all(Version(p.cuda_build or "99") <= own for p in pkgs):
+            if own is not None and all((version_or_none(p.cuda_build or "") or Version("99")) <= own for p in pkgs):
                 continue  # the driver's own CUDA covers the build (a CUDA 11.0 build on 450.51, below 11.x's floor)
             verdict = driver_runs_cuda(
                 matrix, major, driver.version, windows=host.os == "Windows", forward=forward, gpus=segments,
@@ -522,7 +530,9 @@ def _build_verdict(pkg: InstalledPackage, gpu: GpuInfo, matrix: CompatMatrix) ->
             return build_covers_gpu(archs, cc, matrix.gpu_archs, gpu.name)
     parts = (pkg.cuda_build or "").split(".")
     major_only = len(parts) < 2 or not parts[1].isdigit()
-    cuda = Version(f"{parts[0]}.0" if major_only else ".".join(parts[:2]))
+    cuda = version_or_none(f"{parts[0]}.0" if major_only else ".".join(parts[:2]))
+    if cuda is None:  # a snapshot or version.py may say anything
+        return cannot_judge("gpu-arch-list", f"{pkg.name}'s CUDA build {(pkg.cuda_build or '')[:20]!r}", gpu.name)
     inferred = cuda_knows_arch(matrix, cuda, cc, gpu.name, any_minor=major_only)
     if inferred.is_problem or pkg.name != "torch":
         # Other frameworks publish no arch list: what is claimed for them is that their CUDA is not

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
+from cudadoctor.bounded import parse_requirement, parse_specifier
 from cudadoctor.checks._base import Check
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
@@ -42,14 +43,14 @@ def parse_assertion(text: str) -> Assertion:
     match = re.fullmatch(r"(cuda|driver)(?![A-Za-z0-9._-])\s*(.*)", raw, flags=re.IGNORECASE)
     if match:
         try:
-            return Assertion(raw, match.group(1).lower(), SpecifierSet(match.group(2)))
+            return Assertion(raw, match.group(1).lower(), parse_specifier(match.group(2)))
         except InvalidSpecifier:
-            raise InvalidValue(text, f"{match.group(2)!r} is not a version specifier") from None
+            raise InvalidValue(text, f"{match.group(2)[:60]!r} is not a version specifier") from None
     # packaging.requirements (markers, tags, logging) costs ~7 ms to import: only --require needs it.
-    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.requirements import InvalidRequirement
 
     try:
-        req = Requirement(raw)
+        req = parse_requirement(raw)
     except InvalidRequirement:
         raise InvalidValue(text, "expected a requirement such as 'torch>=2.6', 'cuda>=12.4' or 'vllm'") from None
     return Assertion(raw, canonical_name(req.name), req.specifier)

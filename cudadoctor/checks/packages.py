@@ -17,6 +17,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from cudadoctor.bounded import parse_requirement
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
@@ -43,7 +44,7 @@ def unmet_requirements(
     for dependent in packages.values():
         for line in dependent.requires:
             try:
-                req = Requirement(line)
+                req = parse_requirement(line)
             except InvalidRequirement:
                 continue
             target = packages.get(canonical_name(req.name))

@@ -18,6 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from cudadoctor.bounded import parse_requirement
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.packages import unmet_requirements
@@ -499,7 +500,7 @@ def _pins(
         pkg = packages.get(source)
         for line in pkg.requires if pkg else ():
             try:
-                req = Requirement(line)
+                req = parse_requirement(line)
             except InvalidRequirement:
                 continue
             if canonical_name(req.name).startswith(wheel_prefix):

@@ -24,6 +24,7 @@ from packaging.version import Version
 from cudadoctor.data.fields import build_row, record_problems, row_fields
 from cudadoctor.data.rows import LAYOUTS
 from cudadoctor.errors import CompatDataError
+from cudadoctor.fileread import read_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -180,8 +181,9 @@ def _load(directory: str, name: str, validate: bool) -> Table:
     # points compat_dir elsewhere gets that directory's tables without clearing anything.
     where = f"compat/{name}.toml"
     try:
-        with open(os.path.join(directory, f"{name}.toml"), "rb") as handle:
-            data = tomllib.load(handle)
+        data = tomllib.loads(read_file(os.path.join(directory, f"{name}.toml"), 16 << 20).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CompatDataError(f"{where}: not UTF-8") from exc
     except OSError as exc:
         raise CompatDataError(f"{where}: cannot read: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:

@@ -79,7 +79,10 @@ def frameworks_by_cuda_major(packages: dict[str, InstalledPackage]) -> dict[int,
     for pkg in packages.values():
         if not pkg.cuda_build or pkg.name.startswith(("nvidia-", "cuda-")):
             continue
-        major = int(pkg.cuda_build.split(".")[0])
+        head = pkg.cuda_build.split(".")[0]
+        if not (head.isascii() and head.isdigit() and len(head) <= 4):
+            continue  # not a CUDA version (a snapshot or version.py may say anything): CD111 says so
+        major = int(head)
         by_major.setdefault(major, []).append(pkg)
     return by_major
 

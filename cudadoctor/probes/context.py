@@ -56,6 +56,19 @@ class ProbeContext:
         with self._guard:
             self.errors.append(ProbeError(probe=probe, message=message, source=source, crashed=crashed))
 
+    def attempt(self, probe: str, what: str, compute: Callable[[], T], default: T, source: str | None = None) -> T:
+        """``compute()``, or ``default`` when it raises, with the reason recorded as a fact.
+
+        One part of a probe that fails (one dist-info, the C library's version) must neither take the
+        probe's other facts with it nor vanish: it becomes "could not read <what>: <why>", and the
+        checks that need it see the fact missing (could not judge) while the rest are still judged.
+        """
+        try:
+            return compute()
+        except Exception as exc:  # any failure of one part is recorded, never raised
+            self.fail(probe, f"could not read {what}: {type(exc).__name__}: {str(exc)[:200]}", source)
+            return default
+
     def once(self, key: str, compute: Callable[[], T]) -> T:
         """``compute()`` the first time ``key`` is asked for; the cached answer after that."""
         with self._guard:

@@ -20,6 +20,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cudadoctor.fileread import RegularFile
+
 __all__ = ["ELF_MAGIC", "ElfDynamic", "ElfError", "parse_dynamic", "read_dynamic"]
 
 ELF_MAGIC = b"\x7fELF"
@@ -234,10 +236,5 @@ def _paths(strings: _Strings, index: int | None) -> tuple[str, ...]:
 
 def read_dynamic(path: str, size: int) -> ElfDynamic:
     """:func:`parse_dynamic` of the file at ``path`` (a path on this machine's disk)."""
-    with open(path, "rb") as handle:
-
-        def read(offset: int, length: int) -> bytes:
-            handle.seek(offset)
-            return handle.read(length)
-
-        return parse_dynamic(read, size)
+    with RegularFile(path) as handle:  # regular files only, opened without blocking (never a FIFO)
+        return parse_dynamic(handle.read, size)

@@ -15,8 +15,9 @@ import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from cudadoctor.bounded import version_or_none
 from cudadoctor.facts.model import ContainerInfo, EnvVar, HostInfo
 from cudadoctor.probes import loader
 from cudadoctor.probes.context import ProbeContext
@@ -233,10 +234,7 @@ def _glibc_version(text: str | None) -> Version | None:
     match = re.search(r"(\d+\.\d+)", text or "")
     if not match:
         return None
-    try:
-        return Version(match.group(1))
-    except InvalidVersion:
-        return None
+    return version_or_none(match.group(1))  # bounded: a 5,000-digit dpkg version crashed the probe
 
 
 def _live_glibc() -> Version | None:
@@ -306,10 +304,7 @@ def _container(ctx: ProbeContext) -> ContainerInfo:
 def parse_rocm_version(text: str) -> Version | None:
     """ROCm's /opt/rocm/.info/version (``6.4.1-120``): the release before the build number."""
     match = re.match(r"\s*(\d+\.\d+(?:\.\d+)?)", text)
-    try:
-        return Version(match.group(1)) if match else None
-    except InvalidVersion:
-        return None
+    return version_or_none(match.group(1)) if match else None
 
 
 def parse_l4t_release(text: str) -> str | None:
@@ -373,16 +368,18 @@ def probe_host(ctx: ProbeContext) -> HostInfo:
     :return: the host facts; parts that cannot be read are None / empty.
     """
     arch = ctx.machine if ctx.live else (image_arch(ctx) or ctx.machine)
+    # Each part on its own: a crafted dpkg status must not take the environment (NVIDIA_REQUIRE_*) with it.
+    part = ctx.attempt
     return HostInfo(
         os=ctx.system,
         arch=arch,
-        distro=_distro(ctx),
+        distro=part("host", "the distribution", lambda: _distro(ctx), None),
         kernel=platform.release() if ctx.live else None,
-        glibc=_live_glibc() if ctx.live else _image_glibc(ctx, arch),
-        container=_container(ctx),
-        wsl=_wsl(ctx),
+        glibc=part("host", "the C library", lambda: _live_glibc() if ctx.live else _image_glibc(ctx, arch), None),
+        container=part("host", "the container markers", lambda: _container(ctx), ContainerInfo(False, None, ())),
+        wsl=part("host", "the WSL markers", lambda: _wsl(ctx), False),
         apple_silicon=ctx.system == "Darwin" and ctx.machine in ("arm64", "aarch64"),
         **_other_accelerators(ctx)._asdict(),
         env=collect_env(ctx.env),
-        loader_paths=loader.search_dirs(ctx),
+        loader_paths=part("host", "the loader's search path", lambda: loader.search_dirs(ctx), ()),
     )

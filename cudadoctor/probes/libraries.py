@@ -15,14 +15,15 @@ directory ``tarball``, anywhere else ``system``.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 from packaging.version import InvalidVersion, Version
 
+from cudadoctor.bounded import loads_json, parse_version, version_or_none
 from cudadoctor.facts.model import CudaWheels, LibraryCopy, Source, SourceKind, WheelComponent
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes import loader, toolkit
@@ -229,7 +230,7 @@ def parse_conda_meta(text: str) -> tuple[str, Version] | None:
         {"name": "cudnn", "version": "9.3.0.75", "build": "h93bb076_0", "depends": [...]}
     """
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except ValueError:
         return None
     if not isinstance(data, dict):
@@ -237,10 +238,8 @@ def parse_conda_meta(text: str) -> tuple[str, Version] | None:
     name, version = data.get("name"), data.get("version")
     if not isinstance(name, str) or not isinstance(version, str):
         return None
-    try:
-        return name, Version(version)
-    except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
-        return None
+    parsed = version_or_none(version)
+    return (name, parsed) if parsed is not None else None
 
 
 # --- shared reading -------------------------------------------------------------------------------
@@ -303,7 +302,8 @@ def _dists(ctx: ProbeContext) -> tuple[_Dist, ...]:
         found: list[_Dist] = []
         for site in _sites(ctx):
             for path in ctx.fs.glob(site, "*.dist-info"):
-                dist = _read_dist(ctx, site, path)
+                # One dist-info that breaks the reader is recorded and skipped, never the whole probe.
+                dist = ctx.attempt("libraries", path, partial(_read_dist, ctx, site, path), None, path)
                 if dist is not None:
                     found.append(dist)
         return tuple(found)
@@ -332,7 +332,7 @@ def _read_dist(ctx: ProbeContext, site: str, path: str) -> _Dist | None:
         name, version = dir_name, dir_version
         source = Source(SourceKind.FILENAME, path)
     try:
-        parsed = Version(version or "")
+        parsed = parse_version(version or "")
     except InvalidVersion:
         ctx.fail(
             "libraries",
@@ -601,8 +601,10 @@ def _lib_items(ctx: ProbeContext, spec: _Spec, places: _Places) -> Iterable[_Ite
             continue
         origin, owner = places.classify(real)
         source = Source(SourceKind.FILENAME, path if full == written else real)
-        if full.count(".") >= 2:
-            yield _Item("lib", origin, owner, Version(full), path, source)
+        if full.count(".") >= 2 and (parsed_full := version_or_none(full)) is not None:
+            yield _Item("lib", origin, owner, parsed_full, path, source)
+        elif full.count(".") >= 2:
+            continue  # \d admits other scripts' digits: no version Python can compare
         else:
             yield _Item("lib", origin, owner, None, path, source, major=int(full.split(".")[0]))
 

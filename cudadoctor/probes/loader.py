@@ -25,6 +25,8 @@ __all__ = [
 ]
 
 _MAX_INCLUDE_DEPTH = 4
+#: Configuration files read in one walk at most (a real system has tens; a hostile image, any number).
+_MAX_CONF_FILES = 256
 
 
 def default_dirs(machine: str) -> tuple[str, ...]:
@@ -79,10 +81,13 @@ def parse_ld_so_conf(text: str) -> tuple[list[str], list[str]]:
     return [v for k, v in entries if k == "dir"], [v for k, v in entries if k == "include"]
 
 
-def _conf_dirs(ctx: ProbeContext, path: str, depth: int, seen: set[str]) -> list[str]:
-    if depth > _MAX_INCLUDE_DEPTH or path in seen:
+def _conf_dirs(ctx: ProbeContext, path: str, depth: int, seen: set[tuple[int, int]]) -> list[str]:
+    # Each file is read once by its identity (device, inode), not its name: links that alias one
+    # file under many names (a.conf -> b.conf, "include *.conf" in each) made the walk exponential.
+    identity = ctx.fs.identity(path)
+    if depth > _MAX_INCLUDE_DEPTH or identity is None or identity in seen or len(seen) >= _MAX_CONF_FILES:
         return []
-    seen.add(path)
+    seen.add(identity)
     try:
         text = ctx.fs.read_text(path)
     except OSError:

@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import posixpath
 import re
 import sys
 from dataclasses import dataclass
+from functools import partial
 
 from packaging.version import InvalidVersion, Version
 
+from cudadoctor.bounded import loads_json, parse_int, parse_marker, parse_requirement, parse_version, version_or_none
 from cudadoctor.facts.model import InstalledPackage, PythonEnv, Source, SourceKind, TorchBuild
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes.context import ProbeContext
@@ -139,7 +140,7 @@ def _python_version(text: str | None) -> Version | None:
     match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
     if not match:
         return None
-    return Version(".".join(part for part in match.groups() if part is not None))
+    return version_or_none(".".join(part for part in match.groups() if part is not None))
 
 
 def _xy(version: Version) -> str:
@@ -151,19 +152,23 @@ def _lib_versions(ctx: ProbeContext, prefix: str) -> list[Version]:
     found = []
     for path in ctx.fs.glob(posixpath.join(prefix, "lib"), "python3.*"):
         match = re.fullmatch(r"python(\d+\.\d+)", posixpath.basename(path))
-        if match and ctx.fs.is_dir(path):
-            found.append(Version(match.group(1)))
+        if match and ctx.fs.is_dir(path) and (version := version_or_none(match.group(1))) is not None:
+            found.append(version)
     return sorted(found, reverse=True)
 
 
 def _existing_dirs(ctx: ProbeContext, candidates: list[str]) -> list[str]:
     out: list[str] = []
+    listed: set[str] = set()  # a set: 120,000 PYTHONPATH entries deduplicated against a list took 192 s
     seen: set[str] = set()
     for path in candidates:
         if not path or not path.startswith("/"):
             continue
         normal = posixpath.normpath(path)
-        if normal in out or not ctx.fs.is_dir(normal):
+        if normal in listed:
+            continue
+        listed.add(normal)
+        if not ctx.fs.is_dir(normal):
             continue
         try:
             real = ctx.fs.resolve(normal)
@@ -215,8 +220,8 @@ def _conda_python_version(ctx: ProbeContext, prefix: str) -> Version | None:
     """The python version recorded in ``conda-meta/python-3.11.5-<build>.json``."""
     for path in ctx.fs.glob(posixpath.join(prefix, "conda-meta"), "python-3*.json"):
         match = re.match(r"python-(\d+\.\d+(?:\.\d+)?)-", posixpath.basename(path))
-        if match:
-            return Version(match.group(1))
+        if match and (version := version_or_none(match.group(1))) is not None:
+            return version
     return None
 
 
@@ -355,8 +360,8 @@ def _run_interpreter(ctx: ProbeContext, executable: str) -> PythonEnv | None:
         if not line.startswith("{"):
             continue
         try:
-            data = json.loads(line)
-            version = Version(".".join(str(int(v)) for v in data["version"]))
+            data = loads_json(line)
+            version = parse_version(".".join(str(parse_int(str(v))) for v in data["version"]))
             prefix = str(data["prefix"])
             base_prefix = str(data.get("base_prefix") or prefix)
             paths = [str(p) for p in data["path"]]
@@ -623,15 +628,15 @@ def _marker_env(ctx: ProbeContext, python: PythonEnv) -> dict[str, str]:
 def _applicable(lines: list[str], env: dict[str, str], cache: dict[str, bool]) -> list[str]:
     """The Requires-Dist lines that apply without an extra on the target."""
     # Imported here: packaging's marker parser costs ~20 ms to import, paid only when needed.
-    from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
-    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+    from packaging.requirements import InvalidRequirement
 
     out = []
     for line in lines:
         head, sep, marker_text = line.partition(";")
         if "@" in head and sep:
             try:  # "name @ url ; marker": the URL may hold a ';'
-                parsed = Requirement(line)
+                parsed = parse_requirement(line)
             except InvalidRequirement:
                 continue
             marker_text = str(parsed.marker) if parsed.marker else ""
@@ -641,8 +646,8 @@ def _applicable(lines: list[str], env: dict[str, str], cache: dict[str, bool]) -
             continue
         if marker_text not in cache:
             try:
-                cache[marker_text] = Marker(marker_text).evaluate(env)
-            except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+                cache[marker_text] = parse_marker(marker_text).evaluate(env)
+            except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName, ValueError):
                 cache[marker_text] = False
         if cache[marker_text]:
             out.append(line)
@@ -722,7 +727,7 @@ _CUDA_MAJOR_VERSIONED = ("cuda-bindings", "cuda-python")
 
 def _variant_from_pins(requires: list[str]) -> tuple[str, str, str] | None:
     """From an exact pin of a CUDA-versioned component: ``cuda-toolkit[...]==13.0.2`` -> cu130."""
-    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.requirements import InvalidRequirement
 
     best: tuple[int, str, str, str] | None = None
     for line in requires:
@@ -730,7 +735,7 @@ def _variant_from_pins(requires: list[str]) -> tuple[str, str, str] | None:
         if name is None or not _CUDA_VERSIONED.fullmatch(name):
             continue
         try:
-            req = Requirement(line)
+            req = parse_requirement(line)
         except InvalidRequirement:
             continue
         pins = [spec.version for spec in req.specifier if spec.operator == "=="]
@@ -769,7 +774,7 @@ def _cuda_variant(
     if version_py is not None:
         how = f"{name}/version.py"
         try:
-            tagged = Version(version_py["__version__"] or "") if version_py.get("__version__") else None
+            tagged = version_or_none(version_py.get("__version__"))
         except InvalidVersion:
             tagged = None
         if tagged is not None and (found := cuda_variant_from_local(tagged.local)):
@@ -853,9 +858,8 @@ def parse_torch_version_py(text: str, where: str = "torch/version.py") -> TorchB
     if "__version__" not in fields and "cuda" not in fields:
         return None
     try:
-        version_text = fields.get("__version__")
-        version = Version(version_text) if version_text else None
-    except ValueError:  # InvalidVersion, or a number past int()'s 4300-digit limit
+        version = parse_version(raw) if (raw := fields.get("__version__")) else None
+    except InvalidVersion:  # bounded: a number past int()'s 4300-digit limit is one too
         version = None
     debug = fields.get("debug")
     return TorchBuild(
@@ -918,7 +922,7 @@ def _read_package(
         ctx.fail(_PKG_PROBE, f"{dist.name}: no version in its metadata or directory name", meta_path)
         return None
     try:
-        version = Version(version_text)
+        version = parse_version(version_text)
     except InvalidVersion:
         ctx.fail(_PKG_PROBE, f"{dist.name}: invalid version {version_text[:60]!r}", meta_path)
         return None
@@ -977,7 +981,10 @@ def probe_packages(ctx: ProbeContext) -> dict[str, InstalledPackage]:
         for name, dist in sorted(distributions(ctx).items()):
             if not is_interesting(name):
                 continue
-            package = _read_package(ctx, dist, env, cache)
+            # One dist-info that breaks the reader is recorded and skipped; the others (torch) stay.
+            package = ctx.attempt(
+                _PKG_PROBE, f"the metadata of {name}", partial(_read_package, ctx, dist, env, cache), None, dist.path
+            )
             if package is not None:
                 found[name] = package
         return found

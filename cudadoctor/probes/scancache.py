@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from cudadoctor.cachedir import default_cache_dir
+from cudadoctor.fileread import read_file
 from cudadoctor.probes.elf import ElfDynamic, ElfError, read_dynamic
 
 __all__ = ["CACHE_NAME", "ScanCache", "cache_path"]
@@ -38,10 +39,10 @@ def cache_path() -> str:
 
 def _load(path: str) -> dict[str, Any]:
     try:
-        if os.path.getsize(path) > _MAX_CACHE_BYTES:
+        raw = read_file(path, _MAX_CACHE_BYTES + 1)
+        if len(raw) > _MAX_CACHE_BYTES:
             return {}
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = json.loads(raw)
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("format") != _FORMAT:

@@ -15,12 +15,12 @@ on PATH, and never for an image root (``--root``: nothing from an image is execu
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 
 from packaging.version import Version
 
+from cudadoctor.bounded import loads_json
 from cudadoctor.facts.model import NvccInfo, Source, SourceKind, ToolkitInstall
 from cudadoctor.probes.context import ProbeContext
 
@@ -81,7 +81,7 @@ def parse_version_json(text: str) -> tuple[Version, str] | None:
     order. None for text that is not such a JSON object.
     """
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except ValueError:
         return None
     if not isinstance(data, dict):

@@ -14,6 +14,7 @@ from cudadoctor.facts.codec import encode
 from cudadoctor.facts.model import SCHEMA_VERSION
 from cudadoctor.report.document import Report
 from cudadoctor.report.options import RenderOptions
+from cudadoctor.report.sanitize import json_text
 from cudadoctor.report.summary import categories
 
 __all__ = ["REPORT_KIND", "render_json", "report_document"]
@@ -51,4 +52,5 @@ def _iso(date: datetime.date | None) -> str | None:
 
 
 def render_json(report: Report, options: RenderOptions) -> str:
-    return json.dumps(report_document(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    # json_text: a bidi override or C1 control in a fact stays an escape, never raw (issue #14).
+    return json_text(json.dumps(report_document(report), indent=2, sort_keys=True, ensure_ascii=False)) + "\n"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from cudadoctor.report.document import Report
 from cudadoctor.report.options import RenderOptions
+from cudadoctor.report.sanitize import terminal
 from cudadoctor.report.summary import Category, Mark, categories
 
 __all__ = ["fold", "render_text"]
@@ -64,17 +65,17 @@ class _Lines:
 
 def _category(out: _Lines, cat: Category, verbose: bool) -> None:
     box, color = _BOX[cat.mark]
-    out.add(f"{out.style(box, color)} {out.style(cat.title, 'bold')}: {cat.headline}")
+    out.add(f"{out.style(box, color)} {out.style(terminal(cat.title), 'bold')}: {terminal(cat.headline)}")
     for line in cat.lines:
         if line.level == "info" and not verbose:
             continue
-        text = fold(line.text) if verbose else line.text
+        text = terminal(fold(line.text) if verbose else line.text)
         if verbose and line.source:
-            text += " " + out.style(f"({fold(line.source)})", "dim")
+            text += " " + out.style(f"({terminal(fold(line.source))})", "dim")
         bullet, style = _BULLET[line.level]
         out.add(f"    {out.style(bullet, style)} {text}")
         for command in line.commands:
-            out.add(f"        $ {command}")
+            out.add(f"        $ {terminal(command)}")
 
 
 def _verdict_line(out: _Lines, report: Report) -> str:
@@ -100,12 +101,12 @@ def _footer(out: _Lines, report: Report, cats: list[Category], verbose: bool) ->
     if report.compat_data_as_of is not None and report.findings:
         index = report.index_data_as_of
         extra = f"; package-index data read {index} (cudadoctor update)" if index else ""
-        out.add(out.style(f"compatibility data as of {report.compat_data_as_of}{extra}", "dim"))
+        out.add(out.style(terminal(f"compatibility data as of {report.compat_data_as_of}{extra}"), "dim"))
     probes = {k: v for k, v in report.facts.timings.items() if k != "total"}
     if verbose and probes:
         slowest = max(probes, key=lambda k: probes[k])
         total = f"{report.facts.timings['total']:.3f} s" if "total" in report.facts.timings else "an unknown time"
-        out.add(out.style(f"probes took {total}; slowest: {slowest} {probes[slowest]:.3f} s", "dim"))
+        out.add(out.style(terminal(f"probes took {total}; slowest: {slowest} {probes[slowest]:.3f} s"), "dim"))
 
 
 def render_text(report: Report, options: RenderOptions) -> str:
@@ -114,7 +115,7 @@ def render_text(report: Report, options: RenderOptions) -> str:
     facts = report.facts
     if options.verbose:
         origin = "a snapshot" if options.from_snapshot else facts.mode
-        out.add(f"cudadoctor {facts.tool_version} — facts gathered {facts.collected_at} ({origin})")
+        out.add(terminal(f"cudadoctor {facts.tool_version} — facts gathered {facts.collected_at} ({origin})"))
     else:
         out.add("cudadoctor summary (details and sources: cudadoctor check -v)")
     out.add()

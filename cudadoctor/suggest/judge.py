@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from cudadoctor.bounded import parse_specifier
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import DriverVersion
 from cudadoctor.rules.driver import driver_runs_cuda, driver_supports_gpu, minimum_driver
@@ -60,7 +61,7 @@ def _reason(verdict: Verdict[object]) -> Reason:
 def start(target: str, matrix: CompatMatrix, c: Constraints, requirement: str) -> Run:
     """What every planner starts with: the version filter, the notes about unknowns, and the rules that
     exclude every candidate whatever the build (a driver older than a GPU)."""
-    spec = SpecifierSet(requirement.removeprefix(target).strip()) if requirement else SpecifierSet()
+    spec = parse_specifier(requirement.removeprefix(target).strip()) if requirement else SpecifierSet()
     notes: list[str] = []
     if c.driver is None:
         notes.append("driver unknown: plans are not checked against a driver (give --driver)")

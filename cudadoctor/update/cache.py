@@ -21,7 +21,9 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from cudadoctor.bounded import loads_json
 from cudadoctor.cachedir import CACHE_FILE
+from cudadoctor.fileread import read_file
 from cudadoctor.pipconfig import redacted
 from cudadoctor.update.errors import UpdateError
 from cudadoctor.update.names import PROJECT_NAME, TOKEN, is_http_url, is_pin, is_safe_filename
@@ -178,8 +180,7 @@ def load_cache(cache_dir: str) -> tuple[IndexData | None, str | None]:
     path = os.path.join(cache_dir, CACHE_FILE)
     hint = "run `cudadoctor update` to rebuild it"
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(_MAX_CACHE_BYTES + 1)
+        raw = read_file(path, _MAX_CACHE_BYTES + 1)  # a FIFO here hung every `check`: regular files only
     except FileNotFoundError:
         return None, None
     except OSError as exc:
@@ -187,8 +188,8 @@ def load_cache(cache_dir: str) -> tuple[IndexData | None, str | None]:
     if len(raw) > _MAX_CACHE_BYTES:
         return None, f"{path}: larger than {_MAX_CACHE_BYTES >> 20} MiB; {hint}"
     try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError):
+        doc = loads_json(raw)
+    except ValueError:
         return None, f"{path}: not valid JSON; {hint}"
     try:
         problems = validate_index_document(doc)

@@ -37,10 +37,14 @@ def test_cd701_forward_compat_branch_on_a_datacenter_gpu_is_met(h200):
     assert run_check("CD701", facts).status is Status.OK
 
 
-def test_cd701_unknown_cuda_of_an_assumed_driver_is_not_a_failure(h200):
-    driver = replace(h200.driver, version=DriverVersion("550.54.15"), cuda_api=None)
+def test_cd701_unknown_cuda_of_an_assumed_driver_is_could_not_judge(h200):
+    # Not a failure, and not "ok" either (issue #14: an unknown counted as met let cuda>=99.0 pass the gate).
+    # a driver no table knows, whose CUDA version nothing read: `cuda>=13.0` can be neither met nor refused
+    driver = replace(h200.driver, version=DriverVersion("999.1.1"), cuda_api=None, readings=())
     gpus = (GpuInfo(0, "H100", "9.0", Source(SourceKind.ASSUMED, "--assume-gpu H100")),)
-    assert run_check("CD701", replace(h200, driver=driver, gpus=gpus)).status is Status.OK
+    finding = run_check("CD701", replace(h200, driver=driver, gpus=gpus))
+    assert finding.status is Status.UNKNOWN
+    assert "NVIDIA_REQUIRE_CUDA depends on the driver's CUDA version" in (finding.reason or "")
 
 
 #: nvidia/cuda:11.0-base's variable (nvidia-docker#1442), and the 12.8 images' (dashdot#1226), shortened.
@@ -79,9 +83,10 @@ def test_cd701_datacenter_on_another_branch_names_the_accepted_branches(h200):
 
 
 def test_cd701_brand_unknown_for_a_model_not_in_the_data(h200):
-    # a model compat/gpus.toml lacks: its brand is unknown, so the brand clauses cannot be ruled out
+    # a model compat/gpus.toml lacks: its brand is unknown, so the brand clauses can be neither ruled out nor
+    # counted as met: could not judge (issue #14: an unknown counted as met let a gate pass)
     facts = _no_nvml_brand(h200, "NVIDIA Mystery Accelerator", "535.104.05", "12.2", CUDA_12_8)
-    assert run_check("CD701", facts).status is Status.OK
+    assert run_check("CD701", facts).status is Status.UNKNOWN
 
 
 def test_requirement_language_brand_candidates():

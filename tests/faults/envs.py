@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.data import load as compat_load
 from cudadoctor.facts.codec import redact_facts
 from cudadoctor.facts.model import Facts
+from cudadoctor.facts.registry import probe_function, probed
 from cudadoctor.probes.collect import collect_facts
 from cudadoctor.probes.native import LibcudaResult, NvmlDevice, NvmlResult
 from cudadoctor.redact import Redactor
@@ -43,8 +45,10 @@ __all__ = [
     "CATEGORY_KEYS",
     "CATEGORY_TITLES",
     "COMPAT_FAULTS",
+    "CONTROLS",
     "ENV_FILE_FAULTS",
     "FAULTS",
+    "ISSUE_14_FAULTS",
     "SNAPSHOT_FAULTS",
     "Fault",
     "InputFault",
@@ -58,6 +62,10 @@ __all__ = [
     "judge",
     "observations",
 ]
+
+#: Characters no report may contain, whatever the machine holds (issue #14: escape sequences from
+#: os-release or env values reached the terminal): controls but newline, and bidirectional overrides.
+CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 #: The report's categories, as the text report titles them and as the JSON summary keys them.
 CATEGORY_TITLES = (
@@ -80,6 +88,12 @@ NVLIB = "/usr/local/nvidia/lib64"
 CUDA_ROOT = "/usr/local/cuda-13.0"
 NVML_MISSING = NvmlResult(error="NVML Shared Library Not Found")
 NVCC = ("/usr/local/cuda/bin/nvcc", "--version")
+
+# Import every probe module now, outside any fake file system: a module first imported inside a
+# pyfakefs session keeps that session's fake ``os``/``posixpath`` after it ends (the second fault's
+# probes then crashed with pyfakefs's AssertionError), as tests/corpus/replay.py does.
+for _spec in probed().values():
+    probe_function(_spec)
 
 # --- file edits (plain os calls under a prefix: a real image root, or "" inside pyfakefs) ---------
 
@@ -636,6 +650,96 @@ FAULTS: tuple[Fault, ...] = (
 )
 
 
+# --- issue #14: what an adversarial review of v0.1 broke ----------------------------------------------
+
+#: More digits than Python's int() accepts from text (4,300).
+_HUGE = "9" * 5000
+_GPU_INFO = "/proc/driver/nvidia/gpus/0000:00:06.0/information"
+_TORCH_DIST = f"{SITE}/torch-2.11.0.dist-info"
+_PYVENV = "/opt/torch/.venv/pyvenv.cfg"
+#: escape sequences that clear the screen, set the window title and reverse the text (bidi override)
+_ESCAPES = "\x1b[2J\x1b[H\x1b]0;owned\x07\u202e"
+
+
+def _mkfifo(prefix: str, path: str) -> None:
+    _remove(prefix, path)
+    full = _full(prefix, path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    os.mkfifo(full)
+
+
+def fifo(path: str) -> Edit:
+    """A FIFO where a file is expected: opening it for reading waits for a writer forever."""
+    return lambda prefix: _mkfifo(prefix, path)
+
+
+def _ld_so_conf_alias_cycle(prefix: str) -> None:
+    """16 files, each including ``l{i}/*.conf`` with ``l{i} -> .``: every path new, every file the same."""
+    _write(prefix, "/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n")
+    for i in range(16):
+        _write(prefix, f"/etc/ld.so.conf.d/f{i}.conf", f"/opt/lib{i}\ninclude l{i}/*.conf\n")
+        _link(prefix, f"/etc/ld.so.conf.d/l{i}", ".")
+
+
+def _nvidia_dist(name: str, version: str, extra: str = "") -> Edit:
+    stem = f"{name.replace('-', '_')}-1.0.dist-info"
+    return write(f"{SITE}/{stem}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{extra}")
+
+
+def _fifo_fault(name: str, path: str, expect: tuple[str, ...] = (), exit_code: int = 0) -> Fault:
+    # FIFOs cannot be copied into pyfakefs: the in-process run examines the tree on disk as an image root.
+    return Fault(f"fifo-{name}", fifo(path), expect=expect, exit_code=exit_code, inprocess_root=True, max_seconds=10.0)
+
+
+_VERSION_PY_HUGE = f"__version__ = '{_HUGE}'\ncuda = '{_HUGE}.0'\n"
+_OS_RELEASE_HOSTILE = f'PRETTY_NAME="Ubuntu{_ESCAPES} <b>@octocat</b>"\n'
+
+ISSUE_14_FAULTS: tuple[Fault, ...] = (
+    _fifo_fault("proc-driver-version", PROC, expect=("driver:",)),
+    _fifo_fault("os-release", "/etc/os-release"),
+    _fifo_fault("ld-so-conf", "/etc/ld.so.conf"),
+    _fifo_fault("pyvenv-cfg", _PYVENV),
+    _fifo_fault("metadata-torch", f"{_TORCH_DIST}/METADATA", ("packages: cannot read the metadata of torch",), 1),
+    _fifo_fault("version-py-torch", f"{SITE}/torch/version.py"),
+    _fifo_fault("installer", f"{SITE}/nvidia_nccl_cu13-2.28.9.dist-info/INSTALLER"),
+    _fifo_fault("gpu-information", _GPU_INFO),
+    _fifo_fault("dpkg-status", "/var/lib/dpkg/status"),
+    Fault(
+        "dpkg-libc6-5000-digits-keeps-nvidia-require",
+        write("/var/lib/dpkg/status", f"Package: libc6\nStatus: install ok installed\nVersion: {_HUGE}.1-0\n\n"),
+        env=setenv(NVIDIA_REQUIRE_CUDA="cuda>=99.0"),
+        exit_code=1,  # live: the driver's CUDA is known, and cuda>=99.0 is not met (CD701)
+        exit_code_root=0,  # an image without --assume-driver: the driver's CUDA is unknown
+        expect=("CD701 fail: NVIDIA_REQUIRE_CUDA is not met",),
+        expect_root=("CD701 unknown",),
+    ),
+    Fault(
+        "nvidia-metadata-5000-digits-keeps-torch",
+        edits(
+            _nvidia_dist("nvidia-evil-cu13", _HUGE),
+            _nvidia_dist("nvidia-marker-cu13", "1.0", f'Requires-Dist: foo; python_version > "{_HUGE}"\n'),
+        ),
+        expect=("packages: nvidia-evil-cu13: invalid version",),
+    ),
+    Fault("version-py-5000-digits", write(f"{SITE}/torch/version.py", _VERSION_PY_HUGE)),
+    Fault("pyvenv-cfg-5000-digits", write(_PYVENV, f"home = /usr/bin\nversion = {_HUGE}.1\n")),
+    Fault(
+        "version-json-nested-100000-deep",
+        write(f"{CUDA_ROOT}/version.json", "[" * 100_000 + "]" * 100_000),
+        expect=("toolkit: version.json: not JSON",),
+    ),
+    Fault(
+        "ld-so-conf-alias-cycle-16-files",
+        _ld_so_conf_alias_cycle,
+        inprocess_root=True,  # 16 x 16 links: the case is the walk, not pyfakefs's copy
+        max_seconds=5.0,
+    ),
+    Fault("ld-so-conf-nul-byte", write("/etc/ld.so.conf", "/opt/a\x00b/lib\ninclude /etc/x\x00y/*.conf\n")),
+    Fault("os-release-escapes-and-markdown", write("/etc/os-release", _OS_RELEASE_HOSTILE)),
+    Fault("env-values-with-escapes", env=setenv(NCCL_DEBUG=f"INFO{_ESCAPES}", CUDA_VERSION=_HUGE)),
+)
+
+
 # --- faults in what cudadoctor is given to read: a snapshot, its update cache, its data, an env file ----
 
 
@@ -722,6 +826,7 @@ CACHE_FAULTS: tuple[InputFault, ...] = (
         _cache_file(b'{"kind": "cudadoctor-index-data", "schema_version": 1, "updated": "soon", "packages": 5}'),
     ),
     InputFault("cache-is-a-directory", lambda cache_dir: os.makedirs(os.path.join(cache_dir, "index-releases.json"))),
+    InputFault("cache-is-a-fifo", lambda cache_dir: _mkfifo(cache_dir, "/index-releases.json")),  # issue #14
 )
 
 
@@ -761,6 +866,17 @@ ENV_FILE_FAULTS: tuple[InputFault, ...] = (
     ),
     InputFault("env-file-is-a-directory", lambda path: os.mkdir(path), "cannot read env file"),
     InputFault("env-file-missing", lambda path: None, "cannot read env file"),
+    # issue #14: a secret on a malformed line is never shown (the suites also check stderr for it)
+    InputFault(
+        "env-file-multi-line-secret",
+        lambda path: _write_file(path, b"PATH=/usr/bin\nAWS_SECRET=first line\nwJalrXUtnFEMI/K7MDENG/SECRETKEY\n"),
+        "env file line 3: not a NAME=VALUE line (the line is not shown",
+    ),
+    InputFault(
+        "env-file-space-for-equals",
+        lambda path: _write_file(path, b"PATH=/usr/bin\nAWS_SECRET_ACCESS_KEY wJalrXUtnFEMI/K7MDENG/SECRETKEY\n"),
+        "env file line 2: AWS_SECRET_ACCESS_KEY is followed by a space",
+    ),
 )
 
 
@@ -770,6 +886,7 @@ def _unique(*groups: Iterable[Any]) -> None:
     assert not duplicates, f"fault ids must be unique: {duplicates}"
 
 
+FAULTS = FAULTS + ISSUE_14_FAULTS
 _unique(FAULTS, SNAPSHOT_FAULTS, CACHE_FAULTS, COMPAT_FAULTS, ENV_FILE_FAULTS)
 
 
@@ -809,6 +926,7 @@ def assert_report_intact(facts: Facts, findings: list[Finding], text: str, verbo
     assert not [e.message for e in facts.errors if "probe crashed" in e.message]
     for report in (text, verbose, json.dumps(doc)):
         assert "Traceback" not in report
+        assert not CONTROLS.search(report), f"a control character reached the report: {CONTROLS.search(report)}"
     assert_categories(text)
     assert_categories(verbose)
     assert tuple(s["category"] for s in doc["summary"]) == CATEGORY_KEYS

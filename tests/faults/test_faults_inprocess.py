@@ -233,3 +233,4 @@ def test_bad_env_file_is_exit_2_and_one_line(case, h200_template: str, tmp_path)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and case.message in lines[0], lines
     assert "Traceback" not in result.stderr
+    assert "SECRETKEY" not in result.output

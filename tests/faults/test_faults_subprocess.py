@@ -29,6 +29,7 @@ from tests.faults.envs import (
     CACHE_FAULTS,
     CATEGORY_KEYS,
     COMPAT_FAULTS,
+    CONTROLS,
     ENV_FILE_FAULTS,
     FAULTS,
     SNAPSHOT_FAULTS,
@@ -112,6 +113,7 @@ def assert_clean(run: Run) -> None:
     """No traceback, no internal error, valid UTF-8 out, and only cudadoctor's own lines on stderr."""
     out, err = run.out, run.err
     assert "Traceback" not in out + err, err
+    assert not CONTROLS.search(out), f"a control character reached the report: {CONTROLS.search(out)}"
     assert "internal error" not in err, err
     for line in err.splitlines():
         assert line.startswith("cudadoctor: "), f"stray stderr line: {line!r}"
@@ -329,6 +331,7 @@ def test_bad_env_file_subprocess(case, h200_template: str, tmp_path) -> None:  #
     assert run.out == ""
     lines = run.err.strip().splitlines()
     assert len(lines) == 1 and case.message in lines[0], lines
+    assert "SECRETKEY" not in run.err + run.out
 
 
 # --- the live machine: what only a real process shows ---------------------------------------------------

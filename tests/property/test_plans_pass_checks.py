@@ -110,7 +110,8 @@ def _fits_driver(c: Constraints, cuda: Version) -> None:
     )
     assert not verdict.is_problem, verdict
     for gpu in c.gpus:
-        assert not driver_supports_gpu(M, c.driver, gpu.compute_capability, gpu.name).is_problem
+        windows = c.platform == "windows"  # the planner asks the rule for this platform, as CD114 does for its host
+        assert not driver_supports_gpu(M, c.driver, gpu.compute_capability, gpu.name, windows=windows).is_problem
 
 
 def _torch_of(plan: Plan) -> tuple[Version, str, Version]:

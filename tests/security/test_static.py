@@ -172,11 +172,13 @@ def test_only_the_runner_uses_subprocess() -> None:
         if hits:
             users[module] = hits
     assert set(users) == {"runner.py"}, users
-    # … and there only Popen is called, with no shell and a timeout on communicate().
+    # … and there only Popen is called, with no shell; every wait has a timeout, and the output is
+    # streamed with a cap (never communicate(), which buffers all a runaway child writes: issue #14).
     spawned = [name for _, name in calls("runner.py") if name and name.startswith("subprocess.")]
     assert spawned == ["subprocess.Popen"]
-    waits = [c for c, name in calls("runner.py") if dotted(c.func) == "proc.communicate"]
+    waits = [c for c, name in calls("runner.py") if dotted(c.func) in ("proc.wait", "proc.communicate")]
     assert waits and all(any(k.arg == "timeout" for k in c.keywords) for c in waits)
+    assert not [c for c, name in calls("runner.py") if dotted(c.func) == "proc.communicate"]
 
 
 def test_the_real_runner_is_made_only_for_the_live_machine() -> None:

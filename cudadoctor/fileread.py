@@ -1,0 +1,102 @@
+"""Reading one file without ever blocking on it: the one reader every file read goes through.
+
+``open()`` on a FIFO waits for a writer forever, and ``open()`` on a device may do anything; a
+planted FIFO where cudadoctor expects ``/proc/driver/nvidia/version``, a METADATA file, the update
+cache or a pip config hung the tool before. :func:`read_file` opens with ``O_NONBLOCK`` (which
+makes opening a FIFO return at once), asks ``fstat`` what it opened and reads only a regular file,
+at most ``limit`` bytes of it. ``O_NOCTTY`` keeps a terminal device from becoming the controlling
+terminal. See open(2) on ``O_NONBLOCK`` for FIFOs: https://man7.org/linux/man-pages/man2/open.2.html
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+__all__ = ["NotRegularFile", "read_file"]
+
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+class NotRegularFile(OSError):
+    """The path names a FIFO, a device or a socket: nothing cudadoctor reads is one."""
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_file(path: str, limit: int, *, allow_stream: bool = False) -> bytes:
+    """At most ``limit`` bytes of the regular file at ``path``.
+
+    Raises :class:`OSError`: ``IsADirectoryError`` for a directory, :class:`NotRegularFile` for a
+    FIFO, device or socket (never waiting on it), the open's own error otherwise; ``ValueError``
+    never (a path with a NUL byte is an ``OSError`` too). ``allow_stream`` admits a FIFO or a
+    character device the *user* named on the command line (``--env-file <(docker inspect …)``),
+    read blocking, as any tool reads its named input.
+    """
+    if "\0" in path:
+        raise OSError(errno.EINVAL, "path contains a NUL byte", path.replace("\0", "\\0"))
+    fd = os.open(path, _FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(mode):
+            if not (allow_stream and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode))):
+                raise NotRegularFile(errno.EINVAL, f"{_kind(mode)}, not a regular file", path)
+            os.set_blocking(fd, True)
+        return _read_up_to(fd, limit)
+    finally:
+        os.close(fd)
+
+
+class RegularFile:
+    """Byte ranges of a regular file, for formats read in pieces (the ELF headers of a gigabyte library).
+
+    Opened as :func:`read_file` opens (non-blocking, regular files only, never a FIFO); use it as a
+    context manager so the descriptor is closed.
+    """
+
+    def __init__(self, path: str) -> None:
+        if "\0" in path:
+            raise OSError(errno.EINVAL, "path contains a NUL byte", path.replace("\0", "\\0"))
+        fd = os.open(path, _FLAGS)
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise NotRegularFile(errno.EINVAL, f"{_kind(mode)}, not a regular file", path)
+            self._handle = os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def read(self, offset: int, length: int) -> bytes:
+        self._handle.seek(offset)
+        return self._handle.read(length)
+
+    def __enter__(self) -> RegularFile:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._handle.close()
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)

@@ -63,7 +63,8 @@ def gather(out: str, command: list[str], timeout: float) -> list[str]:
         code, stdout, stderr = ray.get(ref, timeout=timeout + 60)
         if code != 0:
             failed.append(name)
-            print(f"{name}: cudadoctor snapshot exited {code}: {stderr.decode(errors='replace')[-500:]}", file=sys.stderr)
+            detail = stderr.decode(errors="replace")[-500:]
+            print(f"{name}: cudadoctor snapshot exited {code}: {detail}", file=sys.stderr)
             continue
         with open(os.path.join(out, f"{name}.json"), "wb") as handle:
             handle.write(stdout)

@@ -21,9 +21,8 @@ from tests.fleet.support import EXAMPLES, REPO, cudadoctor_bin
 pytestmark = pytest.mark.slow
 yaml = pytest.importorskip("yaml", reason="manifests not read: pyyaml is not installed (pip install -e '.[fleet]')")
 
-MANIFESTS = sorted(
-    os.path.join(EXAMPLES, "kubernetes", n) for n in os.listdir(os.path.join(EXAMPLES, "kubernetes")) if n.endswith(".yaml")
-)
+KUBERNETES = os.path.join(EXAMPLES, "kubernetes")
+MANIFESTS = sorted(os.path.join(KUBERNETES, n) for n in os.listdir(KUBERNETES) if n.endswith(".yaml"))
 FEATURES_D = "/etc/kubernetes/node-feature-discovery/features.d"
 #: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
 LABEL = re.compile(r"^cudadoctor\.feature\.node\.kubernetes\.io/[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?="
@@ -71,8 +70,8 @@ def test_no_pod_requests_a_gpu_and_every_pod_writes_nfd_feature_files():
             continue
         assert {"path": FEATURES_D, "type": "DirectoryOrCreate"} in [v.get("hostPath") for v in spec["volumes"]], name
     (job,) = [d for _, d in _documents() if d["kind"] == "Job" and d["spec"].get("completionMode") == "Indexed"]
-    anti = job["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    assert anti[0]["topologyKey"] == "kubernetes.io/hostname"
+    anti = job["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    assert anti["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"] == "kubernetes.io/hostname"
 
 
 def _script(pod: str) -> str:
@@ -109,7 +108,7 @@ def test_the_indexed_jobs_script_writes_the_snapshot_and_the_labels(tmp_path):
     with open(tmp_path / "reports" / "gpu-node-7.json", encoding="utf-8") as handle:
         assert json.load(handle)["kind"] == "cudadoctor-facts"
     labels = _labels(tmp_path / "features.d")
-    assert any(line.endswith("/healthy=true") or line.endswith("/healthy=false") for line in labels)
+    assert any(line.endswith(("/healthy=true", "/healthy=false")) for line in labels)
 
 
 def test_the_daemonsets_script_labels_the_node_as_check_judges_it(tmp_path):

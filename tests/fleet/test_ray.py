@@ -1,8 +1,8 @@
 """The Ray recipe (examples/ray/cudadoctor_fleet.py) on a real local Ray cluster of three nodes.
 
 The nodes are three raylets on this machine (ray.cluster_utils.Cluster); one is started with another NCCL
-network plugin in its environment, as a node whose image differs. Needs the ``ray`` extra
-(``pip install -e '.[ray]'``, installed by .ci/run); without it the test skips and says so.
+network plugin in its environment, as a node whose image differs. Needs the ``fleet`` extra
+(``pip install -e '.[fleet]'``, installed by .ci/run); without it the test skips and says so.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ SCRIPT = os.path.join(EXAMPLES, "ray", "cudadoctor_fleet.py")
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    pytest.importorskip("ray", reason="Ray recipe not run: ray is not installed (pip install -e '.[ray]')")
+    pytest.importorskip("ray", reason="Ray recipe not run: ray is not installed (pip install -e '.[fleet]')")
     from ray.cluster_utils import Cluster
 
     small = {"num_cpus": 1, "object_store_memory": 80 << 20, "include_dashboard": False}

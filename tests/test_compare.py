@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import os
 
@@ -12,6 +13,8 @@ from typer.testing import CliRunner
 from cudadoctor.cli import app
 from cudadoctor.compare.fold import fold
 from cudadoctor.compare.judge import Node, judge
+from cudadoctor.compare.load import load_nodes
+from cudadoctor.compare.nfd import PREFIX, feature_file, label_value
 from cudadoctor.compare.values import node_values
 from tests.conftest import fixture_text
 
@@ -143,3 +146,28 @@ def test_a_baseline_naming_unknown_facts_is_refused(tmp_path):
     bad.write_text(json.dumps({"ncll": "2.28.9"}))
     result = CliRunner().invoke(app, ["compare", str(tmp_path / "n1.json"), "--baseline", str(bad)])
     assert result.exit_code == 2 and "unknown fact(s) ncll" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("2.11.0+cu130", "2.11.0_cu130"), ("NVIDIA H200", "NVIDIA-H200"), ("(none)", "none"), ("x" * 70, "x" * 63)],
+)
+def test_label_values_hold_only_what_kubernetes_allows(text, value):
+    assert label_value(text) == value
+
+
+def test_the_nfd_feature_file_of_a_broken_node(tmp_path):
+    report = copy.deepcopy(H200)
+    report["kind"] = "cudadoctor-report"
+    report["findings"] = [{"code": "CD104", "status": "fail"}, {"code": "CD210", "status": "warn"}]
+    path = _write(str(tmp_path), "gpu7", report)
+    (node,) = load_nodes([path])
+    expires = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+    lines = feature_file(node.values, node.findings, expires=expires).splitlines()
+    assert lines[0] == "# +expiry-time=2030-01-02T03:04:05Z"
+    labels = dict(line.removeprefix(PREFIX).split("=") for line in lines[1:])
+    assert labels["torch"] == "2.11.0_cu130" and labels["nccl"] == "2.28.9" and labels["nccl-origin"] == "pip"
+    assert labels["healthy"] == "false" and labels["cd104"] == "fail" and labels["cd210"] == "warn"
+    assert labels["gpu-model"] == "NVIDIA-H200" and "nccl-net-plugin" not in labels
+    healthy = feature_file(node_values(H200["facts"]), {"CD210": "warn"})
+    assert f"{PREFIX}healthy=true" in healthy.splitlines() and not healthy.startswith("#")

@@ -28,7 +28,8 @@ def _difference_lines(diff: Difference) -> list[str]:
     if diff.basis == "no majority":
         head = f"  ? {diff.title}: no majority, no outlier named —"
     else:
-        head = f"  ✗ {diff.title}: expected {diff.expected} ({diff.basis}); differs on {fold(diff.outliers)}"
+        expected = diff.expected or "(none)"
+        head = f"  ✗ {diff.title}: expected {expected} ({diff.basis}); differs on {fold(diff.outliers)}"
     lines = [head]
     for value, nodes in sorted(diff.groups.items(), key=lambda kv: -len(kv[1])):
         lines.append(f"      {value or '(none)'}: {len(nodes)} node(s) {fold(nodes)}")

@@ -1,3 +1,3 @@
 """cudadoctor: a CUDA environment doctor and version resolver."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

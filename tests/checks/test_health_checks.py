@@ -1,8 +1,9 @@
 """The CD15x/CD16x health checks, on NVML answers replayed from a record.
 
-tests/fixtures/health/h200-derived.json is DERIVED from the H200 measurements of the research brief and
-NVML's documented return codes, not captured; bench/capture_health.py writes the captured record. Each
-test changes one answer of the healthy record the way NVML reports the fault.
+tests/fixtures/health/h200.json is the record bench/capture_health.py captured on a real H200 (driver
+580.159.04, 2026-12-01); h200-derived.json, derived earlier from measurements and NVML's documented return
+codes, is kept for the fields the capture could not exercise. Each test changes one answer of the healthy
+record the way NVML reports the fault.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from cudadoctor.facts.health import HealthInfo, HostHealth, XidEvent
 from cudadoctor.facts.model import ContainerInfo, HostInfo
 from cudadoctor.probes.health_parse import parse_gpu
 
-FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "health", "h200-derived.json")
+FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "health", "h200.json")
 NS = {"e": "Not Supported", "c": 3}
 M = CompatMatrix()
 
@@ -46,7 +47,7 @@ def health(changes: dict[str, Any] | None = None, *, host: HostHealth | None = N
         nvml_count=gpus,
         driver_version="580.159.04",
         gpus=tuple(parsed),
-        host=host or HostHealth(pci_functions=("0000:17:00.0",), pci_drivers=("nvidia",), uptime_s=3600.0),
+        host=host or HostHealth(pci_functions=("0000:00:06.0",), pci_drivers=("nvidia",), uptime_s=3600.0),
     )
 
 
@@ -81,24 +82,24 @@ def test_cd150_fails_for_a_lost_gpu():
 
 
 def test_cd150_fails_when_nvml_sees_fewer_gpus_than_the_bus_outside_a_container():
-    pci = HostHealth(pci_functions=("0000:17:00.0", "0000:18:00.0"), pci_drivers=("nvidia", "nvidia"))
+    pci = HostHealth(pci_functions=("0000:00:06.0", "0000:18:00.0"), pci_drivers=("nvidia", "nvidia"))
     h = health(host=pci)
     assert "NVML sees 1" in run("CD150", health=h, host=BARE).message
     assert run("CD150", health=h, host=CONTAINER) is None  # a container's subset is explained
 
 
 def test_cd150_a_vfio_bound_gpu_is_not_missing():
-    pci = HostHealth(pci_functions=("0000:17:00.0", "0000:18:00.0"), pci_drivers=("nvidia", "vfio-pci"))
+    pci = HostHealth(pci_functions=("0000:00:06.0", "0000:18:00.0"), pci_drivers=("nvidia", "vfio-pci"))
     assert run("CD150", health=health(host=pci), host=BARE) is None
 
 
 def test_cd150_not_applicable_without_gpus_and_unknown_when_nvml_fails_without_pci_binding():
     with pytest.raises(NotApplicable):
         run("CD150", health=HealthInfo(), host=BARE)
-    unbound = HostHealth(pci_functions=("0000:17:00.0",), pci_drivers=("",))
+    unbound = HostHealth(pci_functions=("0000:00:06.0",), pci_drivers=("",))
     with pytest.raises(CannotJudge):
         run("CD150", health=HealthInfo(nvml_error="Driver Not Loaded", host=unbound), host=BARE)
-    bound = HostHealth(pci_functions=("0000:17:00.0",), pci_drivers=("nvidia",))
+    bound = HostHealth(pci_functions=("0000:00:06.0",), pci_drivers=("nvidia",))
     assert run("CD150", health=HealthInfo(nvml_error="Unknown Error", host=bound), host=BARE) is not None
 
 
@@ -180,7 +181,7 @@ def test_cd155_warns_on_a_pending_ecc_change():
 
 
 def _with_xids(*events: XidEvent, error: str | None = None) -> HostHealth:
-    return HostHealth(pci_functions=("0000:17:00.0",), pci_drivers=("nvidia",), xids=events, kernel_log_error=error)
+    return HostHealth(pci_functions=("0000:00:06.0",), pci_drivers=("nvidia",), xids=events, kernel_log_error=error)
 
 
 def test_cd156_could_not_judge_an_unreadable_log():
@@ -190,7 +191,7 @@ def test_cd156_could_not_judge_an_unreadable_log():
 
 def test_cd156_app_xids_are_not_a_node_problem():
     assert (
-        run("CD156", health=health(host=_with_xids(XidEvent(13, "0000:17:00"), XidEvent(31, "0000:17:00"))), matrix=M)
+        run("CD156", health=health(host=_with_xids(XidEvent(13, "0000:00:06"), XidEvent(31, "0000:00:06"))), matrix=M)
         is None
     )
 
@@ -198,7 +199,7 @@ def test_cd156_app_xids_are_not_a_node_problem():
 def test_cd156_a_reset_xid_fails_while_the_driver_asks_for_recovery_and_warns_after():
     fields = record()["devices"][0]["field_values"]
     fields["v"]["recovery_action"] = {"c": 0, "v": 1}
-    xid = _with_xids(XidEvent(119, "0000:17:00"))
+    xid = _with_xids(XidEvent(119, "0000:00:06"))
     failing = run("CD156", health=health({"field_values": fields}, host=xid), matrix=M)
     assert failing.status is Status.FAIL and "GSP_RPC_TIMEOUT" in next(iter(failing.evidence.values()))
     assert run("CD156", health=health(host=xid), matrix=M).status is Status.WARN
@@ -302,7 +303,7 @@ def test_cd164_small_shm_in_a_multi_gpu_container_warns():
 
 def test_cd165_and_cd166_with_an_infiniband_hca():
     ib = {"mlx5_0/1": "4: ACTIVE"}
-    limited = HostHealth(ib_ports=ib, memlock_bytes=65536, pci_functions=("0000:17:00.0",))
+    limited = HostHealth(ib_ports=ib, memlock_bytes=65536, pci_functions=("0000:00:06.0",))
     assert "65536" in run("CD165", health=health(host=limited)).message
     assert run("CD165", health=health(host=replace(limited, memlock_bytes=-1))) is None
     with pytest.raises(CannotJudge):

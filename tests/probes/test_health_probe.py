@@ -10,12 +10,12 @@ from cudadoctor.probes.health_parse import parse_kmsg, short_pci
 from cudadoctor.probes.nvml_health import NullHealthSource, RecordedHealthSource
 from tests.conftest import make_ctx
 
-FIXTURE = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "fixtures", "health", "h200-derived.json"))
+FIXTURE = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "fixtures", "health", "h200.json"))
 
 # /dev/kmsg records (priority,sequence,microseconds,flags;message), the Xid form NVIDIA documents.
 KMSG = (
     "6,0,0,-;Linux version 6.8.0\n"
-    "4,812,5321000,-;NVRM: Xid (PCI:0000:17:00): 79, pid=0, name=python, GPU has fallen off the bus.\n"
+    "4,812,5321000,-;NVRM: Xid (PCI:0000:00:06): 79, pid=0, name=python, GPU has fallen off the bus.\n"
     "4,813,5400000,-;NVRM: Xid (PCI:0000:18:00): 13, pid=42, Graphics SM Warp Exception\n"
 )
 
@@ -27,11 +27,11 @@ def _record() -> dict:
 
 def _machine(fs) -> None:
     fs.add_real_file(FIXTURE)
-    for bdf, klass in (("0000:17:00.0", "0x030200"), ("0000:18:00.0", "0x030200"), ("0000:00:01.0", "0x060400")):
+    for bdf, klass in (("0000:00:06.0", "0x030200"), ("0000:18:00.0", "0x030200"), ("0000:00:01.0", "0x060400")):
         fs.create_file(f"/sys/bus/pci/devices/{bdf}/vendor", contents="0x10de\n")
         fs.create_file(f"/sys/bus/pci/devices/{bdf}/class", contents=klass + "\n")
     fs.create_dir("/sys/bus/nvidia")
-    fs.create_symlink("/sys/bus/pci/devices/0000:17:00.0/driver", "/sys/bus/pci/drivers/nvidia")
+    fs.create_symlink("/sys/bus/pci/devices/0000:00:06.0/driver", "/sys/bus/pci/drivers/nvidia")
     fs.create_symlink("/sys/bus/pci/devices/0000:18:00.0/driver", "/sys/bus/pci/drivers/vfio-pci")
     fs.create_file("/proc/uptime", contents="3600.5 7000.1\n")
     fs.create_file("/proc/modules", contents="nvidia_peermem 16384 0 - Live 0x0\nnvidia 1 0 - Live 0x0\n")
@@ -45,15 +45,15 @@ def test_probe_parses_the_record_and_the_host(fs):
     ctx = make_ctx()
     ctx.health_source = RecordedHealthSource(_record())
     info = probe_health(ctx)
-    assert info is not None and info.driver_version == "580.159.04" and info.query_ms == 9.7
+    assert info is not None and info.driver_version == "580.159.04" and info.query_ms == _record()["elapsed_ms"]
     (gpu,) = info.gpus
     assert (gpu.ecc_current, gpu.remap_pending, gpu.recovery_action, gpu.architecture) == (True, False, 0, 9)
     assert "retired_pages_pending" in gpu.unsupported and gpu.retired_pages is None
     assert gpu.violation_power_ns == 2790711000 and gpu.nvlink_active == ()
     host = info.host
-    assert host.pci_functions == ("0000:17:00.0", "0000:18:00.0")
+    assert host.pci_functions == ("0000:00:06.0", "0000:18:00.0")
     assert host.pci_drivers == ("nvidia", "vfio-pci")
-    assert [(x.code, x.pci) for x in host.xids] == [(79, "0000:17:00"), (13, "0000:18:00")]
+    assert [(x.code, x.pci) for x in host.xids] == [(79, "0000:00:06"), (13, "0000:18:00")]
     assert host.kernel_log_first_s == 0.0 and host.uptime_s == 3600.5
     assert host.modules == ("nvidia_peermem",) and host.ib_ports == {"mlx5_0/1": "4: ACTIVE"}
 
@@ -108,4 +108,4 @@ def test_null_source_record_says_why():
 def test_kmsg_and_saved_dmesg_lines_and_bus_ids():
     first, xids = parse_kmsg("[  5.3] NVRM: Xid (PCI:0000:3b:00): 48, pid=1, DBE\n")
     assert first is None and xids[0].code == 48 and xids[0].seconds_after_boot is None
-    assert short_pci("00000000:17:00.0") == "0000:17:00" == short_pci("0000:17:00")
+    assert short_pci("00000000:00:06.0") == "0000:00:06" == short_pci("0000:00:06")

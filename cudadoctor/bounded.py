@@ -34,6 +34,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_REQUIREMENT_CHARS",
     "MAX_VERSION_CHARS",
+    "json_object",
     "loads_json",
     "parse_int",
     "parse_marker",
@@ -135,6 +136,15 @@ def loads_json(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
         raise ValueError(f"nested too deeply (more than {max_depth} levels)")
     return value
 
+
+
+def json_object(text: str | bytes) -> dict[str, Any] | None:
+    """The JSON object ``text`` holds (bounded as :func:`loads_json`), or None for anything else."""
+    try:
+        value = loads_json(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 def _depth_exceeds(value: Any, max_depth: int) -> bool:
     stack: list[tuple[Any, int]] = [(value, 1)]

@@ -328,6 +328,18 @@ class CD154(_Health):
         )
 
 
+def _on(value: object) -> str:
+    return "on" if value else "off"
+
+
+def _pending_mode(
+    health: HealthInfo, query: str, modes: Callable[[GpuHealth], tuple[object, object]]
+) -> list[GpuHealth]:
+    """The GPUs whose pending mode (ECC, MIG) differs from the current one; could not judge when unanswered."""
+    gpus = _answered(_nvml_gpus(health), (query,), lambda g: modes(g)[0])
+    return [g for g in gpus if modes(g)[1] is not None and modes(g)[1] != modes(g)[0]]
+
+
 class CD155(_Health):
     """No ECC mode change is waiting for a reboot.
 
@@ -344,16 +356,12 @@ class CD155(_Health):
     severity = Status.WARN
 
     def check(self, health: HealthInfo) -> Problem | None:
-        gpus = _answered(_nvml_gpus(health), ("ecc_mode",), lambda g: g.ecc_current)
-        pending = [g for g in gpus if g.ecc_pending is not None and g.ecc_pending != g.ecc_current]
+        pending = _pending_mode(health, "ecc_mode", lambda g: (g.ecc_current, g.ecc_pending))
         if not pending:
             return None
         return Problem(
             f"an ECC mode change is pending on {_names(pending)}",
-            {
-                _gpu(g): f"current {'on' if g.ecc_current else 'off'}, pending {'on' if g.ecc_pending else 'off'}"
-                for g in pending
-            },
+            {_gpu(g): f"current {_on(g.ecc_current)}, pending {_on(g.ecc_pending)}" for g in pending},
             Remediation("reboot the node (or reset the GPU) to apply it", ("sudo reboot",)),
         )
 
@@ -638,8 +646,7 @@ class CD162(_Health):
     severity = Status.WARN
 
     def check(self, health: HealthInfo) -> Problem | None:
-        gpus = _answered(_nvml_gpus(health), ("mig_mode",), lambda g: g.mig_current)
-        pending = [g for g in gpus if g.mig_pending is not None and g.mig_pending != g.mig_current]
+        pending = _pending_mode(health, "mig_mode", lambda g: (g.mig_current, g.mig_pending))
         if not pending:
             return None
         return Problem(

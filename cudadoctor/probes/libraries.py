@@ -23,7 +23,7 @@ from functools import partial
 
 from packaging.version import InvalidVersion, Version
 
-from cudadoctor.bounded import loads_json, parse_version, version_or_none
+from cudadoctor.bounded import json_object, parse_version, version_or_none
 from cudadoctor.facts.model import CudaWheels, LibraryCopy, Source, SourceKind, WheelComponent
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes import loader, toolkit
@@ -229,11 +229,8 @@ def parse_conda_meta(text: str) -> tuple[str, Version] | None:
 
         {"name": "cudnn", "version": "9.3.0.75", "build": "h93bb076_0", "depends": [...]}
     """
-    try:
-        data = loads_json(text)
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
+    data = json_object(text)
+    if data is None:
         return None
     name, version = data.get("name"), data.get("version")
     if not isinstance(name, str) or not isinstance(version, str):

@@ -20,7 +20,7 @@ import re
 
 from packaging.version import Version
 
-from cudadoctor.bounded import loads_json
+from cudadoctor.bounded import json_object
 from cudadoctor.facts.model import NvccInfo, Source, SourceKind, ToolkitInstall
 from cudadoctor.probes.context import ProbeContext
 
@@ -80,11 +80,8 @@ def parse_version_json(text: str) -> tuple[Version, str] | None:
     gives ``(Version("13.3.29"), "cuda_cudart")``; keys are tried in :data:`VERSION_JSON_KEYS`
     order. None for text that is not such a JSON object.
     """
-    try:
-        data = loads_json(text)
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
+    data = json_object(text)
+    if data is None:
         return None
     for key in VERSION_JSON_KEYS:
         entry = data.get(key)

@@ -149,12 +149,16 @@ def test_an_inherited_arch_list_excludes_a_gpu_it_lacks_and_says_inferred(cache:
     assert excluded["required"].endswith(why)
 
 
-def test_unpinned_suggest_ranks_verified_plans_first(cache: str) -> None:
-    for target in ("vllm", "torch"):
-        doc = _suggest(target)
-        plans = doc["suggestion"]["plans"]
-        assert plans
-        assert not any("inferred" in c for c in plans[0]["caveats"]), plans[0]
+def test_unpinned_suggest_ranks_verified_plans_first_and_names_the_new_release(cache: str) -> None:
+    for target, version in (("vllm", VLLM), ("torch", TORCH)):
+        doc = _suggest(target)["suggestion"]
+        assert doc["plans"]
+        assert not any("inferred" in c for c in doc["plans"][0]["caveats"]), doc["plans"][0]
+        shown = {v for plan in doc["plans"] for name, v in plan["packages"] if name == target}
+        noted = [n for n in doc["notes"] if n.startswith(f"{target} {version} (read from the package index")]
+        assert version in shown or noted, doc["notes"]  # either planned or named, never silently dropped
+        if noted:
+            assert f"`cudadoctor suggest '{target}=={version}'`" in noted[0] and "inferred" in noted[0]
 
 
 def _installed(h200: Any, torch: str, variant: str, extra: dict[str, InstalledPackage] | None = None) -> Any:

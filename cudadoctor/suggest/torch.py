@@ -22,6 +22,7 @@ from cudadoctor.suggest.judge import (
     driver_fit,
     driver_reasons,
     gpu_reason,
+    index_releases_below,
     needed_driver,
     start,
 )
@@ -61,6 +62,7 @@ def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *
             _judge(matrix, c, run, release, candidate)
     ranked = sorted(run.plans, key=lambda item: item[0], reverse=True)
     chosen = tuple(with_images(matrix, c, plan) for _key, plan in ranked[:limit])
+    run.notes += index_releases_below("torch", (plan for _key, plan in ranked[limit:]), lambda v: _derived(matrix, v))
     found = () if chosen else tuple(advice(c, run, "torch"))
     return Suggestion("torch", requirement or "torch", chosen, tuple(run.excluded), found, tuple(run.notes))
 
@@ -197,3 +199,9 @@ def _plan(
     # those are labelled: an "inferred:" caveat says what the GPU fit rests on, or the list is missing.
     verified = (archs is not None and not inherited) or not c.gpus
     return (install.keeps, toolkit, verified, release.version, native, candidate.cuda), plan
+
+
+def _derived(matrix: CompatMatrix, version: Version) -> bool:
+    """Whether a release is known only from the `cudadoctor update` cache."""
+    release = matrix.torch_release(version)
+    return release is not None and release.derived is not None

@@ -11,7 +11,16 @@ from cudadoctor.rules.wheels import torch_has_wheels, vllm_has_wheels
 from cudadoctor.suggest.advice import advice
 from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion, install_line, short
 from cudadoctor.suggest.images import with_images
-from cudadoctor.suggest.judge import DRIVER_RULES, Reason, Run, driver_reasons, gpu_reason, needed_driver, start
+from cudadoctor.suggest.judge import (
+    DRIVER_RULES,
+    Reason,
+    Run,
+    driver_reasons,
+    gpu_reason,
+    index_releases_below,
+    needed_driver,
+    start,
+)
 from cudadoctor.suggest.torch import suggest_torch
 
 __all__ = ["suggest_vllm"]
@@ -25,6 +34,7 @@ def suggest_vllm(matrix: CompatMatrix, c: Constraints, requirement: str = "", *,
             _judge(matrix, c, run, release)
     ranked = sorted(run.plans, key=lambda item: item[0], reverse=True)
     chosen = tuple(with_images(matrix, c, plan) for _key, plan in ranked[:limit])
+    run.notes += index_releases_below("vllm", (plan for _key, plan in ranked[limit:]), lambda v: _derived(matrix, v))
     found = () if chosen else tuple(_vllm_advice(matrix, c, run))
     return Suggestion("vllm", requirement or "vllm", chosen, tuple(run.excluded), found, tuple(run.notes))
 
@@ -161,3 +171,9 @@ def _plan(
     plan = Plan("vllm", pins, "pypi", cuda, None, commands, tuple(why), tuple(caveats))
     verified = (floor_known and not release.inherited and archs is not None and not archs_inherited) or not c.gpus
     return (verified, release.version, native), plan
+
+
+def _derived(matrix: CompatMatrix, version: Version) -> bool:
+    """Whether a release is known only from the `cudadoctor update` cache."""
+    release = matrix.vllm_release(version)
+    return release is not None and release.derived is not None

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 
@@ -469,10 +470,12 @@ class CD113(Check):
     What it checks: for torch, the GPU architectures PyTorch compiled the installed release and variant
     for (its published arch list, compat/torch.toml) against each GPU's compute capability, with CUDA's
     binary compatibility rules (a cubin runs on the same major with an equal or newer minor; PTX is
-    compiled just in time for newer GPUs). Where no arch list is known (older torch releases, CuPy, JAX
-    plugins …), a rule *inferred* from how CUDA works: a build for CUDA X cannot hold compiled code for an
-    architecture whose first CUDA (compat/gpu_archs.toml) is newer than X — the finding says "inferred".
-    Anything else without an arch list is could not judge; `check --deep` asks torch itself (CD805).
+    compiled just in time for newer GPUs); a torch release known only from `cudadoctor update` takes the
+    list of the newest earlier release of the same variant (*inferred*). Where no arch list is known
+    (older torch releases, CuPy, JAX plugins …), a rule *inferred* from how CUDA works: a build for CUDA X
+    cannot hold compiled code for an architecture whose first CUDA (compat/gpu_archs.toml) is newer than
+    X — the finding says "inferred". Anything else without an arch list is could not judge;
+    `check --deep` asks torch itself (CD805).
 
     Why it matters: a GPU outside the list gets "no kernel image is available for execution on the
     device" at the first kernel, or torch warns that the GPU "is not compatible with the current PyTorch
@@ -525,7 +528,11 @@ def _build_verdict(pkg: InstalledPackage, gpu: GpuInfo, matrix: CompatMatrix) ->
     cc = gpu.compute_capability or ""
     if pkg.name == "torch" and pkg.cuda_variant:
         version = pkg.torch_build.version if pkg.torch_build and pkg.torch_build.version else pkg.version
-        archs = matrix.torch_arch_list(version, pkg.cuda_variant)
+        archs, inherited = matrix.torch_arch_list_or_inherited(version, pkg.cuda_variant)
+        if archs is not None and inherited:
+            # a release known only from `cudadoctor update`: an earlier release's list, labelled inferred
+            verdict = build_covers_gpu(archs, cc, matrix.gpu_archs, gpu.name)
+            return dataclasses.replace(verdict, inferred=f"its targets {' '.join(archs)} are {inherited}")
         if archs is not None:
             return build_covers_gpu(archs, cc, matrix.gpu_archs, gpu.name)
     parts = (pkg.cuda_build or "").split(".")
@@ -549,7 +556,8 @@ def _no_kernel_problem(problems: list[tuple[InstalledPackage, Verdict[object], G
         where = f"GPU {gpu.index} {gpu.name} (compute capability {gpu.compute_capability})"
         if verdict.inferred:
             parts.append(f"{who} has no GPU code for {where}: inferred: {verdict.inferred}")
-            evidence[who] = f"inferred: {verdict.inferred} (compat/gpu_archs.toml first_cuda)"
+            basis = "compat/gpu_archs.toml first_cuda" if verdict.rule == "cuda-predates-arch" else "compat/torch.toml"
+            evidence[who] = f"inferred: {verdict.inferred} ({basis})"
         else:
             parts.append(
                 f"{who} has no GPU code for {where}: its build targets are {verdict.required.removeprefix('one of ')}"

@@ -149,7 +149,8 @@ class CD501(Check):
     """Every GPU meets the installed vLLM release's minimum compute capability.
 
     What it checks: each GPU's compute capability against the minimum vLLM states for the installed release
-    (compat/vllm.toml). Skipped where the data has no minimum for that release.
+    (compat/vllm.toml). A release known only from `cudadoctor update` keeps the minimum of the newest curated
+    release before it, and a finding says *inferred*. Could not judge where no minimum is known.
 
     Why it matters: below the floor vLLM's kernels are not built for the GPU: it fails at start-up or at the
     first attention kernel, whatever torch says.
@@ -171,10 +172,13 @@ class CD501(Check):
         ]
         if not below:
             return None
+        # a release known only from the package index keeps its predecessor's floor: say so
+        inferred = f" (inferred: {release.inherited})" if release.inherited else ""
+        source = f"inferred: {release.inherited}" if release.inherited else "compat/vllm.toml"
         return Problem(
-            f"vLLM {vllm.version} needs compute capability {release.min_compute_capability} or higher; "
+            f"vLLM {vllm.version} needs compute capability {release.min_compute_capability} or higher{inferred}; "
             + ", ".join(f"GPU {g.index} {g.name} is {g.compute_capability}" for g in below),
-            {"vLLM": f"{vllm.version} (minimum {release.min_compute_capability}, compat/vllm.toml)"},
+            {"vLLM": f"{vllm.version} (minimum {release.min_compute_capability}, {source})"},
             Remediation("Use a GPU that meets the floor (cudadoctor suggest --target vllm).", ()),
         )
 

@@ -286,11 +286,12 @@ class CompatMatrix:
 
     @functools.cached_property
     def torch_releases(self) -> tuple[TorchRelease, ...]:
-        from cudadoctor.update.derive import derived_torch, new_records
+        from cudadoctor.update.derive import derived_torch, inherit_torch_archs, new_records
 
         curated: tuple[TorchRelease, ...] = self._rows("torch", "release")
-        derived = [derived_torch(r) for r in new_records(self.index_data, "torch", (t.version for t in curated))]
-        return tuple(sorted((*curated, *(d for d in derived if d)), key=lambda t: t.version, reverse=True))
+        records = new_records(self.index_data, "torch", (t.version for t in curated))
+        derived = [inherit_torch_archs(d, curated, self.torch_arch_list) for r in records if (d := derived_torch(r))]
+        return tuple(sorted((*curated, *derived), key=lambda t: t.version, reverse=True))
 
     def torch_release(self, version: Version) -> TorchRelease | None:
         public = Version(version.public)
@@ -304,6 +305,23 @@ class CompatMatrix:
             if entry.variant == variant and entry.releases.contains(public, prereleases=True):
                 return entry.archs
         return None
+
+    def torch_arch_list_or_inherited(self, version: Version, variant: str) -> tuple[tuple[str, ...] | None, str]:
+        """(the GPU targets of a release's variant, "" or why they are *inferred*).
+
+        Curated lists first; a release known only from the package index has its default wheel's list
+        inherited from an earlier curated release (``TorchRelease.inherited``), and that reason comes back.
+        """
+        archs = self.torch_arch_list(version, variant)
+        if archs is not None:
+            return archs, ""
+        release = self.torch_release(version)
+        if release is None or release.inherited is None or not release.inherited_archs:
+            return None, ""
+        cuda = release.pypi_default_cuda
+        if cuda is None or variant != f"cu{cuda.major}{cuda.minor}":
+            return None, ""
+        return release.inherited_archs, release.inherited
 
     def torch_publishes_for_python(self, release: TorchRelease, python: Version, *, aarch64: bool = False) -> bool:
         """Whether a torch release has wheels for a Python (its wheel list, else its Requires-Python)."""
@@ -326,11 +344,12 @@ class CompatMatrix:
 
     @functools.cached_property
     def vllm_releases(self) -> tuple[VllmRelease, ...]:
-        from cudadoctor.update.derive import derived_vllm, new_records
+        from cudadoctor.update.derive import derived_vllm, inherit_vllm_floor, new_records
 
         curated: tuple[VllmRelease, ...] = self._rows("vllm", "release")
-        derived = [derived_vllm(r) for r in new_records(self.index_data, "vllm", (v.version for v in curated))]
-        return tuple(sorted((*curated, *(d for d in derived if d)), key=lambda v: v.version, reverse=True))
+        records = new_records(self.index_data, "vllm", (v.version for v in curated))
+        derived = [inherit_vllm_floor(d, curated) for r in records if (d := derived_vllm(r))]
+        return tuple(sorted((*curated, *derived), key=lambda v: v.version, reverse=True))
 
     def vllm_release(self, version: Version) -> VllmRelease | None:
         public = Version(version.public)

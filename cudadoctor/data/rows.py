@@ -179,6 +179,10 @@ class TorchRelease(Row):
     requires_python: SpecifierSet | None = None
     pypi_aarch64_evidence: str | None = None
     variants_partial: bool = False  #: the variant list is known to be incomplete
+    #: a derived row only: the GPU targets of its default PyPI wheel, taken from an earlier curated release
+    inherited_archs: tuple[str, ...] = ()
+    #: a derived row only: what was inherited from which release (the *inferred* label); None: nothing
+    inherited: str | None = None
 
 
 @row(kw_only=True)
@@ -208,6 +212,8 @@ class VllmRelease(Row):
     other_cuda: tuple[Version, ...] = ()  #: CUDA versions of wheels published outside PyPI
     other_cuda_index: str | None = None  #: their URL template (${VLLM_VERSION}, ${CUDA_VERSION})
     other_cuda_torch_index: str | None = None  #: the torch index to pair them with (same template)
+    #: a derived row only: what was inherited from which release (the *inferred* label); None: nothing
+    inherited: str | None = None
 
 
 # --- compat/tensorrt.toml (tensorrt-releases) and compat/libraries.toml (cuda-libraries) -----------------

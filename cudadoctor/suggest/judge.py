@@ -7,6 +7,7 @@ rest on nothing (no driver floor for its CUDA major) and is kept, with a caveat,
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from packaging.specifiers import SpecifierSet
@@ -27,6 +28,7 @@ __all__ = [
     "driver_fit",
     "driver_reasons",
     "gpu_reason",
+    "index_releases_below",
     "needed_driver",
     "start",
 ]
@@ -124,3 +126,18 @@ def needed_driver(matrix: CompatMatrix, c: Constraints, cuda: Version) -> tuple[
             branch = verdict.detail.min_driver_branch
             needs.append((DriverVersion(f"{branch}.0"), f"branch R{branch} or newer (for {gpu.name})"))
     return max(needs, key=lambda n: n[0]) if needs else None
+
+
+def index_releases_below(target: str, plans: Iterable[Plan], derived: Callable[[Version], bool]) -> list[str]:
+    """Notes for releases known only from `cudadoctor update` that fit but ranked below the plans shown.
+
+    Their GPU fit rests on what they inherit (*inferred*), so verified plans come first; a note keeps a
+    release the user just learned of from disappearing without a word.
+    """
+    versions = dict.fromkeys(v for plan in plans for name, v in plan.packages if name == target)
+    return [
+        f"{target} {v} (read from the package index by `cudadoctor update`) also fits, ranked below verified "
+        f"plans because what it inherits is inferred; `cudadoctor suggest '{target}=={v}'` shows its plan"
+        for v in versions
+        if derived(Version(v))
+    ]

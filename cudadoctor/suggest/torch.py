@@ -22,6 +22,7 @@ from cudadoctor.suggest.judge import (
     driver_fit,
     driver_reasons,
     gpu_reason,
+    index_releases_below,
     needed_driver,
     start,
 )
@@ -61,6 +62,7 @@ def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *
             _judge(matrix, c, run, release, candidate)
     ranked = sorted(run.plans, key=lambda item: item[0], reverse=True)
     chosen = tuple(with_images(matrix, c, plan) for _key, plan in ranked[:limit])
+    run.notes += index_releases_below("torch", (plan for _key, plan in ranked[limit:]), lambda v: _derived(matrix, v))
     found = () if chosen else tuple(advice(c, run, "torch"))
     return Suggestion("torch", requirement or "torch", chosen, tuple(run.excluded), found, tuple(run.notes))
 
@@ -73,10 +75,12 @@ def _judge(matrix: CompatMatrix, c: Constraints, run: Run, release: TorchRelease
     if c.cuda_ceiling is not None and cuda > c.cuda_ceiling:
         problems.append(("cuda-ceiling", f"CUDA {short(cuda)}", f"CUDA <= {c.cuda_ceiling} (--cuda)"))
     problems += driver_reasons(matrix, c, cuda)
-    archs = matrix.torch_arch_list(release.version, candidate.variant)
+    archs, inherited = matrix.torch_arch_list_or_inherited(release.version, candidate.variant)
     problems += [reason for gpu in c.gpus if (reason := gpu_reason(matrix, archs, cuda, gpu))]
+    if inherited:  # an exclusion that rests on an inherited list says so
+        problems = [(rule, seen, f"{needed} (inferred: {inherited})") for rule, seen, needed in problems]
     if not problems:
-        run.plans.append(_plan(matrix, c, release, candidate, archs))
+        run.plans.append(_plan(matrix, c, release, candidate, (archs, inherited)))
         return
     run.exclude(who, problems)
     if {r for r, _o, _q in problems} <= DRIVER_RULES and (needs := needed_driver(matrix, c, cuda)) is not None:
@@ -157,13 +161,21 @@ def toolkit_match(c: Constraints, cuda: Version) -> tuple[bool, list[str]]:
 
 
 def _plan(
-    matrix: CompatMatrix, c: Constraints, release: TorchRelease, candidate: Candidate, archs: tuple[str, ...] | None
+    matrix: CompatMatrix,
+    c: Constraints,
+    release: TorchRelease,
+    candidate: Candidate,
+    arch_list: tuple[tuple[str, ...] | None, str],
 ) -> tuple[tuple[object, ...], Plan]:
-    """The plan for a candidate that fits, and its ranking key."""
+    """The plan for a candidate that fits, and its ranking key (``arch_list``: targets, why inherited)."""
+    archs, inherited = arch_list
     driver_why, caveats, native = _driver_why(matrix, c, candidate.cuda)
     toolkit, toolkit_why = toolkit_match(c, candidate.cuda)
     why = [f"torch {release.version} {candidate.label}", *toolkit_why, *driver_why]
-    if c.gpus and archs is not None:
+    if c.gpus and archs is not None and inherited:
+        covered = ", ".join(g.name for g in c.gpus)
+        caveats.append(f"inferred: GPU targets ({' '.join(archs)}) cover {covered}; they are {inherited}")
+    elif c.gpus and archs is not None:
         why.append("the build's GPU targets (" + " ".join(archs) + ") cover " + ", ".join(g.name for g in c.gpus))
     elif c.gpus:
         caveats.append(
@@ -185,5 +197,11 @@ def _plan(
     )  # fmt: skip
     # A plan whose GPU coverage is verified from data ranks above one that is not (correct beats new);
     # those are labelled: an "inferred:" caveat says what the GPU fit rests on, or the list is missing.
-    verified = archs is not None or not c.gpus
+    verified = (archs is not None and not inherited) or not c.gpus
     return (install.keeps, toolkit, verified, release.version, native, candidate.cuda), plan
+
+
+def _derived(matrix: CompatMatrix, version: Version) -> bool:
+    """Whether a release is known only from the `cudadoctor update` cache."""
+    release = matrix.torch_release(version)
+    return release is not None and release.derived is not None

@@ -11,7 +11,16 @@ from cudadoctor.rules.wheels import torch_has_wheels, vllm_has_wheels
 from cudadoctor.suggest.advice import advice
 from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion, install_line, short
 from cudadoctor.suggest.images import with_images
-from cudadoctor.suggest.judge import DRIVER_RULES, Reason, Run, driver_reasons, gpu_reason, needed_driver, start
+from cudadoctor.suggest.judge import (
+    DRIVER_RULES,
+    Reason,
+    Run,
+    driver_reasons,
+    gpu_reason,
+    index_releases_below,
+    needed_driver,
+    start,
+)
 from cudadoctor.suggest.torch import suggest_torch
 
 __all__ = ["suggest_vllm"]
@@ -25,6 +34,7 @@ def suggest_vllm(matrix: CompatMatrix, c: Constraints, requirement: str = "", *,
             _judge(matrix, c, run, release)
     ranked = sorted(run.plans, key=lambda item: item[0], reverse=True)
     chosen = tuple(with_images(matrix, c, plan) for _key, plan in ranked[:limit])
+    run.notes += index_releases_below("vllm", (plan for _key, plan in ranked[limit:]), lambda v: _derived(matrix, v))
     found = () if chosen else tuple(_vllm_advice(matrix, c, run))
     return Suggestion("vllm", requirement or "vllm", chosen, tuple(run.excluded), found, tuple(run.notes))
 
@@ -87,15 +97,17 @@ def _judge(matrix: CompatMatrix, c: Constraints, run: Run, release: VllmRelease)
             problems.append(("cuda-ceiling", f"CUDA {short(cuda)}", f"CUDA <= {c.cuda_ceiling} (--cuda)"))
         problems += driver_reasons(matrix, c, cuda)
     default = torch.pypi_default_cuda
-    archs = matrix.torch_arch_list(torch.version, f"cu{default.major}{default.minor}")
+    archs, archs_inherited = matrix.torch_arch_list_or_inherited(torch.version, f"cu{default.major}{default.minor}")
+    floor_label = f" (inferred: {release.inherited})" if release.inherited else ""
+    archs_label = f"; inferred: {archs_inherited}" if archs_inherited else ""
     for gpu in c.gpus:
         floor = vllm_supports_gpu(release.min_compute_capability, gpu.compute_capability, gpu.name)
         if floor.is_problem:
-            problems.append((floor.rule, floor.observed, floor.required))
+            problems.append((floor.rule, floor.observed, floor.required + floor_label))
         elif reason := gpu_reason(matrix, archs, default, gpu):
-            problems.append((reason[0], reason[1], f"{reason[2]} (the torch {torch.version} it pins)"))
+            problems.append((reason[0], reason[1], f"{reason[2]} (the torch {torch.version} it pins{archs_label})"))
     if not problems:
-        run.plans.append(_plan(c, release, torch, cudas, archs))
+        run.plans.append(_plan(c, release, torch, cudas, (archs, archs_inherited)))
         return
     run.exclude(who, problems)
     if {r for r, _o, _q in problems} <= DRIVER_RULES:
@@ -113,9 +125,14 @@ def _pinned_torch(matrix: CompatMatrix, release: VllmRelease) -> TorchRelease | 
 
 
 def _plan(
-    c: Constraints, release: VllmRelease, torch: TorchRelease, cudas: list[Version], archs: tuple[str, ...] | None
+    c: Constraints,
+    release: VllmRelease,
+    torch: TorchRelease,
+    cudas: list[Version],
+    arch_list: tuple[tuple[str, ...] | None, str],
 ) -> tuple[tuple[object, ...], Plan]:
-    """The plan for a release that fits, and its ranking key."""
+    """The plan for a release that fits, and its ranking key (``arch_list``: torch's targets, why inherited)."""
+    archs, archs_inherited = arch_list
     pins = (("vllm", str(release.version)),)
     cuda = cudas[-1]
     default = torch.pypi_default_cuda
@@ -133,17 +150,30 @@ def _plan(
         )  # fmt: skip
     floor_known = release.min_compute_capability is not None
     if c.gpus:
-        if floor_known:
+        if floor_known and release.inherited:
+            caveats.append(
+                f"inferred: every GPU meets the minimum compute capability {release.min_compute_capability}; "
+                f"it is the {release.inherited}"
+            )
+        elif floor_known:
             why.append(f"every GPU meets vLLM's minimum compute capability {release.min_compute_capability}")
         else:
             caveats.append(f"vLLM {release.version}'s minimum compute capability is not in compat data")
         if archs is None:
             caveats.append(f"the GPU architecture list of torch {torch.version}'s PyPI wheel is not in compat data")
+        elif archs_inherited:
+            caveats.append(f"inferred: torch {torch.version}'s GPU targets ({' '.join(archs)}) are {archs_inherited}")
     if release.derived:
         caveats.append(f"vLLM {release.version} is known from the package index ({release.derived}), not curated data")
     if c.installed_torch is not None and Version(c.installed_torch.public) != torch.version:
         caveats.append(f"replaces the installed torch {c.installed_torch} with {torch.version} (vLLM pins it)")
     commands = (install_line("pip", pins, None), install_line("uv", pins, None))
     plan = Plan("vllm", pins, "pypi", cuda, None, commands, tuple(why), tuple(caveats))
-    verified = (floor_known and archs is not None) or not c.gpus
+    verified = (floor_known and not release.inherited and archs is not None and not archs_inherited) or not c.gpus
     return (verified, release.version, native), plan
+
+
+def _derived(matrix: CompatMatrix, version: Version) -> bool:
+    """Whether a release is known only from the `cudadoctor update` cache."""
+    release = matrix.vllm_release(version)
+    return release is not None and release.derived is not None

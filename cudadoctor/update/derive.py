@@ -14,8 +14,8 @@ from __future__ import annotations
 import datetime
 import os
 import re
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -26,7 +26,17 @@ if TYPE_CHECKING:
     from cudadoctor.data.rows import TorchRelease, VllmRelease
     from cudadoctor.update.records import IndexData, ReleaseRecord
 
-__all__ = ["derived_torch", "derived_vllm", "index_data_as_of", "new_records", "read_index_data"]
+__all__ = [
+    "derived_torch",
+    "derived_vllm",
+    "index_data_as_of",
+    "inherit_torch_archs",
+    "inherit_vllm_floor",
+    "new_records",
+    "read_index_data",
+]
+
+_R = TypeVar("_R")
 
 #: ``name==version`` at the start of a Requires-Dist line (PEP 508), with optional extras and the
 #: parenthesised form older METADATA files use (``nvidia-cuda-runtime-cu12 (==12.4.127)``).
@@ -148,3 +158,51 @@ def derived_vllm(record: ReleaseRecord) -> VllmRelease | None:
         min_compute_capability=None,
         derived=record.fetched,
     )
+
+
+# --- what a derived row inherits from the curated ones (labelled *inferred* wherever it is used) ---------
+
+
+def inherit_torch_archs(
+    row: TorchRelease, curated: Iterable[TorchRelease], arch_list: Callable[[Version, str], tuple[str, ...] | None]
+) -> TorchRelease:
+    """``row`` with the GPU targets of its default wheel's variant from the newest earlier curated release.
+
+    PyTorch changes a variant's TORCH_CUDA_ARCH_LIST rarely and says so in its release notes (targets are
+    set per CUDA version in .ci/manywheel/build_cuda.sh, https://github.com/pytorch/pytorch), so the
+    newest earlier release that has a list for the same variant is the best guess; it is labelled
+    *inferred* and ranked below verified lists. Unchanged when no earlier release has one.
+    """
+    cuda = row.pypi_default_cuda
+    if cuda is None:
+        return row
+    variant = f"cu{cuda.major}{cuda.minor}"
+    for earlier in sorted((t for t in curated if t.version < row.version), key=lambda t: t.version, reverse=True):
+        archs = arch_list(earlier.version, variant)
+        if archs is not None:
+            why = f"the {variant} GPU targets of torch {earlier.version}, the newest earlier release that has them"
+            return _with(row, inherited_archs=archs, inherited=why)
+    return row
+
+
+def inherit_vllm_floor(row: VllmRelease, curated: Iterable[VllmRelease]) -> VllmRelease:
+    """``row`` with the minimum compute capability of the newest curated release not newer than it.
+
+    vLLM raises its GPU floor rarely and states it in its installation docs
+    (https://docs.vllm.ai/en/latest/getting_started/installation/gpu.html), so a release the data does
+    not know yet is taken to keep its predecessor's floor; labelled *inferred*. Unchanged without one.
+    """
+    known = [v for v in curated if v.version < row.version and v.min_compute_capability is not None]
+    if row.min_compute_capability is not None or not known:
+        return row
+    earlier = max(known, key=lambda v: v.version)
+    floor = earlier.min_compute_capability
+    why = f"minimum compute capability {floor} of vLLM {earlier.version}, the newest curated release before it"
+    return _with(row, min_compute_capability=floor, inherited=why)
+
+
+def _with(row: _R, **changes: object) -> _R:
+    """A copy of a row with some fields changed (rows are immutable)."""
+    import dataclasses
+
+    return dataclasses.replace(row, **changes)  # type: ignore[type-var]

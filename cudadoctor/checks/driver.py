@@ -387,11 +387,15 @@ class CD104(Check):
     def check(
         self,
         visible: VisibleDevices,
-        gpu_count: int,
+        # gpus first: a GPU probe that crashed makes this "could not judge", not "no GPU" (engine order)
+        gpus: tuple[GpuInfo, ...] = (),
+        gpu_count: int = 0,
         scheduler: Scheduler | None = None,
         torch: InstalledPackage | None = None,
     ) -> Problem | None:
         value = visible.cuda_visible_devices
+        if not gpu_count:
+            raise NotApplicable("no GPU found (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N)")
         if value is None:
             return None
         shown = parse_visible_devices(value, gpu_count)

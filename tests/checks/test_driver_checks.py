@@ -272,3 +272,37 @@ def test_cd104_control_nodes_alone_are_no_gpu(h200):
     nodes = ("/dev/nvidiactl", "/dev/nvidia-uvm")
     facts = replace(h200, gpus=(), visible=VisibleDevices(cuda_visible_devices="", device_nodes=nodes))
     assert run_check("CD104", facts).status is Status.NOT_APPLICABLE
+
+
+def test_cd104_gpu_probe_crashed_cannot_judge(h200):
+    from cudadoctor.facts.model import ProbeError
+
+    crash = ProbeError("gpus", "probe crashed: OSError", crashed=True)
+    facts = replace(h200, gpus=(), visible=VisibleDevices(cuda_visible_devices=""), errors=(crash,))
+    finding = run_check("CD104", facts)
+    assert finding.status is Status.UNKNOWN and "could not read gpus" in finding.reason
+
+
+@pytest.mark.parametrize(
+    ("env", "packages", "value", "expected"),
+    [
+        ({"SLURM_JOB_ID": "7"}, {"ray": 1}, "", "slurm"),
+        ({"RAY_ADDRESS": "auto"}, {}, "0", "ray"),
+        ({}, {"ray": 1}, "", "ray"),
+        ({}, {"ray": 1}, "0", None),
+        ({"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, {}, "", "kubernetes"),
+        ({}, {}, "", None),
+    ],
+)
+def test_detect_scheduler(env, packages, value, expected):
+    from cudadoctor.rules.scheduler import detect_scheduler
+
+    found = detect_scheduler(env, packages, value)
+    assert (found.name if found else None) == expected
+
+
+def test_detect_kubernetes_from_the_container_probe():
+    from cudadoctor.rules.scheduler import detect_scheduler
+
+    found = detect_scheduler({}, {}, "", ("KUBERNETES_SERVICE_HOST",))
+    assert found is not None and found.name == "kubernetes"

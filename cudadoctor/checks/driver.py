@@ -37,6 +37,7 @@ from cudadoctor.facts.model import (
     GpuInfo,
     HostInfo,
     InstalledPackage,
+    LibcudaFile,
     VisibleDevices,
 )
 from cudadoctor.rules.archs import build_covers_gpu
@@ -47,6 +48,7 @@ from cudadoctor.rules.driver import (
     forward_compat_on_gpus,
 )
 from cudadoctor.rules.gpus import cuda_knows_arch, cuda_major_supports_arch
+from cudadoctor.rules.scheduler import Scheduler, scheduler_fix
 from cudadoctor.rules.verdict import Verdict, cannot_judge
 
 __all__ = [
@@ -84,16 +86,82 @@ def _unset_or_export(host: HostInfo, drop: set[str]) -> tuple[str, ...]:
     return (f"export LD_LIBRARY_PATH={new}",) if new else ("unset LD_LIBRARY_PATH",)
 
 
+#: Where the NVIDIA runtime of GKE-style hosts mounts the host's driver: copies there are the host's own.
+_HOST_MOUNTED_DIRS = ("/usr/local/nvidia/lib64", "/usr/local/nvidia/lib")
+
+
+def _host_driver(driver: DriverInfo) -> tuple[DriverVersion | None, str]:
+    """The driver version the kernel runs: the module's (/proc/driver/nvidia/version), else --assume-driver."""
+    if driver.kernel_module is not None and driver.kernel_module.version is not None:
+        return driver.kernel_module.version, "kernel module (/proc/driver/nvidia/version)"
+    assumed = next((r.version for r in driver.readings if r.source.kind.value == "assumed"), None)
+    return assumed, "host driver (--assume-driver)"
+
+
+def _driver_files(driver: DriverInfo) -> list[LibcudaFile]:
+    """Versioned driver libcuda files (libcuda.so.<version>) on the loader's path, not the host's mount."""
+    return [
+        f
+        for f in driver.libcuda_files
+        if f.kind == "driver"
+        and f.on_search_path
+        and f.version is not None
+        and posixpath.dirname(f.path) not in _HOST_MOUNTED_DIRS
+    ]
+
+
+def _files_against_host(driver: DriverInfo) -> Problem | None:
+    """libcuda.so.<X> files on the loader path against the host's driver Y (an image, or no NVML).
+
+    The NVIDIA Container Toolkit mounts the host's libcuda.so.<Y> into a container and runs ldconfig
+    (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/); a driver copy baked into the
+    image stays beside it, and ldconfig links libcuda.so.1 to the newer name, so a baked copy newer than the
+    host's wins: "Failed to initialize NVML: Driver/library version mismatch"
+    (https://github.com/NVIDIA/nvidia-docker/issues/1488, https://github.com/k4yt3x/video2x/issues/1226).
+    """
+    files = _driver_files(driver)
+    if not files:
+        raise NotApplicable("no versioned driver library (libcuda.so.<version>) on the loader's path")
+    host, where = _host_driver(driver)
+    if host is None:
+        raise CannotJudge(f"libcuda.so.{files[0].version} is on the loader's path but the host's driver is unknown "
+                          "(pass --assume-driver)")  # fmt: skip
+    differing = [f for f in files if f.version != host]
+    if not differing:
+        return None
+    newer = [f for f in differing if f.version is not None and f.version > host]
+    shown = newer or differing
+    evidence = {where: str(host)} | {f.path: str(f.version) for f in differing}
+    how = (
+        "ldconfig links libcuda.so.1 to the newer copy, so CUDA and NVML fail with 'Driver/library version mismatch'"
+        if newer
+        else "the host's newer copy should win, but mixed driver files break nvidia-smi and NVML"
+    )
+    return Problem(
+        f"driver library {shown[0].version} ({shown[0].path}) differs from the {where.split(' (')[0]} {host}: {how}",
+        evidence,
+        Remediation(
+            "Remove the driver libraries from the image (do not install libnvidia-*/nvidia-driver-* packages or "
+            "the .run driver in it); the NVIDIA runtime mounts the host's matching ones.",
+            (f"rm -f {' '.join(f.path for f in differing)} && ldconfig",),
+        ),
+        status=Status.FAIL if newer else Status.WARN,
+    )
+
+
 class CD101(Check):
     """The user-space driver libraries match the loaded kernel module.
 
     What it checks: the kernel module's version (/proc/driver/nvidia/version, /sys/module/nvidia/version)
     against the user-space driver: NVML's driver version and the version in the file name of the
-    libcuda the loader picks (when that is a normal driver install, not a cuda-compat copy).
+    libcuda the loader picks (when that is a normal driver install, not a cuda-compat copy). Under
+    ``--root`` (or with no NVML answer), the versioned libcuda.so.<version> files on the loader's path
+    against the kernel module, else the host's ``--assume-driver``: driver libraries baked into an image.
 
     Why it matters: after a driver upgrade without a reboot, or with two driver installs mixed, the
     user-space library no longer matches the kernel module: nvidia-smi says "Failed to initialize
-    NVML: Driver/library version mismatch" and CUDA fails to initialise.
+    NVML: Driver/library version mismatch" and CUDA fails to initialise. An image that ships
+    libcuda.so.<X> run on a host with driver Y fails the same way when the baked copy is the newer.
 
     How to fix: reboot (or unload and reload the nvidia kernel modules) after a driver upgrade. In a
     container, the NVIDIA runtime mounts the host's driver libraries: do not install driver packages
@@ -102,38 +170,46 @@ class CD101(Check):
 
     name = "driver-library-matches-kernel-module"
     category = "driver"
-    live_only = True
 
     def check(self, driver: DriverInfo, facts) -> Problem | None:  # type: ignore[no-untyped-def]
-        mismatch_errors = [e.message for e in facts.errors if "version mismatch" in e.message.lower()]
-        kernel = driver.kernel_module.version if driver.kernel_module else None
-        user: dict[str, str] = {}
-        for reading in driver.readings:
-            if reading.version is None or reading.source.kind.value not in ("api", "filename"):
+        native = any(r.source.kind.value == "api" for r in driver.readings)
+        if facts.mode != "live" or not native:
+            problem = _live_mismatch(driver, facts) if facts.mode == "live" else None
+            return problem or _files_against_host(driver)
+        return _live_mismatch(driver, facts)
+
+
+def _live_mismatch(driver: DriverInfo, facts) -> Problem | None:  # type: ignore[no-untyped-def]
+    """The live machine: NVML's answer and the loaded libcuda's name against the kernel module."""
+    mismatch_errors = [e.message for e in facts.errors if "version mismatch" in e.message.lower()]
+    kernel = driver.kernel_module.version if driver.kernel_module else None
+    user: dict[str, str] = {}
+    for reading in driver.readings:
+        if reading.version is None or reading.source.kind.value not in ("api", "filename"):
+            continue
+        if reading.source.kind.value == "filename":
+            loaded = loaded_libcuda(driver)
+            if loaded is None or loaded.kind != "driver" or loaded.path != reading.source.where:
                 continue
-            if reading.source.kind.value == "filename":
-                loaded = loaded_libcuda(driver)
-                if loaded is None or loaded.kind != "driver" or loaded.path != reading.source.where:
-                    continue
-            user[str(reading.source)] = str(reading.version)
-        differing = {k: v for k, v in user.items() if kernel is not None and v != str(kernel)}
-        if not differing and not mismatch_errors:
-            return None
-        evidence = {"kernel module": f"{kernel} (/proc/driver/nvidia/version)" if kernel else "unknown"}
-        evidence.update({f"user space, {where}": v for where, v in differing.items()})
-        if mismatch_errors:
-            evidence["reported"] = mismatch_errors[0]
-        versions = ", ".join(sorted(set(differing.values()))) or "a different version"
-        return Problem(
-            f"the kernel module is {kernel or 'unknown'} but the user-space driver is {versions}: "
-            "the driver was upgraded without a reboot, or two driver installs are mixed",
-            evidence,
-            Remediation(
-                "Reboot after the driver upgrade (or reload the nvidia kernel modules); inside a container, "
-                "remove driver packages from the image and let the NVIDIA runtime mount the host's.",
-                ("sudo reboot",),
-            ),
-        )
+        user[str(reading.source)] = str(reading.version)
+    differing = {k: v for k, v in user.items() if kernel is not None and v != str(kernel)}
+    if not differing and not mismatch_errors:
+        return None
+    evidence = {"kernel module": f"{kernel} (/proc/driver/nvidia/version)" if kernel else "unknown"}
+    evidence.update({f"user space, {where}": v for where, v in differing.items()})
+    if mismatch_errors:
+        evidence["reported"] = mismatch_errors[0]
+    versions = ", ".join(sorted(set(differing.values()))) or "a different version"
+    return Problem(
+        f"the kernel module is {kernel or 'unknown'} but the user-space driver is {versions}: "
+        "the driver was upgraded without a reboot, or two driver installs are mixed",
+        evidence,
+        Remediation(
+            "Reboot after the driver upgrade (or reload the nvidia kernel modules); inside a container, "
+            "remove driver packages from the image and let the NVIDIA runtime mount the host's.",
+            ("sudo reboot",),
+        ),
+    )
 
 
 class CD102(Check):
@@ -263,36 +339,88 @@ def parse_visible_devices(value: str, count: int) -> list[str] | None:
     return visible
 
 
-class CD104(Check):
-    """CUDA_VISIBLE_DEVICES leaves at least one GPU visible.
+#: The first torch release whose CUDA_VISIBLE_DEVICES parser accepts GPU UUIDs: torch 1.13 read only
+#: ordinals and counted no GPU for ``GPU-<uuid>`` (https://github.com/pytorch/pytorch/issues/90543).
+TORCH_PARSES_GPU_UUIDS = Version("2.0")
 
-    What it checks: the value of CUDA_VISIBLE_DEVICES against the GPUs present. CUDA stops reading
-    the list at the first entry that is not a valid index or UUID.
+
+def _uuid_misread_by_torch(value: str, torch: InstalledPackage | None) -> Problem | None:
+    """A warning when torch older than 2.0 reads a CUDA_VISIBLE_DEVICES that lists GPUs by UUID."""
+    if torch is None or torch.version.release >= TORCH_PARSES_GPU_UUIDS.release:
+        return None
+    if not any(entry.strip().upper().startswith("GPU-") for entry in value.split(",")):
+        return None
+    return Problem(
+        f"CUDA_VISIBLE_DEVICES lists GPUs by UUID, which CUDA accepts, but torch {torch.version} counts no GPU "
+        "for UUID entries (torch.cuda.device_count() == 0; pytorch#90543, fixed in torch 2.0)",
+        {"CUDA_VISIBLE_DEVICES": "GPU-<uuid> entries", "torch": str(torch.version)},
+        Remediation(
+            "Upgrade torch to 2.0 or newer, or have the scheduler export GPU indices instead of UUIDs.",
+            ("pip install --upgrade 'torch>=2.0'",),
+        ),
+        status=Status.WARN,
+    )
+
+
+class CD104(Check):
+    """CUDA_VISIBLE_DEVICES leaves the GPUs visible that it lists.
+
+    What it checks: the value of CUDA_VISIBLE_DEVICES against the number of GPUs present (from NVML,
+    /proc/driver/nvidia/gpus or the /dev/nvidiaN nodes). CUDA reads a comma-separated list of indices,
+    GPU-<uuid> or MIG-<uuid> entries and stops at the first invalid one (CUDA C++ Programming Guide,
+    "CUDA Environment Variables",
+    https://docs.nvidia.com/cuda/cuda-c-programming-guide/#cuda-environment-variables). UUID forms are
+    valid; torch older than 2.0 misread GPU UUIDs (pytorch#90543), which is a warning.
 
     Why it matters: an empty value, -1, or an index beyond the GPUs present hides every GPU: cuInit
     returns CUDA_ERROR_NO_DEVICE (100) and frameworks report "CUDA available: False" while
-    nvidia-smi lists the GPUs.
+    nvidia-smi lists the GPUs. An invalid entry after valid ones hides the GPUs listed after it.
+    Under Ray, Slurm or Kubernetes the value is the scheduler's answer to what the job requested.
 
-    How to fix: unset CUDA_VISIBLE_DEVICES, or set it to the indices of the GPUs to use.
+    How to fix: under a scheduler, request the GPUs from it (Ray ``num_gpus=1``, Slurm
+    ``--gres=gpu:N``, the pod's ``nvidia.com/gpu`` limit); otherwise unset CUDA_VISIBLE_DEVICES or set it
+    to the indices of the GPUs to use.
     """
 
     name = "visible-devices-not-empty"
     category = "gpus"
 
-    def check(self, visible: VisibleDevices, gpus: tuple[GpuInfo, ...]) -> Problem | None:
+    def check(
+        self,
+        visible: VisibleDevices,
+        # gpus first: a GPU probe that crashed makes this "could not judge", not "no GPU" (engine order)
+        gpus: tuple[GpuInfo, ...] = (),
+        gpu_count: int = 0,
+        scheduler: Scheduler | None = None,
+        torch: InstalledPackage | None = None,
+    ) -> Problem | None:
         value = visible.cuda_visible_devices
+        if not gpu_count:
+            raise NotApplicable("no GPU found (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N)")
         if value is None:
             return None
-        shown = parse_visible_devices(value, len(gpus))
-        if shown is None or shown:
+        shown = parse_visible_devices(value, gpu_count)
+        if shown is None:
+            return _uuid_misread_by_torch(value, torch)
+        listed = [e for e in value.split(",") if e.strip()]
+        if shown and len(shown) == len(listed):
             return None
+        text, commands = scheduler_fix(scheduler, gpu_count)
+        evidence = {"CUDA_VISIBLE_DEVICES": repr(value), "GPUs present": str(gpu_count)}
+        if scheduler is not None:
+            evidence["scheduler"] = f"{scheduler.name} ({scheduler.evidence})"
+        if shown:
+            return Problem(
+                f"CUDA_VISIBLE_DEVICES={value!r} stops at an entry that is not one of the {gpu_count} GPU(s): "
+                f"CUDA sees only {','.join(shown)} and ignores the entries after it",
+                evidence,
+                Remediation(text, commands),
+                status=Status.WARN,
+            )
         return Problem(
-            f"CUDA_VISIBLE_DEVICES={value!r} hides all {len(gpus)} GPU(s): CUDA will report no device (error 100)",
-            {"CUDA_VISIBLE_DEVICES": repr(value), "GPUs present": str(len(gpus))},
-            Remediation(
-                "Unset CUDA_VISIBLE_DEVICES, or list the GPU indices to use.",
-                ("unset CUDA_VISIBLE_DEVICES", "export CUDA_VISIBLE_DEVICES=" + ",".join(str(g.index) for g in gpus)),
-            ),
+            f"CUDA_VISIBLE_DEVICES={value!r} hides all {gpu_count} GPU(s): CUDA will report no device (error 100)",
+            evidence,
+            Remediation(text, commands),
         )
 
 

@@ -7,13 +7,23 @@ Each function is pure: facts in, value out; ``None`` (or an empty collection) me
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo, InstalledPackage, LibcudaFile
+from cudadoctor.facts.model import (
+    DriverInfo,
+    Facts,
+    GpuInfo,
+    HostInfo,
+    InstalledPackage,
+    LibcudaFile,
+    VisibleDevices,
+)
+from cudadoctor.rules.scheduler import detect_scheduler
 from cudadoctor.rules.toolchain import build_toolkit
 
 if TYPE_CHECKING:
@@ -27,6 +37,7 @@ __all__ = [
     "env_map",
     "forward_compat",
     "frameworks_by_cuda_major",
+    "gpu_count",
     "gpu_segments",
     "ld_library_path",
     "loaded_libcuda",
@@ -113,6 +124,14 @@ def gpu_segments(gpus: tuple[GpuInfo, ...]) -> tuple[tuple[str, str | None], ...
     return tuple((gpu.name, model.segment if model else None) for gpu, model in zip(gpus, models, strict=True))
 
 
+def gpu_count(gpus: tuple[GpuInfo, ...], visible: VisibleDevices | None) -> int | None:
+    """How many GPUs the machine has: the GPUs probed (NVML, nvidia-smi, /proc/driver/nvidia/gpus), else
+    the GPU device nodes /dev/nvidia0..N (one per GPU, numbered by the driver's minor number), for a
+    container or image where neither NVML nor /proc shows them; None when nothing shows a GPU."""
+    nodes = {n for n in (visible.device_nodes if visible else ()) if re.fullmatch(r"/dev/nvidia[0-9]+", n)}
+    return max(len(gpus), len(nodes)) or None
+
+
 def effective_cuda(driver: DriverInfo, matrix: CompatMatrix) -> tuple[Version | None, str]:
     """The CUDA version CUDA applications get from this driver, and why.
 
@@ -161,6 +180,21 @@ DERIVED: dict[str, Derived] = {
         lambda f, _m: forward_compat(f.driver) if f.driver is not None else None,
         "no forward compatibility in effect",
         "the cuda-compat libcuda in effect and the CUDA it reports",
+    ),
+    "gpu_count": Derived(
+        lambda f, _m: gpu_count(f.gpus, f.visible),
+        "no GPU found (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N)",
+        "how many GPUs the machine has, from the probed GPUs or else the /dev/nvidiaN device nodes",
+    ),
+    "scheduler": Derived(
+        lambda f, _m: detect_scheduler(
+            env_map(f.host),
+            f.packages,
+            f.visible.cuda_visible_devices if f.visible else None,
+            f.host.container.markers if f.host.container else (),
+        ),
+        "no scheduler (Ray, Slurm, Kubernetes) detected",
+        "the scheduler that hands this process its GPUs (Ray, Slurm, Kubernetes), and what showed it",
     ),
     "cuda_builds": Derived(
         lambda f, _m: frameworks_by_cuda_major(f.packages),

@@ -74,6 +74,12 @@ ENV_VARS = (
     "VIRTUAL_ENV",
     "CONDA_PREFIX",
     "PYTHONPATH",
+    # schedulers that set CUDA_VISIBLE_DEVICES (cudadoctor/rules/scheduler.py): Slurm's job variables
+    # and Ray's cluster address (https://docs.ray.io/en/latest/ray-core/configure.html); no secrets
+    "SLURM_JOB_ID",
+    "SLURM_STEP_GPUS",
+    "SLURM_JOB_GPUS",
+    "RAY_ADDRESS",
     # cudadoctor's own: this runs in an image build stage, where no GPU is expected (checks/access.py)
     "CUDADOCTOR_BUILD_STAGE",
 )

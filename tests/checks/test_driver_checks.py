@@ -68,8 +68,54 @@ def test_cd101_kernel_module_differs_from_user_space(h200):
     assert "kernel module is 580.159.04 but the user-space driver is 575.57.08" in finding.message
 
 
-def test_cd101_skipped_for_an_image_root(h200):
+def test_cd101_image_without_driver_files_is_not_applicable(h200):
+    """The H200's libcuda lies in the runtime's /usr/local/nvidia mount: nothing baked into the image."""
     assert run_check("CD101", replace(h200, mode="root:/img")).status is Status.NOT_APPLICABLE
+
+
+BAKED = "/usr/lib/x86_64-linux-gnu/libcuda.so.565.57.01"
+
+
+def _image_with_baked_driver(h200, baked: str, *, assume: str | None):
+    """An image root (no kernel module) shipping libcuda.so.<baked>, the host's driver from --assume-driver."""
+    path = f"/usr/lib/x86_64-linux-gnu/libcuda.so.{baked}"
+    baked_file = LibcudaFile(path, DriverVersion(baked), "driver", True, Source(SourceKind.FILENAME, path))
+    readings = (
+        (DriverReading(Source(SourceKind.ASSUMED, "--assume-driver"), version=DriverVersion(assume)),) if assume else ()
+    )
+    driver = replace(
+        h200.driver, kernel_module=None, readings=readings, libcuda_files=(baked_file,), loaded_libcuda=None
+    )
+    return replace(h200, mode="root:/img", driver=driver)
+
+
+def test_cd101_image_ships_a_newer_driver_than_the_host(h200):
+    finding = run_check("CD101", _image_with_baked_driver(h200, "565.57.01", assume="535.216.01"))
+    assert finding.status is Status.FAIL
+    assert "565.57.01" in finding.message and "535.216.01" in finding.message
+    assert finding.remediation.commands == (f"rm -f {BAKED} && ldconfig",)
+
+
+def test_cd101_image_ships_an_older_driver_than_the_host(h200):
+    finding = run_check("CD101", _image_with_baked_driver(h200, "565.57.01", assume="580.95.05"))
+    assert finding.status is Status.WARN
+
+
+def test_cd101_image_driver_matching_the_host_is_ok(h200):
+    assert run_check("CD101", _image_with_baked_driver(h200, "565.57.01", assume="565.57.01")).status is Status.OK
+
+
+def test_cd101_image_driver_without_a_host_driver_cannot_be_judged(h200):
+    finding = run_check("CD101", _image_with_baked_driver(h200, "565.57.01", assume=None))
+    assert finding.status is Status.UNKNOWN and "--assume-driver" in finding.reason
+
+
+def test_cd101_live_without_nvml_judges_the_files(h200):
+    """No NVML answer: libcuda.so.<version> on the loader path against the kernel module (unattended upgrade)."""
+    facts = _image_with_baked_driver(h200, "580.200.01", assume=None)
+    facts = replace(facts, mode="live", driver=replace(facts.driver, kernel_module=h200.driver.kernel_module))
+    finding = run_check("CD101", facts)
+    assert finding.status is Status.FAIL and "580.159.04" in finding.message
 
 
 def test_cd103_stub_picked(h200):
@@ -111,11 +157,12 @@ def test_cd103_library_path_stubs_are_fine(h200):
         ("-1", Status.FAIL),
         ("1", Status.FAIL),
         ("0", Status.OK),
-        ("0,1", Status.OK),
+        ("0,1", Status.WARN),
         ("GPU-<redacted>", Status.OK),
+        ("MIG-<redacted>", Status.OK),
         (None, Status.OK),
     ],
-    ids=["empty", "minus-one", "out-of-range", "zero", "zero-and-invalid", "uuid", "unset"],
+    ids=["empty", "minus-one", "out-of-range", "zero", "zero-and-invalid", "uuid", "mig-uuid", "unset"],
 )
 def test_cd104_visible_devices(h200, value, status):
     facts = replace(h200, visible=replace(h200.visible, cuda_visible_devices=value))
@@ -144,3 +191,118 @@ def test_cd104_without_gpus_is_skipped(h200):
 )
 def test_parse_visible_devices(value, count, expected):
     assert parse_visible_devices(value, count) == expected
+
+
+def _pkg(name: str, version: str):
+    from packaging.version import Version
+
+    from cudadoctor.facts.model import InstalledPackage
+
+    return InstalledPackage(name, Version(version), "/usr/lib/python3/dist-packages", Source(SourceKind.FILE, "x"))
+
+
+def _with_packages(facts, *pkgs):
+    return replace(facts, packages={**facts.packages, **{p.name: p for p in pkgs}})
+
+
+@pytest.mark.parametrize(("torch", "status"), [("1.13.0", Status.WARN), ("2.0.0", Status.OK), (None, Status.OK)])
+def test_cd104_gpu_uuid_under_old_torch(h200, torch, status):
+    facts = replace(h200, visible=replace(h200.visible, cuda_visible_devices="GPU-8932f937"))
+    packages = {k: v for k, v in facts.packages.items() if k != "torch"}
+    facts = replace(facts, packages=packages)
+    if torch is not None:
+        facts = _with_packages(facts, _pkg("torch", torch))
+    finding = run_check("CD104", facts)
+    assert finding.status is status
+    if status is Status.WARN:
+        assert "90543" in finding.message and "torch>=2.0" in finding.remediation.commands[0]
+
+
+def test_cd104_mig_uuid_under_old_torch_is_valid(h200):
+    facts = _with_packages(h200, _pkg("torch", "1.13.0"))
+    facts = replace(facts, visible=replace(facts.visible, cuda_visible_devices="MIG-4f7e"))
+    assert run_check("CD104", facts).status is Status.OK
+
+
+def test_cd104_ray_fix_is_num_gpus(h200):
+    facts = _with_packages(h200, _pkg("ray", "2.41.0"))
+    facts = replace(facts, visible=replace(facts.visible, cuda_visible_devices=""))
+    finding = run_check("CD104", facts)
+    assert finding.status is Status.FAIL
+    assert finding.remediation.commands == ("@ray.remote(num_gpus=1)",)
+    assert "ray" in finding.evidence["scheduler"]
+
+
+def test_cd104_ray_installed_with_an_index_is_not_ray(h200):
+    facts = _with_packages(h200, _pkg("ray", "2.41.0"))
+    facts = replace(facts, visible=replace(facts.visible, cuda_visible_devices="-1"))
+    finding = run_check("CD104", facts)
+    assert finding.status is Status.FAIL and "unset CUDA_VISIBLE_DEVICES" in finding.remediation.commands
+
+
+def test_cd104_slurm_fix_is_gres(h200):
+    facts = with_env(h200, SLURM_JOB_ID="4242")
+    facts = replace(facts, visible=replace(facts.visible, cuda_visible_devices="3"))
+    finding = run_check("CD104", facts)
+    assert finding.status is Status.FAIL
+    assert any("--gres=gpu:" in c for c in finding.remediation.commands)
+    assert not any("unset" in c for c in finding.remediation.commands)
+
+
+def test_cd104_kubernetes_fix_is_the_resource_limit(h200):
+    facts = replace(h200, host=replace(h200.host, container=None))
+    facts = with_env(facts, KUBERNETES_SERVICE_HOST="10.0.0.1")
+    facts = replace(facts, visible=replace(facts.visible, cuda_visible_devices=""))
+    finding = run_check("CD104", facts)
+    assert finding.status is Status.FAIL
+    assert "nvidia.com/gpu" in finding.remediation.commands[0]
+
+
+def test_cd104_counts_gpus_from_device_nodes(h200):
+    """No NVML and no /proc: the /dev/nvidiaN nodes still say how many GPUs there are (issue #16 k)."""
+    nodes = ("/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm")
+    facts = replace(h200, gpus=(), visible=VisibleDevices(cuda_visible_devices="1", device_nodes=nodes))
+    assert run_check("CD104", facts).status is Status.OK
+    facts = replace(facts, visible=replace(facts.visible, cuda_visible_devices="2"))
+    finding = run_check("CD104", facts)
+    assert finding.status is Status.FAIL and finding.evidence["GPUs present"] == "2"
+
+
+def test_cd104_control_nodes_alone_are_no_gpu(h200):
+    nodes = ("/dev/nvidiactl", "/dev/nvidia-uvm")
+    facts = replace(h200, gpus=(), visible=VisibleDevices(cuda_visible_devices="", device_nodes=nodes))
+    assert run_check("CD104", facts).status is Status.NOT_APPLICABLE
+
+
+def test_cd104_gpu_probe_crashed_cannot_judge(h200):
+    from cudadoctor.facts.model import ProbeError
+
+    crash = ProbeError("gpus", "probe crashed: OSError", crashed=True)
+    facts = replace(h200, gpus=(), visible=VisibleDevices(cuda_visible_devices=""), errors=(crash,))
+    finding = run_check("CD104", facts)
+    assert finding.status is Status.UNKNOWN and "could not read gpus" in finding.reason
+
+
+@pytest.mark.parametrize(
+    ("env", "packages", "value", "expected"),
+    [
+        ({"SLURM_JOB_ID": "7"}, {"ray": 1}, "", "slurm"),
+        ({"RAY_ADDRESS": "auto"}, {}, "0", "ray"),
+        ({}, {"ray": 1}, "", "ray"),
+        ({}, {"ray": 1}, "0", None),
+        ({"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, {}, "", "kubernetes"),
+        ({}, {}, "", None),
+    ],
+)
+def test_detect_scheduler(env, packages, value, expected):
+    from cudadoctor.rules.scheduler import detect_scheduler
+
+    found = detect_scheduler(env, packages, value)
+    assert (found.name if found else None) == expected
+
+
+def test_detect_kubernetes_from_the_container_probe():
+    from cudadoctor.rules.scheduler import detect_scheduler
+
+    found = detect_scheduler({}, {}, "", ("KUBERNETES_SERVICE_HOST",))
+    assert found is not None and found.name == "kubernetes"

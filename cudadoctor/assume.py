@@ -73,6 +73,7 @@ def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence
                 cuda_api=cuda_api,
                 readings=(reading, *(old.readings if old else ())),
                 libcuda_files=old.libcuda_files if old else (),
+                resolved_libcuda=old.resolved_libcuda if old else (),
             ),
         )
     if gpus:

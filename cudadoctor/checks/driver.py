@@ -29,7 +29,9 @@ from cudadoctor.facts.derive import (
     forward_compat,
     frameworks_by_cuda_major,
     gpu_segments,
+    host_driver_version,
     loaded_libcuda,
+    picked_libcuda,
 )
 from cudadoctor.facts.model import (
     DriverInfo,
@@ -212,11 +214,25 @@ def _live_mismatch(driver: DriverInfo, facts) -> Problem | None:  # type: ignore
     )
 
 
+_CONF = ("ld.so.cache", "ld.so.conf")
+
+
+def _drop_commands(host: HostInfo, drop: set[str], via: str) -> tuple[str, ...]:
+    """Commands that take ``drop`` off the loader's path: LD_LIBRARY_PATH, or ld.so.conf and its cache."""
+    if via in _CONF:
+        # ldconfig rebuilds /etc/ld.so.cache from ld.so.conf (ldconfig(8)).
+        edits = " ".join(f"-e '\\#^{d}/*$#d'" for d in sorted(drop))
+        return (f"sed -i {edits} /etc/ld.so.conf /etc/ld.so.conf.d/*.conf && ldconfig",)
+    return _unset_or_export(host, drop)
+
+
 class CD102(Check):
     """No cuda-compat libcuda older than the kernel module is on the loader's search path.
 
     What it checks: libcuda copies from a cuda-compat package (…/cuda-X.Y/compat/) that the loader
-    would find through LD_LIBRARY_PATH or ld.so.conf, against the kernel module's version.
+    would find through LD_LIBRARY_PATH or ld.so.conf, against the kernel module's version (under
+    --root: the host's, from --assume-driver). Which libcuda.so.1 loads is the live answer where there
+    is one, else the loader model's resolution (probes/linkage.py).
 
     Why it matters: forward compatibility only works when the compat libcuda is newer than the
     kernel module. An older one (e.g. the image's 580.95.05 on a host with 580.159.04) makes cuInit
@@ -229,21 +245,21 @@ class CD102(Check):
 
     name = "compat-libcuda-not-older-than-driver"
     category = "driver"
-    live_only = True
 
     def check(self, driver: DriverInfo, host: HostInfo) -> Problem | None:
-        kernel = driver.kernel_module.version if driver.kernel_module else None
+        on_path = [f for f in driver.libcuda_files if f.kind == "compat" and f.on_search_path]
+        kernel = host_driver_version(driver)
         if kernel is None:
+            if on_path:
+                raise CannotJudge(f"a cuda-compat libcuda ({on_path[0].path}) is on the loader's path but the "
+                                  "host's kernel module version is unknown (pass --assume-driver)")  # fmt: skip
             return None
-        stale = [
-            f
-            for f in driver.libcuda_files
-            if f.kind == "compat" and f.on_search_path and f.version and f.version <= kernel
-        ]
+        stale = [f for f in on_path if f.version and f.version <= kernel]
         if not stale:
             return None
-        loaded = loaded_libcuda(driver)
-        picked = loaded is not None and loaded.kind == "compat"
+        picked = picked_libcuda(driver)
+        first = next((f for f in stale if picked and f.path == picked[0].path), stale[0])
+        loads = picked is not None and picked[0].path == first.path
         # LD_LIBRARY_PATH may name the directory through a link (/usr/local/cuda/compat for the
         # file's real /usr/local/cuda-13.0/compat), so every */compat entry goes.
         drop = {posixpath.dirname(f.path) for f in stale} | {
@@ -251,15 +267,15 @@ class CD102(Check):
             for d in _ld_library_path(host)
             if posixpath.basename(posixpath.normpath(d)) == "compat"
         }
-        first = stale[0]
+        via = _resolved_via(driver, first.path)
         evidence = {
             "kernel module": str(kernel),
             "compat libcuda": f"{first.version} at {first.path}",
-            "loader picks": driver.loaded_libcuda or "unknown",
+            "loader picks": f"{picked[0].path} ({picked[1]})" if picked else "unknown",
         }
         how = (
             "the loader picks it first, so cuInit will fail with error 803"
-            if picked
+            if loads
             else ("it is on the search path; if it comes first, cuInit fails with error 803")
         )
         return Problem(
@@ -268,53 +284,64 @@ class CD102(Check):
             Remediation(
                 "Remove the compat directory from the loader's search path; the installed driver already "
                 "provides this CUDA version.",
-                _unset_or_export(host, drop),
+                _drop_commands(host, drop if via not in _CONF else {posixpath.dirname(first.path)}, via),
             ),
-            status=Status.FAIL if picked else Status.WARN,
+            status=Status.FAIL if loads else Status.WARN,
         )
+
+
+def _resolved_via(driver: DriverInfo, real: str) -> str:
+    """How the loader model reaches ``real`` (``LD_LIBRARY_PATH``, ``ld.so.cache`` …); empty when it does not."""
+    return next((h.via for h in driver.resolved_libcuda if h.real == real), "")
 
 
 class CD103(Check):
     """The loader picks the real libcuda, not the toolkit's link-time stub.
 
-    What it checks: whether the libcuda the loader picks answers CUDA_ERROR_STUB_LIBRARY (34) or
-    lives in a ``stubs`` directory, and whether a ``stubs`` directory is on LD_LIBRARY_PATH.
+    What it checks: whether the libcuda the loader picks for ``libcuda.so.1`` answers
+    CUDA_ERROR_STUB_LIBRARY (34) or lives in a ``stubs`` directory (the live answer first, else the
+    loader model), whether ``libcuda.so`` — the name numba, warp and other loaders ``dlopen`` — resolves
+    to a stub, and whether a ``stubs`` directory is on LD_LIBRARY_PATH.
 
     Why it matters: the toolkit's lib64/stubs/libcuda.so only satisfies the linker. Loaded at run
     time it makes every CUDA call fail with "CUDA driver is a stub library" (error 34).
 
-    How to fix: remove the stubs directory from LD_LIBRARY_PATH. Stubs belong in LIBRARY_PATH (link
-    time), which is where the nvidia/cuda images put them.
+    How to fix: remove the stubs directory from LD_LIBRARY_PATH (or ld.so.conf). Stubs belong in
+    LIBRARY_PATH (link time), which is where the nvidia/cuda images put them.
     """
 
     name = "no-stub-libcuda"
     category = "driver"
-    live_only = True
 
     def check(self, driver: DriverInfo, host: HostInfo) -> Problem | None:
         stub_reading = any("STUB_LIBRARY" in (r.detail or "") for r in driver.readings)
-        loaded = loaded_libcuda(driver)
-        ld_path = ":".join(_ld_library_path(host))
+        picks = {name: picked_libcuda(driver, name) for name in ("libcuda.so.1", "libcuda.so")}
+        stubs = {name: hit for name, hit in picks.items() if hit is not None and hit[0].kind == "stub"}
         stub_dirs = {posixpath.normpath(p) for p in _ld_library_path(host) if re.search(r"/stubs/?$", p)}
-        picked = stub_reading or (loaded is not None and loaded.kind == "stub")
-        if loaded is not None and picked:
-            stub_dirs.add(posixpath.dirname(loaded.path))
-        if not picked and not stub_dirs:
+        stub_dirs |= {posixpath.dirname(hit[0].path) for hit in stubs.values()}
+        if stub_reading and driver.loaded_libcuda:
+            stub_dirs.add(posixpath.dirname(driver.loaded_libcuda))
+        if not stub_reading and not stub_dirs:
             return None
-        evidence = {"loader picks": driver.loaded_libcuda or "unknown", "LD_LIBRARY_PATH": ld_path or "(unset)"}
-        message = (
-            f"the loader picks a stub libcuda ({driver.loaded_libcuda}): every CUDA call will fail with error 34"
-            if picked
-            else f"a stubs directory is on LD_LIBRARY_PATH ({', '.join(sorted(stub_dirs))}); stubs are for linking only"
-        )
+        evidence = {name: f"{hit[0].path} ({hit[1]})" if hit else "not found" for name, hit in picks.items()}
+        evidence["LD_LIBRARY_PATH"] = ":".join(_ld_library_path(host)) or "(unset)"
+        if stub_reading or "libcuda.so.1" in stubs:
+            message = "the loader picks a stub libcuda for libcuda.so.1: every CUDA call will fail with error 34"
+        elif stubs:
+            message = ("libcuda.so resolves to the toolkit's stub: programs that dlopen that name (numba, warp, …) "
+                       "get CUDA error 34 (CUDA driver is a stub library)")  # fmt: skip
+        else:
+            dirs = ", ".join(sorted(stub_dirs))
+            message = f"a stubs directory is on LD_LIBRARY_PATH ({dirs}); stubs are for linking only"
+        via = next((_resolved_via(driver, hit[0].path) for hit in stubs.values()), "LD_LIBRARY_PATH")
         return Problem(
             message,
             evidence,
             Remediation(
-                "Remove the stubs directory from LD_LIBRARY_PATH (keep it in LIBRARY_PATH for linking).",
-                _unset_or_export(host, stub_dirs),
+                "Remove the stubs directory from the loader's path (keep it in LIBRARY_PATH for linking).",
+                _drop_commands(host, stub_dirs, via),
             ),
-            status=Status.FAIL if picked else Status.WARN,
+            status=Status.FAIL if stub_reading or stubs else Status.WARN,
         )
 
 
@@ -789,24 +816,42 @@ class CD105(Check):
 
     name = "forward-compat-on-supported-gpu"
     category = "driver"
-    live_only = True
 
-    def check(self, driver: DriverInfo, gpus: tuple[GpuInfo, ...]) -> Problem | None:
-        loaded = loaded_libcuda(driver)
-        kernel = driver.kernel_module.version if driver.kernel_module else None
-        if loaded is None or loaded.kind != "compat" or loaded.version is None or kernel is None:
+    def check(self, driver: DriverInfo, host: HostInfo, gpus: tuple[GpuInfo, ...] = ()) -> Problem | None:
+        picked = picked_libcuda(driver)
+        loaded = picked[0] if picked else None
+        kernel = host_driver_version(driver)
+        if loaded is None or loaded.kind != "compat":
             return None
+        if loaded.version is None or kernel is None:
+            missing = (
+                "its version is unknown"
+                if loaded.version is None
+                else "the host's kernel module version is unknown (pass --assume-driver)"
+            )
+            raise CannotJudge(f"the loader picks a cuda-compat libcuda ({loaded.path}) but {missing}")
         if loaded.version <= kernel:
             return None  # not forward compatibility (CD102 judges an older copy)
+        if not gpus:
+            raise CannotJudge("forward compatibility is in effect but the GPUs are unknown (pass --assume-gpu)")
         segments = gpu_segments(gpus)
         consumer = [
             g for g, (name, seg) in zip(gpus, segments, strict=True) if forward_compat_on_gpu(name, seg).is_problem
         ]
         if not consumer:
             return None
+        via = _resolved_via(driver, loaded.path)
+        drop = {posixpath.dirname(loaded.path)} | {
+            posixpath.normpath(d)
+            for d in _ld_library_path(host)
+            if posixpath.basename(posixpath.normpath(d)) == "compat"
+        }
         return Problem(
             f"the loader picks cuda-compat libcuda {loaded.version} (forward compatibility over driver {kernel}), "
             f"which GeForce GPUs do not support ({', '.join(g.name for g in consumer)}): cuInit fails with 804",
-            {"compat libcuda": loaded.path, "GPU": consumer[0].name},
-            Remediation("Remove the compat directory from the loader's path and upgrade the driver instead.", ()),
+            {"compat libcuda": loaded.path, "known from": picked[1] if picked else "", "GPU": consumer[0].name},
+            Remediation(
+                "Remove the compat directory from the loader's path and upgrade the driver instead.",
+                _drop_commands(host, drop, via),
+            ),
         )

@@ -16,6 +16,7 @@ from packaging.version import Version
 
 from cudadoctor.facts.model import (
     DriverInfo,
+    DriverVersion,
     Facts,
     GpuInfo,
     HostInfo,
@@ -82,6 +83,35 @@ def loaded_libcuda(driver: DriverInfo) -> LibcudaFile | None:
         "compat" if "/compat/" in driver.loaded_libcuda else "stub" if "/stubs/" in driver.loaded_libcuda else "driver"
     )
     return LibcudaFile(path=driver.loaded_libcuda, version=None, kind=kind)
+
+
+def _file_for(driver: DriverInfo, real: str) -> LibcudaFile:
+    for f in driver.libcuda_files:
+        if f.path == real:
+            return f
+    kind = "compat" if "/compat/" in real else "stub" if "/stubs/" in real else "driver"
+    return LibcudaFile(path=real, version=None, kind=kind)
+
+
+def picked_libcuda(driver: DriverInfo, soname: str = "libcuda.so.1") -> tuple[LibcudaFile, str] | None:
+    """(the libcuda file a program asking for ``soname`` gets, how that is known).
+
+    The live answer (``cuDriverGetVersion`` through ``libcuda.so.1``) comes first; otherwise the loader
+    model's resolution (probes/linkage.py), which also works under --root. None when neither knows.
+    """
+    if soname == "libcuda.so.1":
+        loaded = loaded_libcuda(driver)
+        if loaded is not None:
+            return loaded, "cuDriverGetVersion"
+    for hit in driver.resolved_libcuda:
+        if hit.soname == soname:
+            return _file_for(driver, hit.real), f"loader model: {hit.path} via {hit.via}"
+    return None
+
+
+def host_driver_version(driver: DriverInfo) -> DriverVersion | None:
+    """The kernel module's version, else the agreed or assumed (--assume-driver) driver version."""
+    return driver.kernel_module.version if driver.kernel_module else driver.version
 
 
 def frameworks_by_cuda_major(packages: dict[str, InstalledPackage]) -> dict[int, list[InstalledPackage]]:

@@ -57,6 +57,7 @@ __all__ = [
     "InstalledPackage",
     "KernelModule",
     "LibcudaFile",
+    "LibcudaResolution",
     "LibraryCopy",
     "LinkedFile",
     "LoadedLibrary",
@@ -180,6 +181,16 @@ class LibcudaFile:
 
 
 @dataclass(frozen=True)
+class LibcudaResolution:
+    """Where the loader model (probes/linkage.py) finds a libcuda name, without loading anything."""
+
+    soname: str  #: ``libcuda.so.1`` (what cudart and ``-lcuda`` binaries ask for) or ``libcuda.so``
+    path: str  #: the name the loader opens
+    real: str  #: the file it reaches
+    via: str  #: ``LD_PRELOAD``, ``LD_LIBRARY_PATH``, ``ld.so.cache``, ``ld.so.conf`` or ``default``
+
+
+@dataclass(frozen=True)
 class DriverInfo:
     """The NVIDIA driver, as every source saw it."""
 
@@ -193,6 +204,9 @@ class DriverInfo:
     #: The libcuda the dynamic loader picked when asked for ``libcuda.so.1``, with its path.
     loaded_libcuda: str | None = None
     wsl: bool = False
+    #: ``libcuda.so.1`` and ``libcuda.so`` as the loader model resolves them (live and under --root);
+    #: the live answer (``loaded_libcuda``) comes first where both exist.
+    resolved_libcuda: tuple[LibcudaResolution, ...] = ()
 
 
 # --- GPUs -----------------------------------------------------------------------------------------

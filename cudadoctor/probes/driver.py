@@ -29,10 +29,12 @@ from cudadoctor.facts.model import (
     DriverVersion,
     KernelModule,
     LibcudaFile,
+    LibcudaResolution,
     Source,
     SourceKind,
 )
 from cudadoctor.probes.context import ProbeContext
+from cudadoctor.probes.linkage import resolve_plain
 from cudadoctor.probes.loader import search_dirs, soname_version
 from cudadoctor.probes.native import LibcudaResult, NvmlResult, decode_cuda_version
 
@@ -485,7 +487,28 @@ def probe_driver(ctx: ProbeContext) -> DriverInfo | None:
         libcuda_files=libcuda_files,
         loaded_libcuda=found.loaded,
         wsl=wsl,
+        resolved_libcuda=resolve_libcuda(ctx),
     )
+
+
+def resolve_libcuda(ctx: ProbeContext) -> tuple[LibcudaResolution, ...]:
+    """``libcuda.so.1`` and ``libcuda.so`` as ld.so would find them, each when found.
+
+    Both names matter: cudart and binaries linked with ``-lcuda`` ask for ``libcuda.so.1`` (the
+    driver's SONAME), while numba, warp and others ``dlopen("libcuda.so")``, the name the toolkit's
+    ``lib64/stubs`` holds (https://docs.nvidia.com/cuda/cuda-installation-guide-linux/).
+    """
+    resolved: list[LibcudaResolution] = []
+    for soname in ("libcuda.so.1", "libcuda.so"):
+        hit = resolve_plain(ctx, soname)
+        if hit is None:
+            continue
+        try:
+            real = ctx.fs.resolve(hit[0])
+        except OSError:
+            real = hit[0]
+        resolved.append(LibcudaResolution(soname, hit[0], real, hit[1]))
+    return tuple(resolved)
 
 
 def _cuda_api(value: int | None) -> Version | None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from packaging.version import InvalidVersion, Version
 
@@ -33,7 +33,7 @@ from cudadoctor.probes import ldcache, loader, scancache
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.elf import ElfDynamic
 
-__all__ = ["CUDA_SONAME", "cuda_soname", "expand_origin", "probe_loader_view", "resolve"]
+__all__ = ["CUDA_SONAME", "cuda_soname", "expand_origin", "probe_loader_view", "resolve", "resolve_plain"]
 
 #: The CUDA libraries whose copies are resolved: the CUDA runtime and math libraries, cuDNN (with
 #: its sub-libraries), NCCL, nvJitLink, NVRTC, CUPTI and TensorRT's libnvinfer / libmyelin.
@@ -86,7 +86,8 @@ class _Search:
     machine: str
 
 
-def _search(ctx: ProbeContext, versions: _Versions) -> tuple[_Search, str]:
+def _plain_search(ctx: ProbeContext) -> tuple[_Search, str]:
+    """The search of a needer without RPATH/RUNPATH, LD_PRELOAD aside, and where the cache came from."""
     cache: tuple[ldcache.CacheEntry, ...] | None = None
     try:
         cache = ldcache.parse_ld_so_cache(ctx.fs.read_bytes("/etc/ld.so.cache", 32 << 20))
@@ -97,8 +98,29 @@ def _search(ctx: ProbeContext, versions: _Versions) -> tuple[_Search, str]:
         note = (note or "/etc/ld.so.cache is not a glibc-ld.so.cache1.1 file") + (
             "; the directories of /etc/ld.so.conf stand in for it"
         )
-    partial = _Search({}, loader.ld_library_path(ctx.env.get("LD_LIBRARY_PATH")), cache,
-                      tuple(loader.conf_dirs(ctx)), loader.default_dirs(ctx.machine), ctx.machine)  # fmt: skip
+    search = _Search({}, loader.ld_library_path(ctx.env.get("LD_LIBRARY_PATH")), cache,
+                     tuple(loader.conf_dirs(ctx)), loader.default_dirs(ctx.machine), ctx.machine)  # fmt: skip
+    return search, note
+
+
+def resolve_plain(ctx: ProbeContext, soname: str) -> tuple[str, str] | None:
+    """(path, via) of the copy ld.so loads when a program with no RPATH/RUNPATH of its own asks for
+    ``soname`` (cudart's ``dlopen("libcuda.so.1")``, numba's ``dlopen("libcuda.so")``); None when none.
+
+    A file named in ``LD_PRELOAD`` whose name starts with the soname's stem is already loaded, so it wins.
+    """
+    stem = soname.split(".so", 1)[0] + ".so"
+    for entry in re.split(r"[\s:]+", ctx.env.get("LD_PRELOAD", "")):
+        if "/" in entry and posixpath.basename(entry).startswith(stem) and ctx.fs.is_file(entry):
+            return entry, "LD_PRELOAD"
+    search, _note = _plain_search(ctx)
+    dirs = [(posixpath.normpath(d), "LD_LIBRARY_PATH") for d in search.ld_library_path]
+    found = _candidates(ctx, search, soname, dirs)
+    return found[0] if found else None
+
+
+def _search(ctx: ProbeContext, versions: _Versions) -> tuple[_Search, str]:
+    partial, note = _plain_search(ctx)
     preloaded: dict[str, LinkedFile] = {}
     for entry in re.split(r"[\s:]+", ctx.env.get("LD_PRELOAD", "")):
         parsed = cuda_soname(entry) if entry else None
@@ -107,7 +129,7 @@ def _search(ctx: ProbeContext, versions: _Versions) -> tuple[_Search, str]:
         path = entry if "/" in entry else _first(ctx, partial, entry, ())
         if path is not None and ctx.fs.is_file(path):
             preloaded.setdefault(parsed[1], versions.file(path, "LD_PRELOAD"))
-    return _Search(preloaded, partial.ld_library_path, cache, partial.conf_dirs, partial.defaults, ctx.machine), note
+    return replace(partial, preloaded=preloaded), note
 
 
 def _order(search: _Search, dyn: ElfDynamic, origin: str) -> list[tuple[str, str]]:

@@ -601,4 +601,29 @@ def build(case: dict[str, Any]) -> Replay:
     _packages(replay, env, site)
     for name, value in env.get("env", {}).items():
         replay.env[str(name)] = str(value)
+    _compat_answer(replay, env)
     return replay
+
+
+def _compat_answer(replay: Replay, env: dict[str, Any]) -> None:
+    """The live ``cuDriverGetVersion`` answer through a cuda-compat libcuda.so.1 that LD_LIBRARY_PATH
+    reaches first, as on the real machine (the call needs no cuInit, so it answers even where cuInit
+    fails with 803 or 804)."""
+    result = replay.native.libcuda_result
+    if result.path is None or result.returncode != 0:
+        return
+    toolkits = [tk for tk in env.get("toolkits", []) if tk.get("compat_driver")]
+    compat = {str(tk.get("path") or ""): str(tk["compat_driver"]) for tk in toolkits}
+    for directory in replay.env.get("LD_LIBRARY_PATH", "").split(":"):
+        real = directory.rstrip("/")
+        for link, target in replay.links.items():  # /usr/local/cuda -> cuda-X.Y
+            if real == link or real.startswith(link + "/"):
+                real = target + real[len(link):] if target.startswith("/") else real
+        root = real[: -len("/compat")] if real.endswith("/compat") else None
+        if root in compat:
+            version = compat[root]
+            replay.native = FakeNative(replay.native.nvml_result, LibcudaResult(
+                path=f"{root}/compat/libcuda.so.{version}", returncode=0, version=_cuda_api(version)))
+            return
+        if f"{real}/libcuda.so.1" in replay.links:
+            return  # the driver's own copy comes first

@@ -485,7 +485,13 @@ def probe_driver(ctx: ProbeContext) -> DriverInfo | None:
         libcuda_files=libcuda_files,
         loaded_libcuda=found.loaded,
         wsl=wsl,
+        wsl_libraries=_wsl_libraries(ctx),
     )
+
+
+def _wsl_libraries(ctx: ProbeContext) -> tuple[str, ...]:
+    """The file names in /usr/lib/wsl/lib (a few dozen on a real WSL2 system; bounded against odd trees)."""
+    return tuple(posixpath.basename(p) for p in ctx.fs.glob(_WSL_LIB, "*")[:1000])
 
 
 def _cuda_api(value: int | None) -> Version | None:

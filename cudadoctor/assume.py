@@ -7,6 +7,7 @@ cudadoctor treats them like probed facts. A flag overrides the probed fact.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -17,7 +18,19 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import InvalidValue
 from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, Facts, GpuInfo, Source, SourceKind
 
-__all__ = ["apply_assumptions", "parse_driver_version", "resolve_driver"]
+__all__ = ["apply_assumptions", "parse_driver_version", "resolve_driver", "split_mig_profile"]
+
+#: A MIG profile as nvidia-smi names it after the GPU ("A100-SXM4-80GB MIG 3g.40gb", "H100 MIG 1g.10gb+me";
+#: the MIG user guide's profile names, https://docs.nvidia.com/datacenter/tesla/mig-user-guide/).
+_MIG_PROFILE = re.compile(r"^(?P<gpu>.+?)[\s-]+MIG[\s-]+(?P<profile>\d+g\.\d+gb(?:\+\w+)?)$", re.IGNORECASE)
+
+
+def split_mig_profile(spec: str) -> tuple[str, str | None]:
+    """``"A100-SXM4-80GB MIG 3g.40gb"`` -> (``"A100-SXM4-80GB"``, ``"3g.40gb"``); no profile -> (spec, None)."""
+    match = _MIG_PROFILE.match(spec.strip())
+    if match is None:
+        return spec, None
+    return match.group("gpu"), match.group("profile").lower()
 
 
 def parse_driver_version(text: str) -> DriverVersion:
@@ -59,9 +72,7 @@ def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence
         version, assumption = resolve_driver(driver, matrix)
         # The CUDA version a driver supports comes from the release notes' driver table in compat/.
         cuda_api = matrix.cuda_for_driver(version)
-        detail = "; ".join(
-            d for d in (assumption, "CUDA version from compat/cuda.toml" if cuda_api else None) if d
-        )
+        detail = "; ".join(d for d in (assumption, "CUDA version from compat/cuda.toml" if cuda_api else None) if d)
         reading = DriverReading(
             Source(SourceKind.ASSUMED, "--assume-driver"), version=version, cuda_api=cuda_api, detail=detail or None
         )
@@ -80,16 +91,20 @@ def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence
         table = gpu_models.load_models()
         assumed: list[GpuInfo] = []
         for index, spec in enumerate(gpus):
+            gpu, profile = split_mig_profile(spec)
             try:
-                model = gpu_models.parse_gpu_spec(spec, table)
+                model = gpu_models.parse_gpu_spec(gpu, table)
             except ValueError as exc:
                 raise InvalidValue(spec, str(exc)) from None
+            # A MIG profile: the process gets one MIG device of that GPU, as CUDA_VISIBLE_DEVICES=MIG-<uuid> gives it.
             assumed.append(
                 GpuInfo(
                     index=index,
                     name=model.name,
                     compute_capability=model.compute_capability,
                     source=Source(SourceKind.ASSUMED, f"--assume-gpu {spec}"),
+                    mig_mode="Enabled" if profile else None,
+                    mig_devices=1 if profile else None,
                 )
             )
         facts = replace(facts, gpus=tuple(assumed))

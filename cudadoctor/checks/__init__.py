@@ -32,8 +32,10 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     libraries,
     loader,
     meta,
+    mig,
     packages,
     runtime,
+    wsl,
 )
 from cudadoctor.checks._base import Check
 from cudadoctor.errors import UsageError

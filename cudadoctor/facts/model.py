@@ -207,6 +207,8 @@ class DriverInfo:
     #: ``libcuda.so.1`` and ``libcuda.so`` as the loader model resolves them (live and under --root);
     #: the live answer (``loaded_libcuda``) comes first where both exist.
     resolved_libcuda: tuple[LibcudaResolution, ...] = ()
+    #: the file names in /usr/lib/wsl/lib, the WSL2 driver store as this system (or container) maps it
+    wsl_libraries: tuple[str, ...] = ()
 
 
 # --- GPUs -----------------------------------------------------------------------------------------
@@ -224,6 +226,8 @@ class GpuInfo:
     mig_mode: str | None = None  #: ``Enabled`` / ``Disabled`` / None when not reported
     pci_bus_id: str | None = None
     brand: str | None = None  #: NVML brand (``Tesla``, ``GeForce`` …) when known
+    #: MIG devices on this GPU that the process may use (NVML); None when MIG is off or not reported
+    mig_devices: int | None = None
     #: where the compute capability came from when it differs from ``source`` (the compat/ GPU table)
     compute_capability_source: Source | None = None
 

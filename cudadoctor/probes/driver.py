@@ -488,6 +488,7 @@ def probe_driver(ctx: ProbeContext) -> DriverInfo | None:
         loaded_libcuda=found.loaded,
         wsl=wsl,
         resolved_libcuda=resolve_libcuda(ctx),
+        wsl_libraries=_wsl_libraries(ctx),
     )
 
 
@@ -509,6 +510,11 @@ def resolve_libcuda(ctx: ProbeContext) -> tuple[LibcudaResolution, ...]:
             real = hit[0]
         resolved.append(LibcudaResolution(soname, hit[0], real, hit[1]))
     return tuple(resolved)
+
+
+def _wsl_libraries(ctx: ProbeContext) -> tuple[str, ...]:
+    """The file names in /usr/lib/wsl/lib (a few dozen on a real WSL2 system; bounded against odd trees)."""
+    return tuple(posixpath.basename(p) for p in ctx.fs.glob(_WSL_LIB, "*")[:1000])
 
 
 def _cuda_api(value: int | None) -> Version | None:

@@ -7,7 +7,7 @@ capability: that is looked up by model name in ``compat/gpus.toml``
 (:mod:`cudadoctor.gpu_models`). No UUID or serial number is ever read or kept.
 
 A GPU with MIG enabled appears once in NVML's list, with ``mig_mode`` "Enabled"; its MIG
-instances are not listed here.
+devices are counted (``mig_devices``), never listed: their UUIDs are not kept.
 """
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ def _from_nvml(ctx: ProbeContext, nvml: NvmlResult) -> tuple[GpuInfo, ...]:
                 mig_mode=device.mig_mode,
                 pci_bus_id=device.pci_bus_id,
                 brand=device.brand,
+                mig_devices=device.mig_devices,
                 compute_capability_source=cc_source,
             )
         )

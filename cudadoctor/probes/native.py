@@ -57,6 +57,9 @@ class NvmlDevice:
     mig_mode: str | None = None
     pci_bus_id: str | None = None
     brand: str | None = None
+    #: MIG devices (GPU instance + compute instance) that exist on this GPU and this process may use;
+    #: None when MIG is off or NVML could not say
+    mig_devices: int | None = None
 
 
 @dataclass(frozen=True)
@@ -226,7 +229,28 @@ def _nvml_device(pynvml: object, index: int) -> NvmlDevice:
         bus = _text(nv.nvmlDeviceGetPciInfo(handle).busId)  # type: ignore[attr-defined]
     with contextlib.suppress(Exception):
         brand = _BRANDS.get(int(nv.nvmlDeviceGetBrand(handle)), "Unknown")  # type: ignore[attr-defined]
-    return NvmlDevice(index, name, cc, memory, mig, bus, brand)
+    migs = _mig_device_count(nv, handle) if mig == "Enabled" else None
+    return NvmlDevice(index, name, cc, memory, mig, bus, brand, migs)
+
+
+def _mig_device_count(nv: object, handle: object) -> int | None:
+    """How many MIG devices of a MIG-enabled GPU NVML shows this process, None when it cannot say.
+
+    nvmlDeviceGetMaxMigDeviceCount gives the slots; nvmlDeviceGetMigDeviceHandleByIndex answers
+    NVML_ERROR_NOT_FOUND for an empty slot (nvml.h, "MIG device management";
+    https://docs.nvidia.com/deploy/nvml-api/group__nvmlMultiInstanceGPU.html). In a container NVML shows
+    only the MIG devices whose capabilities the runtime mounted.
+    """
+    try:
+        slots = int(nv.nvmlDeviceGetMaxMigDeviceCount(handle))  # type: ignore[attr-defined]
+    except Exception:
+        return None
+    found = 0
+    for slot in range(max(0, min(slots, 64))):
+        with contextlib.suppress(Exception):
+            nv.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)  # type: ignore[attr-defined]
+            found += 1
+    return found
 
 
 def _query_libcuda() -> LibcudaResult:

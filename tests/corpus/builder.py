@@ -211,8 +211,13 @@ def _gpu_devices(env: dict[str, Any]) -> tuple[NvmlDevice, ...]:
     for index, gpu in enumerate(env.get("gpus", [])):
         model = lookup(str(gpu["name"]), models)
         cc = model.compute_capability if model else None
-        mig = "Enabled" if gpu.get("mig") else "Disabled"
-        devices.append(NvmlDevice(index, str(gpu["name"]), cc, None, mig, f"00000000:{index + 1:02x}:00.0", None))
+        # `mig = [profiles]` declares MIG mode on, with those MIG devices visible to the process
+        # (`mig = []`: MIG on, none created or assigned); NVML counts them per GPU.
+        declared = gpu.get("mig")
+        mig = "Enabled" if declared is not None else "Disabled"
+        count = len(declared) if declared is not None else None
+        bus = f"00000000:{index + 1:02x}:00.0"
+        devices.append(NvmlDevice(index, str(gpu["name"]), cc, None, mig, bus, None, count))
     return tuple(devices)
 
 
@@ -229,7 +234,8 @@ def _driver(replay: Replay, env: dict[str, Any]) -> None:
     if container == "wsl2" or driver.get("windows"):
         # WSL2, or a container on a WSL2 host: no kernel module in /proc, the GPU through /dev/dxg and
         # the driver store the NVIDIA Container Toolkit mounts at /usr/lib/wsl/lib.
-        _wsl_driver(replay, str(driver.get("windows", version)), gpus)
+        windows = str(driver.get("windows", version))
+        _wsl_driver(replay, windows, gpus, _maps_dxgdmal(windows, container, driver.get("container_toolkit")))
         return
     flavor = str(driver.get("flavor", "proprietary"))
     replay.files["/proc/driver/nvidia/version"] = _proc_version(version, flavor, replay.machine)
@@ -258,8 +264,20 @@ def _driver(replay: Replay, env: dict[str, Any]) -> None:
     replay.native = FakeNative(nvml, LibcudaResult(path=f"{lib}/libcuda.so.{userspace}", returncode=0, version=api))
 
 
-def _wsl_driver(replay: Replay, windows: str, gpus: tuple[NvmlDevice, ...]) -> None:
-    for name in ("libcuda.so", "libcuda.so.1", "libcuda.so.1.1", "libnvidia-ml.so.1", "libdxcore.so"):
+def _maps_dxgdmal(windows: str, container: str, toolkit: object) -> bool:
+    """Whether /usr/lib/wsl/lib holds libnvdxgdmal.so.1: Windows drivers 555+ ship it; a container gets it only
+    from NVIDIA Container Toolkit 1.14.4 or newer (`[env.driver] container_toolkit`, when the case states one;
+    https://github.com/NVIDIA/nvidia-container-toolkit/issues/520)."""
+    if int(_major(windows)) < 555:
+        return False
+    if container == "wsl2" or toolkit is None:
+        return True
+    return Version_tuple(str(toolkit)) >= (1, 14, 4)
+
+
+def _wsl_driver(replay: Replay, windows: str, gpus: tuple[NvmlDevice, ...], dxgdmal: bool = False) -> None:
+    names = ["libcuda.so", "libcuda.so.1", "libcuda.so.1.1", "libnvidia-ml.so.1", "libdxcore.so"]
+    for name in names + (["libnvdxgdmal.so.1"] if dxgdmal else []):
         replay.files[f"/usr/lib/wsl/lib/{name}"] = ""
     replay.files["/dev/dxg"] = ""
     api = _cuda_api(windows)

@@ -1,0 +1,100 @@
+"""CD132 (libcuda copies in the WSL2 driver store) and CD134 (libnvdxgdmal.so.1 in a container on a 555+
+Windows driver), on the real H200 capture turned into a WSL2 machine one fact at a time."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cudadoctor.checks.findings import Status
+from cudadoctor.facts.model import ContainerInfo, DriverVersion, Facts, LibcudaFile
+from cudadoctor.testing import run_check
+
+_STORE = ("libcuda.so", "libcuda.so.1", "libcuda.so.1.1", "libdxcore.so", "libnvidia-ml.so.1")
+
+
+def _wsl(facts: Facts, *, copies: bool = True, driver: str = "560.94", store: tuple[str, ...] = _STORE,
+         container: bool = False, searched: bool = True) -> Facts:  # fmt: skip
+    """A WSL2 machine: the driver store with libcuda copies (or libcuda.so.1.1 reached through links)."""
+    names = ("libcuda.so", "libcuda.so.1", "libcuda.so.1.1") if copies else ("libcuda.so.1.1",)
+    files = tuple(LibcudaFile(f"/usr/lib/wsl/lib/{n}", None, "wsl", searched) for n in names)
+    drv = replace(facts.driver, version=DriverVersion(driver), kernel_module=None, libcuda_files=files, wsl=True,
+                  wsl_libraries=store)  # fmt: skip
+    markers = ("/.dockerenv",) if container else ()
+    host = replace(facts.host, wsl=True, container=ContainerInfo(container, "docker" if container else None, markers))
+    return replace(facts, driver=drv, host=host)
+
+
+def test_not_wsl_is_not_applicable(h200):
+    assert run_check("CD132", h200).status is Status.NOT_APPLICABLE
+    assert run_check("CD134", h200).status is Status.NOT_APPLICABLE
+
+
+def test_cd132_copies_warn_with_the_mklink_workaround(h200):
+    finding = run_check("CD132", _wsl(h200))
+    assert finding.status is Status.WARN
+    assert "libcuda.so and libcuda.so.1" in finding.message
+    assert finding.remediation is not None and "mklink libcuda.so.1 libcuda.so.1.1" in finding.remediation.commands[0]
+
+
+def test_cd132_links_are_fine(h200):
+    assert run_check("CD132", _wsl(h200, copies=False)).status is Status.OK
+
+
+def test_cd132_cannot_judge_without_a_libcuda_file(h200):
+    facts = _wsl(h200)
+    facts = replace(facts, driver=replace(facts.driver, libcuda_files=()))
+    assert run_check("CD132", facts).status is Status.UNKNOWN
+
+
+def test_cd134_container_on_555_without_dxgdmal_fails(h200):
+    finding = run_check("CD134", _wsl(h200, driver="555.85", container=True))
+    assert finding.status is Status.FAIL
+    assert "libnvdxgdmal.so.1" in finding.message and "1.14.4" in finding.remediation.text  # type: ignore[union-attr]
+    assert "4.31.0" in finding.remediation.text  # type: ignore[union-attr]
+
+
+def test_cd134_container_with_dxgdmal_mapped_is_fine(h200):
+    facts = _wsl(h200, driver="560.94", container=True, store=(*_STORE, "libnvdxgdmal.so.1"))
+    assert run_check("CD134", facts).status is Status.OK
+
+
+def test_cd134_older_driver_or_the_distribution_itself_is_not_applicable(h200):
+    assert run_check("CD134", _wsl(h200, driver="552.22", container=True)).status is Status.NOT_APPLICABLE
+    assert run_check("CD134", _wsl(h200, driver="560.94")).status is Status.NOT_APPLICABLE
+
+
+def test_cd134_cannot_judge_without_the_driver_version(h200):
+    facts = _wsl(h200, container=True)
+    facts = replace(facts, driver=replace(facts.driver, version=None))
+    assert run_check("CD134", facts).status is Status.UNKNOWN
+
+
+# --- CD133 ------------------------------------------------------------------------------------------
+
+
+def test_cd133_driver_store_on_the_search_path_is_fine(h200):
+    assert (
+        run_check("CD133", replace(_wsl(h200), driver=replace(_wsl(h200).driver, loaded_libcuda=None))).status
+        is Status.OK
+    )
+
+
+def test_cd133_driver_store_not_searched_fails_with_ld_wsl_conf(h200):
+    facts = _wsl(h200, searched=False)
+    facts = replace(facts, driver=replace(facts.driver, loaded_libcuda=None))
+    finding = run_check("CD133", facts)
+    assert finding.status is Status.FAIL
+    assert finding.remediation is not None and finding.remediation.commands[-1] == "sudo ldconfig"
+    assert "ld.wsl.conf" in finding.remediation.commands[0]
+
+
+def test_cd133_a_loaded_libcuda_is_found(h200):
+    facts = _wsl(h200, searched=False)
+    facts = replace(facts, driver=replace(facts.driver, loaded_libcuda="/usr/lib/wsl/lib/libcuda.so.1"))
+    assert run_check("CD133", facts).status is Status.OK
+
+
+def test_cd133_container_or_no_libcuda_read(h200):
+    assert run_check("CD133", _wsl(h200, searched=False, container=True)).status is Status.NOT_APPLICABLE
+    facts = _wsl(h200)
+    assert run_check("CD133", replace(facts, driver=replace(facts.driver, libcuda_files=()))).status is Status.UNKNOWN

@@ -30,7 +30,11 @@ def _is_replaceable(path: str) -> bool:
 
 
 def _write_through(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8", errors="replace") as handle:
+    # O_NONBLOCK on open: a FIFO nobody reads fails at once (ENXIO) instead of waiting forever (fifo(7));
+    # the write itself then blocks as any writer's does.
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as handle:
         handle.write(text)
 
 

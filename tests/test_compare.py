@@ -171,3 +171,40 @@ def test_the_nfd_feature_file_of_a_broken_node(tmp_path):
     assert labels["gpu-model"] == "NVIDIA-H200" and "nccl-net-plugin" not in labels
     healthy = feature_file(node_values(H200["facts"]), {"CD210": "warn"})
     assert f"{PREFIX}healthy=true" in healthy.splitlines() and not healthy.startswith("#")
+
+
+# --- regressions from the independent hostile run (issue #14) -------------------------------------------------
+
+
+def test_a_node_that_lost_its_driver_and_gpus_is_named_not_a_pool_of_its_own(tmp_path):
+    """It used to form a "0 x no GPU" pool, its own majority, and the fleet was reported as agreeing."""
+    for i in range(3):
+        _write(str(tmp_path), f"gpu{i}", H200)
+    lost = copy.deepcopy(H200)
+    lost["facts"]["gpus"], lost["facts"]["driver"] = [], None
+    _write(str(tmp_path), "gpu3", lost)
+    result = CliRunner().invoke(app, ["compare", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "GPUs and driver visible: expected yes (majority); differs on gpu3" in result.stdout
+
+
+@pytest.mark.parametrize("field", ["gpus", "nccl", "cudnn"])
+def test_a_wrongly_typed_field_is_no_crash(tmp_path, field):
+    for i in range(3):
+        _write(str(tmp_path), f"n{i}", H200)
+    bad = copy.deepcopy(H200)
+    bad["facts"][field] = 5
+    bad["facts"]["host"]["env"] = 7
+    bad["findings"] = 3
+    _write(str(tmp_path), "bad", bad)
+    result = CliRunner().invoke(app, ["compare", str(tmp_path), "-f", "json"])
+    assert result.exit_code == 1, result.output  # the odd node is named, nothing crashed
+    assert "bad" in json.loads(result.stdout)["outliers"]
+
+
+def test_invisible_characters_do_not_split_a_gpu_model(tmp_path):
+    for i in range(3):
+        _write(str(tmp_path), f"n{i}", H200)
+    _write(str(tmp_path), "odd", _variant(gpu="NVIDIA H200\u200b", driver="470.82.01"))
+    result = CliRunner().invoke(app, ["compare", str(tmp_path), "-f", "json"])
+    assert result.exit_code == 1 and json.loads(result.stdout)["outliers"] == ["odd"]

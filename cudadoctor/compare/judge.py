@@ -98,14 +98,26 @@ def _findings(nodes: Sequence[Node]) -> dict[str, dict[str, tuple[str, ...]]]:
     return {code: {s: tuple(n) for s, n in by.items()} for code, by in sorted(found.items())}
 
 
+def _fleet_pool(nodes: Sequence[Node], baseline: Mapping[str, str | None] | None) -> list[Pool]:
+    """The facts judged across every node before pools (a node without GPUs or driver is an outlier)."""
+    differences = [
+        diff
+        for fact in FACTS
+        if fact.policy is Policy.FLEET and (diff := _difference(fact.key, fact.title, nodes, baseline)) is not None
+    ]
+    return [Pool({"fleet": "every node"}, tuple(n.name for n in nodes), tuple(differences))] if differences else []
+
+
 def judge(nodes: Sequence[Node], baseline: Mapping[str, str | None] | None = None) -> Verdict:
     """Every pool's differences, and the findings of every node aggregated by code."""
     keys = [f.key for f in FACTS if f.policy is Policy.POOL]
-    pools = []
+    pools = _fleet_pool(nodes, baseline)
     for key, members in _pools(nodes).items():
         differences = []
         for fact in FACTS:
-            if fact.policy is Policy.POOL or (fact.key in INFORMATIONAL and not (baseline and fact.key in baseline)):
+            if fact.policy in (Policy.POOL, Policy.FLEET):
+                continue
+            if fact.key in INFORMATIONAL and not (baseline and fact.key in baseline):
                 continue
             diff = _difference(fact.key, fact.title, members, baseline)
             if diff is not None:

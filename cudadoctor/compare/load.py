@@ -58,7 +58,8 @@ def _document(path: str, *, kinds: tuple[str, ...] = _KINDS) -> dict[str, Any]:
 
 def _findings(document: Mapping[str, Any]) -> dict[str, str]:
     found: dict[str, str] = {}
-    for finding in document.get("findings") or ():
+    findings = document.get("findings")
+    for finding in findings if isinstance(findings, list) else ():
         if isinstance(finding, Mapping) and finding.get("status") in _PROBLEMS and isinstance(finding.get("code"), str):
             found[finding["code"]] = str(finding["status"])
     return found

@@ -20,6 +20,8 @@ def exit_code(verdict: Verdict) -> int:
 
 
 def _pool_title(pool: Pool) -> str:
+    if "fleet" in pool.key:
+        return f"all {len(pool.nodes)} node(s)"
     model = pool.key.get("gpu_model") or "no GPU"
     return f"{len(pool.nodes)} node(s) with {pool.key.get('gpu_count')}× {model}, {pool.key.get('mig_layout')}"
 

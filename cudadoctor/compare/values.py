@@ -12,6 +12,7 @@ the whole model: a fleet of 10,000 reports must compare in seconds. Each compare
 from __future__ import annotations
 
 import enum
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ class Policy(str, enum.Enum):
     MATCH = "match"
     BRANCH = "branch"
     POOL = "pool"
+    FLEET = "fleet"
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class CompareFact:
 
 FACTS: tuple[CompareFact, ...] = (
     CompareFact("gpu_model", "GPU model", Policy.POOL),
+    # judged across the whole fleet, before pools: a node that lost its driver or GPUs would otherwise be a
+    # pool of its own, and its own majority
+    CompareFact("gpus_visible", "GPUs and driver visible", Policy.FLEET),
     CompareFact("gpu_count", "GPU count", Policy.POOL),
     CompareFact("mig_layout", "MIG layout", Policy.POOL),
     CompareFact("driver_branch", "driver branch", Policy.BRANCH),
@@ -60,12 +65,22 @@ def _get(mapping: Any, *path: str) -> Any:
 
 
 def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    if not isinstance(value, str) or not value:
+        return None
+    # a name is compared as people read it: zero-width and other format characters, and runs of spaces,
+    # must not put two nodes with the same GPU or version into two groups
+    cleaned = " ".join("".join(c for c in unicodedata.normalize("NFKC", value) if c.isprintable()).split())
+    return cleaned or None
+
+
+def _items(value: Any) -> list[Mapping[str, Any]]:
+    """The objects of a JSON list; anything else (a wrongly typed field) counts as none."""
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
 def _gpus(facts: Mapping[str, Any]) -> dict[str, str | None]:
-    gpus = [g for g in facts.get("gpus") or () if isinstance(g, Mapping)]
-    names = sorted({str(g.get("name")) for g in gpus if g.get("name")})
+    gpus = _items(facts.get("gpus"))
+    names = sorted({name for g in gpus if (name := _str(g.get("name")))})
     mig = sorted(str(g.get("mig_mode")) for g in gpus if g.get("mig_mode") == "Enabled")
     return {
         "gpu_model": " + ".join(names) if names else None,
@@ -80,7 +95,7 @@ def _loaded_copy(facts: Mapping[str, Any], library: str) -> str | None:
     torch and JAX load the cuDNN and NCCL of the nvidia-* wheels they pin before anything on the
     loader's path (their preload of the wheels' libraries), so a pip copy wins when present.
     """
-    copies = [c for c in facts.get(library) or () if isinstance(c, Mapping) and _str(c.get("version"))]
+    copies = [c for c in _items(facts.get(library)) if _str(c.get("version"))]
     pip = [c for c in copies if c.get("origin") == "pip"]
     chosen = (pip or copies)[:1]
     return f"{chosen[0]['version']} ({chosen[0].get('origin')})" if chosen else None
@@ -103,8 +118,8 @@ def _cuda_major(facts: Mapping[str, Any]) -> str | None:
 
 
 def _env(facts: Mapping[str, Any], name: str) -> str | None:
-    for var in _get(facts, "host", "env") or ():
-        if isinstance(var, Mapping) and var.get("name") == name:
+    for var in _items(_get(facts, "host", "env")):
+        if var.get("name") == name:
             return _str(var.get("value"))
     return None
 
@@ -115,6 +130,7 @@ def node_values(facts: Mapping[str, Any]) -> dict[str, str | None]:
     python = _str(_get(facts, "python", "version"))
     values: dict[str, str | None] = {
         **_gpus(facts),
+        "gpus_visible": "yes" if _items(facts.get("gpus")) and isinstance(facts.get("driver"), Mapping) else "no",
         "driver": driver,
         "driver_branch": driver.split(".")[0] if driver else None,
         "nccl": _loaded_copy(facts, "nccl"),

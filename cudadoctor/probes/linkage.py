@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from packaging.version import InvalidVersion, Version
 
@@ -74,6 +74,11 @@ def expand_origin(entry: str, origin: str) -> str:
 # --- where the loader looks ------------------------------------------------------------------------
 
 
+#: At most this many directories of one search list (LD_LIBRARY_PATH, an RPATH/RUNPATH) and LD_PRELOAD
+#: entries are looked at: a hostile 50,000-entry LD_LIBRARY_PATH must not make the scan take minutes.
+_MAX_DIRS = 256
+
+
 @dataclass(frozen=True)
 class _Search:
     """The parts of the search order that do not depend on the needer."""
@@ -84,6 +89,8 @@ class _Search:
     conf_dirs: tuple[str, ...]  #: used when there is no cache
     defaults: tuple[str, ...]
     machine: str
+    #: (soname, directories) -> the candidates found: many objects share one search order
+    memo: dict[tuple[str, tuple[tuple[str, str], ...]], list[tuple[str, str]]] = field(default_factory=dict)
 
 
 def _plain_search(ctx: ProbeContext) -> tuple[_Search, str]:
@@ -98,8 +105,8 @@ def _plain_search(ctx: ProbeContext) -> tuple[_Search, str]:
         note = (note or "/etc/ld.so.cache is not a glibc-ld.so.cache1.1 file") + (
             "; the directories of /etc/ld.so.conf stand in for it"
         )
-    search = _Search({}, loader.ld_library_path(ctx.env.get("LD_LIBRARY_PATH")), cache,
-                     tuple(loader.conf_dirs(ctx)), loader.default_dirs(ctx.machine), ctx.machine)  # fmt: skip
+    ld_path = tuple(dict.fromkeys(loader.ld_library_path(ctx.env.get("LD_LIBRARY_PATH"))))[:_MAX_DIRS]
+    search = _Search({}, ld_path, cache, tuple(loader.conf_dirs(ctx)), loader.default_dirs(ctx.machine), ctx.machine)
     return search, note
 
 
@@ -110,7 +117,7 @@ def resolve_plain(ctx: ProbeContext, soname: str) -> tuple[str, str] | None:
     A file named in ``LD_PRELOAD`` whose name starts with the soname's stem is already loaded, so it wins.
     """
     stem = soname.split(".so", 1)[0] + ".so"
-    for entry in re.split(r"[\s:]+", ctx.env.get("LD_PRELOAD", "")):
+    for entry in re.split(r"[\s:]+", ctx.env.get("LD_PRELOAD", ""))[:_MAX_DIRS]:
         if "/" in entry and posixpath.basename(entry).startswith(stem) and ctx.fs.is_file(entry):
             return entry, "LD_PRELOAD"
     search, _note = _plain_search(ctx)
@@ -122,7 +129,7 @@ def resolve_plain(ctx: ProbeContext, soname: str) -> tuple[str, str] | None:
 def _search(ctx: ProbeContext, versions: _Versions) -> tuple[_Search, str]:
     partial, note = _plain_search(ctx)
     preloaded: dict[str, LinkedFile] = {}
-    for entry in re.split(r"[\s:]+", ctx.env.get("LD_PRELOAD", "")):
+    for entry in re.split(r"[\s:]+", ctx.env.get("LD_PRELOAD", ""))[:_MAX_DIRS]:
         parsed = cuda_soname(entry) if entry else None
         if parsed is None:
             continue
@@ -143,7 +150,14 @@ def _order(search: _Search, dyn: ElfDynamic, origin: str) -> list[tuple[str, str
 
 
 def _candidates(ctx: ProbeContext, search: _Search, soname: str, dirs: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Every (path, via) that holds ``soname``, in the order ld.so would try them."""
+    """Every (path, via) that holds ``soname``, in the order ld.so would try them (memoised per search)."""
+    key = (soname, tuple(dict.fromkeys(dirs))[: 2 * _MAX_DIRS])
+    if key not in search.memo:
+        search.memo[key] = _look(ctx, search, soname, key[1])
+    return list(search.memo[key])
+
+
+def _look(ctx: ProbeContext, search: _Search, soname: str, dirs: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for directory, via in dirs:
         path = posixpath.join(directory, soname)

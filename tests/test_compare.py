@@ -34,8 +34,9 @@ def _variant(**changes) -> dict:
     facts = doc["facts"]
     if "nccl" in changes:
         facts["nccl"][0]["version"] = changes["nccl"]
-    if "driver" in changes:
+    if "driver" in changes:  # the agreed version and the loaded kernel module's, as a real snapshot has both
         facts["driver"]["version"] = changes["driver"]
+        facts["driver"]["kernel_module"]["version"] = changes["driver"]
     if "gpu" in changes:
         facts["gpus"][0]["name"] = changes["gpu"]
     if "plugin" in changes:

@@ -39,6 +39,7 @@ FACTS: tuple[CompareFact, ...] = (
     # judged across the whole fleet, before pools: a node that lost its driver or GPUs would otherwise be a
     # pool of its own, and its own majority
     CompareFact("gpus_visible", "GPUs and driver visible", Policy.FLEET),
+    CompareFact("well_formed", "report readable", Policy.FLEET),
     CompareFact("gpu_count", "GPU count", Policy.POOL),
     CompareFact("mig_layout", "MIG layout", Policy.POOL),
     CompareFact("driver_branch", "driver branch", Policy.BRANCH),
@@ -124,13 +125,33 @@ def _env(facts: Mapping[str, Any], name: str) -> str | None:
     return None
 
 
+#: The fields compare reads and the JSON type each must have (a snapshot ``check --from`` would refuse).
+_SHAPES: tuple[tuple[tuple[str, ...], type | tuple[type, ...]], ...] = (
+    (("gpus",), list), (("nccl",), list), (("cudnn",), list), (("host",), dict), (("host", "env"), list),
+    (("driver",), (dict, type(None))), (("packages",), dict), (("python",), (dict, type(None))),
+)  # fmt: skip
+
+
+def _well_formed(facts: Mapping[str, Any]) -> str:
+    """``yes``, or which field has the wrong type: such a node is named, never counted as agreeing."""
+    for path, kinds in _SHAPES:
+        parent = _get(facts, *path[:-1]) if len(path) > 1 else facts
+        if isinstance(parent, Mapping) and path[-1] in parent and not isinstance(parent[path[-1]], kinds):
+            return f"no: facts.{'.'.join(path)} has the wrong type"
+    return "yes"
+
+
 def node_values(facts: Mapping[str, Any]) -> dict[str, str | None]:
-    """Every compared fact of one node, as text (None: the node does not have it)."""
-    driver = _str(_get(facts, "driver", "version"))
+    """Every compared fact of one node, as text (None: the node does not have it).
+
+    The driver is the loaded kernel module's version where it was read (what runs), else the agreed one.
+    """
+    driver = _str(_get(facts, "driver", "kernel_module", "version")) or _str(_get(facts, "driver", "version"))
     python = _str(_get(facts, "python", "version"))
     values: dict[str, str | None] = {
         **_gpus(facts),
         "gpus_visible": "yes" if _items(facts.get("gpus")) and isinstance(facts.get("driver"), Mapping) else "no",
+        "well_formed": _well_formed(facts),
         "driver": driver,
         "driver_branch": driver.split(".")[0] if driver else None,
         "nccl": _loaded_copy(facts, "nccl"),

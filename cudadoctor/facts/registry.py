@@ -45,7 +45,7 @@ CONTEXT: dict[str, str] = {"facts": "", "matrix": "", "requirements": "no --requ
 
 #: Probe names in :class:`~cudadoctor.facts.model.ProbeError` that are not fact names (kept: they
 #: appear in saved snapshots), and the fact each one is about.
-PROBE_ALIASES: dict[str, str] = {"toolkit": "toolkits", "libraries": "cuda_wheels"}
+PROBE_ALIASES: dict[str, str] = {"toolkit": "toolkits", "libraries": "cuda_wheels", "linkage": "loader"}
 
 
 def fact_of_error(probe: str) -> str | None:

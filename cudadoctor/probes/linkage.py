@@ -77,6 +77,8 @@ def expand_origin(entry: str, origin: str) -> str:
 #: At most this many directories of one search list (LD_LIBRARY_PATH, an RPATH/RUNPATH) and LD_PRELOAD
 #: entries are looked at: a hostile 50,000-entry LD_LIBRARY_PATH must not make the scan take minutes.
 _MAX_DIRS = 256
+#: At most this many (package, CUDA library) needs are resolved (a real environment has a few hundred).
+_MAX_NEEDS = 2000
 
 
 @dataclass(frozen=True)
@@ -353,6 +355,7 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
     search, note = _search(ctx, versions)
     needs: list[NeededLibrary] = []
     seen: set[tuple[str, str]] = set()
+    majors: dict[str, tuple[str, ...]] = {}  # soname -> other majors found (the same for every needer)
     for site, path, _host in objects:
         dyn = scanned.get(path)
         if dyn is None:
@@ -360,10 +363,15 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
         for package, soname in _needs_of(versions, site, path, dyn):
             if (package, soname) in seen:
                 continue
+            if len(seen) >= _MAX_NEEDS:
+                ctx.fail("linkage", f"more than {_MAX_NEEDS} (package, CUDA library) needs; the rest were not resolved")
+                return LoaderView(tuple(search.preloaded.values()), tuple(needs), note, len(objects))
             seen.add((package, soname))
             loaded, shadowed = resolve(ctx, search, versions, soname, dyn, path)
             wanted = tuple(v for file, names in dyn.version_needs if file == soname for v in names)
-            others = () if loaded else _other_majors(ctx, search, sites, soname)
+            if not loaded and soname not in majors:
+                majors[soname] = _other_majors(ctx, search, sites, soname)
+            others = () if loaded else majors[soname]
             needs.append(NeededLibrary(package, path, soname, loaded, shadowed, others, wanted))
     if not needs and not search.preloaded:
         return None

@@ -72,8 +72,12 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, vars(model))
 
 
-def decode(tp: Any, data: Any, path: str, depth: int = 0) -> Any:
-    """Build a value of type ``tp`` from JSON data, or raise SnapshotError naming ``path``."""
+def decode(tp: Any, data: Any, path: str, depth: int = 0, max_items: int | None = None) -> Any:
+    """Build a value of type ``tp`` from JSON data, or raise SnapshotError naming ``path``.
+
+    ``max_items`` bounds every list and object (snapshots read from a file); facts this run gathered
+    itself (redaction decodes them again) are not bounded.
+    """
     if depth > _MAX_DEPTH:
         raise SnapshotError(f"{path}: nested too deeply")
     origin = typing.get_origin(tp)
@@ -82,19 +86,19 @@ def decode(tp: Any, data: Any, path: str, depth: int = 0) -> Any:
         if data is None and type(None) in options:
             return None
         (inner,) = [t for t in options if t is not type(None)]
-        return decode(inner, data, path, depth + 1)
+        return decode(inner, data, path, depth + 1, max_items)
     if tp is Any:
         return data
     if dataclasses.is_dataclass(tp):
-        return _decode_dataclass(cast(type, tp), data, path, depth)
+        return _decode_dataclass(cast(type, tp), data, path, depth, max_items)
     if origin is tuple:
-        return _decode_tuple(tp, data, path, depth)
+        return _decode_tuple(tp, data, path, depth, max_items)
     if origin is dict:
-        return _decode_dict(tp, data, path, depth)
+        return _decode_dict(tp, data, path, depth, max_items)
     return _decode_scalar(tp, data, path)
 
 
-def _decode_dataclass(cls: type, data: Any, path: str, depth: int) -> Any:
+def _decode_dataclass(cls: type, data: Any, path: str, depth: int, max_items: int | None) -> Any:
     if not isinstance(data, dict):
         raise SnapshotError(f"{path}: expected an object")
     hints = _hints(cls)
@@ -103,7 +107,7 @@ def _decode_dataclass(cls: type, data: Any, path: str, depth: int) -> Any:
         if f.name.startswith("_"):
             continue
         if f.name in data:
-            kwargs[f.name] = decode(hints[f.name], data[f.name], f"{path}.{f.name}", depth + 1)
+            kwargs[f.name] = decode(hints[f.name], data[f.name], f"{path}.{f.name}", depth + 1, max_items)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise SnapshotError(f"{path}.{f.name}: missing")
     return cls(**kwargs)
@@ -115,24 +119,24 @@ def _decode_dataclass(cls: type, data: Any, path: str, depth: int) -> Any:
 _MAX_ITEMS = 10_000
 
 
-def _decode_tuple(tp: Any, data: Any, path: str, depth: int) -> tuple[Any, ...]:
+def _decode_tuple(tp: Any, data: Any, path: str, depth: int, max_items: int | None) -> tuple[Any, ...]:
     if not isinstance(data, list):
         raise SnapshotError(f"{path}: expected a list")
-    if len(data) > _MAX_ITEMS:
-        raise SnapshotError(f"{path}: {len(data)} items, more than any machine has ({_MAX_ITEMS})")
+    if max_items is not None and len(data) > max_items:
+        raise SnapshotError(f"{path}: {len(data)} items, more than any machine has ({max_items})")
     (item, _ellipsis) = typing.get_args(tp)
-    return tuple(decode(item, v, f"{path}[{i}]", depth + 1) for i, v in enumerate(data))
+    return tuple(decode(item, v, f"{path}[{i}]", depth + 1, max_items) for i, v in enumerate(data))
 
 
-def _decode_dict(tp: Any, data: Any, path: str, depth: int) -> dict[str, Any]:
+def _decode_dict(tp: Any, data: Any, path: str, depth: int, max_items: int | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SnapshotError(f"{path}: expected an object")
-    if len(data) > _MAX_ITEMS:
-        raise SnapshotError(f"{path}: {len(data)} entries, more than any machine has ({_MAX_ITEMS})")
+    if max_items is not None and len(data) > max_items:
+        raise SnapshotError(f"{path}: {len(data)} entries, more than any machine has ({max_items})")
     _key, item = typing.get_args(tp)
     # A key that is not printable ("a\nb") is quoted, so an error naming it stays on one line.
     return {
-        str(k): decode(item, v, f"{path}.{k}" if k.isprintable() else f"{path}[{k!r}]", depth + 1)
+        str(k): decode(item, v, f"{path}.{k}" if k.isprintable() else f"{path}[{k!r}]", depth + 1, max_items)
         for k, v in data.items()
     }
 
@@ -188,7 +192,7 @@ def facts_from_json(text: str, *, origin: str = "snapshot") -> Facts:
             " (upgrade cudadoctor)"
         )
     try:
-        facts: Facts = decode(Facts, document.get("facts"), "facts")
+        facts: Facts = decode(Facts, document.get("facts"), "facts", max_items=_MAX_ITEMS)
     except RecursionError:
         raise SnapshotError(f"{origin}: nested too deeply") from None
     except SnapshotError as exc:

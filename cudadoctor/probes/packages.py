@@ -817,8 +817,9 @@ def _version_py_fields(text: str) -> dict[str, str | None]:
         match = pattern.search(text)
         if match:
             quoted = match.group(1) if match.group(1) is not None else match.group(2)
-            out[key] = quoted if quoted is not None else match.group(3)
-    return {k: (None if v == "None" else v) for k, v in out.items()}
+            # the bare name None is Python's None; a quoted 'None' is a string like any other
+            out[key] = quoted if quoted is not None else (None if match.group(3) == "None" else match.group(3))
+    return out
 
 
 _CXX11_ABI = re.compile(r"-D_GLIBCXX_USE_CXX11_ABI=([01])")

@@ -32,6 +32,7 @@ from cudadoctor.facts.model import (
     SourceKind,
     TorchBuild,
 )
+from cudadoctor.planning import PLANNERS
 from cudadoctor.rules.driver import ForwardCompat, driver_runs_cuda, driver_supports_gpu
 from cudadoctor.rules.gpus import build_runs_on_gpu, vllm_supports_gpu
 from cudadoctor.rules.wheels import torch_has_wheels, vllm_has_wheels
@@ -39,13 +40,6 @@ from cudadoctor.suggest import (
     Constraints,
     Gpu,
     Plan,
-    suggest_cupy,
-    suggest_jax,
-    suggest_onnxruntime_gpu,
-    suggest_tensorflow,
-    suggest_tensorrt,
-    suggest_torch,
-    suggest_vllm,
 )
 from tests.property.strategies import property_settings
 
@@ -58,15 +52,6 @@ DRIVERS = sorted(
 )
 COMPAT = "/usr/local/cuda-13.0/compat/libcuda.so.580.95.05"
 SAID = Source(SourceKind.ASSUMED, "property test")
-PLANNERS = {
-    "torch": suggest_torch,
-    "vllm": suggest_vllm,
-    "jax": suggest_jax,
-    "tensorrt": suggest_tensorrt,
-    "cupy": suggest_cupy,
-    "onnxruntime-gpu": suggest_onnxruntime_gpu,
-    "tensorflow": suggest_tensorflow,
-}
 
 
 @dataclass(frozen=True)

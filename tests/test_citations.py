@@ -1,7 +1,7 @@
 """Every citation is public: a URL, a compat source id that resolves to one, or a file of this repository.
 
-Research notes that live outside the repository (``doctor-anchors §15.2`` and the like) cannot be opened by a
-user or a reviewer, so no code, data, documentation or test may cite them, and no check may print one in its
+Research notes that live outside the repository (a note's name and a "§" section number) cannot be opened by
+a user or a reviewer, so no code, data, documentation or test may cite them, and no check may print one in its
 ``explain`` text. A claim that has no public source is written as the project's own measurement instead
 (``measured on a real H200, tests/fixtures/h200-deep/deep-s1.json``).
 """
@@ -22,11 +22,21 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Where citations live: code, data, documentation, examples, the benchmark and the tests themselves.
 SCANNED = ("cudadoctor", "compat", "docs", "examples", "bench", "tests", "README.md", "CONTRIBUTING.md")
 
-#: Names of the private research notes, their folder, and bare section numbers ("§12.2") that only they resolve.
-PRIVATE = re.compile(
-    r"doctor-anchors|health-anchors|fleet-anchors|resolver-peers|perf-profile|h200-capture"
-    r"|shared/reference|§\s*\d"
-)
+
+
+def _private_names() -> list[str]:
+    """The names of the notes beside the checkout (the folder the developers share, outside the repository),
+    read from the disk rather than spelled here, so this test cites none of them itself."""
+    shared = ROOT.parent / "shared"
+    if not shared.is_dir():
+        return []
+    names = {p.stem for folder in shared.iterdir() if folder.is_dir() for p in folder.iterdir()}
+    names |= {f"{shared.name}/{folder.name}" for folder in shared.iterdir() if folder.is_dir()}
+    return sorted(n for n in names if "-" in n or "/" in n)  # hyphenated note names and folder paths
+
+
+#: The notes' names, their folders, a generic note-name shape, and bare section numbers ("§12.2").
+PRIVATE = re.compile("|".join([*map(re.escape, _private_names()), r"\b[a-z]+-anchors\b", r"§\s*\d"]))
 
 SUFFIXES = {".py", ".toml", ".md", ".txt", ".json", ".conf", ".cfg", ".ini", ".yml", ".yaml", ".sh", ".h", ""}
 

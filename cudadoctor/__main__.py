@@ -1,6 +1,6 @@
 """``python -m cudadoctor``: the same entry point as the ``cudadoctor`` command."""
 
-from cudadoctor.cli import main
+from cudadoctor.entry import main
 
 if __name__ == "__main__":
     main()

@@ -137,7 +137,6 @@ def loads_json(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     return value
 
 
-
 def json_object(text: str | bytes) -> dict[str, Any] | None:
     """The JSON object ``text`` holds (bounded as :func:`loads_json`), or None for anything else."""
     try:
@@ -145,6 +144,7 @@ def json_object(text: str | bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
 
 def _depth_exceeds(value: Any, max_depth: int) -> bool:
     stack: list[tuple[Any, int]] = [(value, 1)]

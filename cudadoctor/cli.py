@@ -22,14 +22,12 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar
 import typer
 
 from cudadoctor import __version__
-from cudadoctor.errors import CudadoctorError, UsageError
+from cudadoctor.commands import CheckOptions, check_command, closed_pipe, err, guard, render_report
+from cudadoctor.errors import UsageError
 from cudadoctor.report import Format
 
 if TYPE_CHECKING:
     from cudadoctor.report.document import Report
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["app", "main"]
 
@@ -115,46 +113,17 @@ NoRedactOpt = Annotated[
 
 
 def _err(message: str) -> None:
-    prefix = (
-        "\x1b[31mcudadoctor: error:\x1b[0m "
-        if sys.stderr.isatty() and "NO_COLOR" not in os.environ
-        else ("cudadoctor: error: ")
-    )
-    print(prefix + message, file=sys.stderr)
+    err(message)
 
 
-def _guarded(func: Callable[P, R]) -> Callable[P, R]:
-    """Run a command body; turn cudadoctor's errors into one line and an exit code."""
+def _guarded(func: Callable[P, int | None]) -> Callable[P, None]:
+    """Run a command body through :func:`cudadoctor.commands.guard`; a non-zero code exits with it."""
 
     @functools.wraps(func)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        from cudadoctor.output import flush_stdout, output_failure
-
-        try:
-            try:
-                return func(*args, **kwargs)
-            finally:
-                flush_stdout()  # stdout on a full disk fails here, inside the guard
-        except CudadoctorError as exc:
-            _err(str(exc))
-            raise typer.Exit(exc.exit_code) from None
-        except BrokenPipeError:
-            _closed_pipe()
-        except (typer.Exit, typer.Abort, KeyboardInterrupt):
-            raise
-        except Exception as exc:  # a bug: say so, with the traceback only when asked
-            if (line := output_failure(exc)) is not None:  # not a bug: the output has nowhere to go
-                _err(line)
-                raise typer.Exit(2) from None
-            _err(
-                f"internal error: {type(exc).__name__}: {exc} (please report this; set CUDADOCTOR_DEBUG=1 "
-                "for the traceback)"
-            )
-            if os.environ.get("CUDADOCTOR_DEBUG"):
-                import traceback
-
-                traceback.print_exc()
-            raise typer.Exit(3) from None
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
+        code = guard(lambda: func(*args, **kwargs), passthrough=(typer.Exit, typer.Abort))
+        if code:
+            raise typer.Exit(code)
 
     return wrapper
 
@@ -255,7 +224,7 @@ def check(
             "PCIe, NVLink, NCCL host prerequisites).",
         ),
     ] = False,
-) -> None:
+) -> int:
     """Examine this machine (or an image root, or a snapshot) and judge whether its CUDA stack fits together.
 
     Nothing is imported from torch, vLLM, JAX, TensorFlow or TensorRT: versions come from files,
@@ -264,55 +233,23 @@ def check(
     or in .cudadoctor.toml. Exit status: 0 no errors, 1 errors found (or warnings with --fail-on warning),
     2 usage error, 3 cudadoctor could not produce a report.
     """
-    from cudadoctor.app import CheckRequest, FactSource, run_check, stderr_notice
-    from cudadoctor.config import find_settings
-
-    if timeout <= 0 or timeout != timeout or timeout == float("inf"):
-        raise UsageError("--timeout must be a positive number of seconds")
-    settings = find_settings()
-    source = FactSource(
-        from_file=from_file, root=root, env_file=env_file, python=python,
-        assume_driver=assume_driver, assume_gpus=tuple(assume_gpu or ()),
-        redact_home=not no_redact or output_format is Format.MARKDOWN,
-        deep_timeout=timeout if deep else None, nccl=nccl, health=not no_health,
+    return check_command(
+        CheckOptions(
+            output_format=output_format, verbose=verbose, from_file=from_file, root=root, env_file=env_file,
+            python=python, assume_driver=assume_driver, assume_gpu=_tuple(assume_gpu), no_redact=no_redact,
+            select=_tuple(select), ignore=_tuple(ignore), require=_tuple(require), fail_on=fail_on, strict=strict,
+            fail_on_unknown=fail_on_unknown, output=output, deep=deep, timeout=timeout, nccl=nccl,
+            no_health=no_health,
+        )
     )  # fmt: skip
-    request = CheckRequest(
-        source=source,
-        select=tuple(select or settings.select),
-        ignore=(*settings.ignore, *(ignore or ())),
-        require=(*settings.require, *(require or ())),
-        fail_on="warning" if strict else (fail_on or settings.fail_on or "error"),
-        fail_on_unknown=fail_on_unknown,
-    )
-    report = run_check(request, stderr_notice)
-    snapshot = from_file is not None
-    if output is not None:
-        from cudadoctor.output import write_text
 
-        write_text(output, _render(report, output_format, verbose=verbose, to_terminal=False, snapshot=snapshot))
-        sys.stdout.write(_render(report, Format.TEXT, verbose=False, to_terminal=True, snapshot=snapshot))
-        print(f"cudadoctor: wrote the {output_format.value} report to {output}", file=sys.stderr)
-    else:
-        sys.stdout.write(_render(report, output_format, verbose=verbose, to_terminal=True, snapshot=snapshot))
-    if report.exit_code:
-        raise typer.Exit(report.exit_code)
+
+def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
+    return tuple(values) if values is not None else None
 
 
 def _render(report: Report, fmt: Format, *, verbose: bool, to_terminal: bool, snapshot: bool) -> str:
-    from cudadoctor.report.options import RenderOptions
-    from cudadoctor.report.render import render
-
-    color = to_terminal and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    width = min(max(_terminal_width(), 60), 160) if to_terminal else 100
-    options = RenderOptions(verbose=verbose, color=color, width=width, from_snapshot=snapshot)
-    return render(report, fmt, options)
-
-
-def _terminal_width() -> int:
-    try:
-        return os.get_terminal_size(sys.stdout.fileno()).columns
-    except (OSError, ValueError):
-        return 100
+    return render_report(report, fmt, verbose=verbose, to_terminal=to_terminal, snapshot=snapshot)
 
 
 @app.command()
@@ -633,15 +570,4 @@ def main() -> None:
 
 
 def _closed_pipe() -> NoReturn:
-    """The reader went away (``cudadoctor list-checks | head -1``): end quietly, as ``cat`` does.
-
-    Python's own advice (https://docs.python.org/3/library/signal.html#note-on-sigpipe): point stdout at
-    devnull so the interpreter's final flush does not raise again, and exit like a process killed by
-    SIGPIPE (128 + 13) without a word.
-    """
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-    sys.exit(141)
+    closed_pipe()

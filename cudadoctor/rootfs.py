@@ -79,6 +79,10 @@ class RootFS:
 
     def _resolved(self, path: str) -> str | None:
         try:
+            if self.is_live:
+                # The OS follows links itself on the live machine; realpath would lstat every
+                # component of every path (a thousand paths per run with torch installed).
+                return self.host_path(path)
             return self.host_path(self.resolve(path))
         except OSError:  # a link loop: the path leads nowhere
             return None
@@ -123,7 +127,7 @@ class RootFS:
 
     def listdir(self, path: str) -> list[str]:
         """Sorted entries of a directory; raises OSError when it cannot be listed."""
-        return sorted(os.listdir(self.host_path(self.resolve(path))))
+        return sorted(os.listdir(self._followed(path)))
 
     def glob(self, directory: str, pattern: str) -> list[str]:
         """Entries of ``directory`` whose names match ``pattern``, as full paths; [] on any error."""
@@ -143,4 +147,8 @@ class RootFS:
         return self.read_bytes(path, limit).decode("utf-8", errors="replace")
 
     def read_bytes(self, path: str, limit: int = MAX_READ_BYTES) -> bytes:
-        return read_file(self.host_path(self.resolve(path)), limit)
+        return read_file(self._followed(path), limit)
+
+    def _followed(self, path: str) -> str:
+        """The host path to open for ``path``: links inside an image root resolved within it."""
+        return self.host_path(path) if self.is_live else self.host_path(self.resolve(path))

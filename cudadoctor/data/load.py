@@ -21,6 +21,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from cudadoctor.data.compiled import load_cached, store
 from cudadoctor.data.fields import build_row, record_problems, row_fields
 from cudadoctor.data.rows import LAYOUTS
 from cudadoctor.errors import CompatDataError
@@ -180,15 +181,21 @@ def _load(directory: str, name: str, validate: bool) -> Table:
     # Keyed by directory: the files of one directory cannot change during a run, and a test that
     # points compat_dir elsewhere gets that directory's tables without clearing anything.
     where = f"compat/{name}.toml"
+    path = os.path.join(directory, f"{name}.toml")
+    cached = load_cached(path)
+    if cached is not None:
+        return parse_table(name, cached, validate=validate)
     try:
-        data = tomllib.loads(read_file(os.path.join(directory, f"{name}.toml"), 16 << 20).decode("utf-8"))
+        data = tomllib.loads(read_file(path, 16 << 20).decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise CompatDataError(f"{where}: not UTF-8") from exc
     except OSError as exc:
         raise CompatDataError(f"{where}: cannot read: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise CompatDataError(f"{where}: not valid TOML: {exc}") from exc
-    return parse_table(name, data, validate=validate)
+    table = parse_table(name, data, validate=validate)
+    store(path, data)  # kept only once it loaded without a problem
+    return table
 
 
 def parse_table(name: str, data: Mapping[str, Any], *, validate: bool = True) -> Table:

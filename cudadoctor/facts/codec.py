@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import types
 import typing
@@ -68,7 +69,9 @@ def facts_to_json(facts: Facts) -> str:
     return json.dumps(facts_to_dict(facts), indent=2, sort_keys=True, ensure_ascii=False)
 
 
+@functools.cache
 def _hints(cls: type) -> dict[str, Any]:
+    # Once per class: get_type_hints evaluates every string annotation anew on each call.
     return typing.get_type_hints(cls, vars(model))
 
 
@@ -202,5 +205,9 @@ def facts_from_json(text: str, *, origin: str = "snapshot") -> Facts:
 
 def redact_facts(facts: Facts, redactor: Redactor) -> Facts:
     """The same facts with every string passed through ``redactor`` (for every output format)."""
-    redacted: Facts = decode(Facts, redactor.document(encode(facts)), "facts")
+    encoded = encode(facts)
+    document = redactor.document(encoded)
+    if document == encoded:
+        return facts  # nothing to mask: skip rebuilding the same facts
+    redacted: Facts = decode(Facts, document, "facts")
     return redacted

@@ -15,7 +15,6 @@ Cost measured on an H200 (driver 580.159.04): the per-device calls below take ab
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import time
@@ -144,14 +143,11 @@ def query_health(utilization: bool = False, sample_seconds: float = 0.0) -> Reco
     start = time.perf_counter()
     if _call(pynvml, out, "init", pynvml.nvmlInit) is None and "e" in out["init"]:
         return out
-    try:
-        _call(pynvml, out, "driver_version", pynvml.nvmlSystemGetDriverVersion)
-        _call(pynvml, out, "nvml_version", pynvml.nvmlSystemGetNVMLVersion)
-        count = _call(pynvml, out, "count", pynvml.nvmlDeviceGetCount) or 0
-        out["devices"] = [_device(pynvml, i, utilization, sample_seconds) for i in range(int(count))]
-    finally:
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
+    # No nvmlShutdown, as in cudadoctor.probes.native: one reference-counted init serves both probes.
+    _call(pynvml, out, "driver_version", pynvml.nvmlSystemGetDriverVersion)
+    _call(pynvml, out, "nvml_version", pynvml.nvmlSystemGetNVMLVersion)
+    count = _call(pynvml, out, "count", pynvml.nvmlDeviceGetCount) or 0
+    out["devices"] = [_device(pynvml, i, utilization, sample_seconds) for i in range(int(count))]
     out["elapsed_ms"] = round((time.perf_counter() - start) * 1000, 2)
     return out
 

@@ -1,0 +1,162 @@
+"""The bodies of commands and their error guard, without the option parser.
+
+``cudadoctor check`` runs on every CI job and in every Dockerfile pre-flight, so its common forms skip
+typer and click (about 35 ms of a 180 ms run on two cores, measured): :mod:`cudadoctor.entry` parses
+them itself into the same :class:`CheckOptions` that the typer command builds, and both call
+:func:`check_command`. Everything here is free of typer; :mod:`cudadoctor.cli` adds the parser.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NoReturn
+
+from cudadoctor.errors import CudadoctorError, UsageError
+from cudadoctor.report import Format
+
+if TYPE_CHECKING:
+    from cudadoctor.report.document import Report
+
+__all__ = ["CheckOptions", "check_command", "closed_pipe", "err", "guard", "render_report"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckOptions:
+    """The options of ``cudadoctor check``: one field per option, named and defaulted as the command's
+    parameters are (``tests/test_entry.py`` keeps the two equal)."""
+
+    output_format: Format = Format.TEXT
+    verbose: bool = False
+    from_file: str | None = None
+    root: str | None = None
+    env_file: str | None = None
+    python: str | None = None
+    assume_driver: str | None = None
+    assume_gpu: tuple[str, ...] | None = None
+    no_redact: bool = False
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    require: tuple[str, ...] | None = None
+    fail_on: str | None = None
+    strict: bool = False
+    fail_on_unknown: bool = False
+    output: str | None = None
+    deep: bool = False
+    timeout: float = 30.0
+    nccl: bool = False
+    no_health: bool = False
+
+
+def err(message: str) -> None:
+    """One error line on stderr (red on a terminal unless NO_COLOR)."""
+    color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
+    prefix = "\x1b[31mcudadoctor: error:\x1b[0m " if color else "cudadoctor: error: "
+    print(prefix + message, file=sys.stderr)
+
+
+def closed_pipe() -> NoReturn:
+    """The reader went away (``cudadoctor list-checks | head -1``): end quietly, as ``cat`` does.
+
+    Python's own advice (https://docs.python.org/3/library/signal.html#note-on-sigpipe): point stdout at
+    devnull so the interpreter's final flush does not raise again, and exit like a process killed by
+    SIGPIPE (128 + 13) without a word.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(141)
+
+
+def guard(call: Callable[[], int | None], passthrough: tuple[type[BaseException], ...] = ()) -> int:
+    """Run a command body; turn cudadoctor's errors into one line and an exit code.
+
+    ``passthrough``: exceptions the caller handles itself (typer's Exit and Abort). A bug prints one
+    line (the traceback with CUDADOCTOR_DEBUG=1) and exits 3; output with nowhere to go exits 2.
+    """
+    from cudadoctor.output import flush_stdout, output_failure
+
+    try:
+        try:
+            return call() or 0
+        finally:
+            flush_stdout()  # stdout on a full disk fails here, inside the guard
+    except CudadoctorError as exc:
+        err(str(exc))
+        return exc.exit_code
+    except BrokenPipeError:
+        closed_pipe()
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # a bug: say so, with the traceback only when asked
+        if isinstance(exc, passthrough):
+            raise
+        if (line := output_failure(exc)) is not None:  # not a bug: the output has nowhere to go
+            err(line)
+            return 2
+        err(
+            f"internal error: {type(exc).__name__}: {exc} (please report this; set CUDADOCTOR_DEBUG=1 "
+            "for the traceback)"
+        )
+        if os.environ.get("CUDADOCTOR_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        return 3
+
+
+def render_report(report: Report, fmt: Format, *, verbose: bool, to_terminal: bool, snapshot: bool) -> str:
+    from cudadoctor.report.options import RenderOptions
+    from cudadoctor.report.render import render
+
+    color = to_terminal and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    width = min(max(_terminal_width(), 60), 160) if to_terminal else 100
+    options = RenderOptions(verbose=verbose, color=color, width=width, from_snapshot=snapshot)
+    return render(report, fmt, options)
+
+
+def _terminal_width() -> int:
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):
+        return 100
+
+
+def check_command(o: CheckOptions) -> int:
+    """``cudadoctor check``: gather, judge, print; the exit code of the report."""
+    from cudadoctor.app import CheckRequest, FactSource, run_check, stderr_notice
+    from cudadoctor.config import find_settings
+
+    if o.timeout <= 0 or o.timeout != o.timeout or o.timeout == float("inf"):
+        raise UsageError("--timeout must be a positive number of seconds")
+    settings = find_settings()
+    source = FactSource(
+        from_file=o.from_file, root=o.root, env_file=o.env_file, python=o.python,
+        assume_driver=o.assume_driver, assume_gpus=tuple(o.assume_gpu or ()),
+        redact_home=not o.no_redact or o.output_format is Format.MARKDOWN,
+        deep_timeout=o.timeout if o.deep else None, nccl=o.nccl, health=not o.no_health,
+    )  # fmt: skip
+    request = CheckRequest(
+        source=source,
+        select=tuple(o.select or settings.select),
+        ignore=(*settings.ignore, *(o.ignore or ())),
+        require=(*settings.require, *(o.require or ())),
+        fail_on="warning" if o.strict else (o.fail_on or settings.fail_on or "error"),
+        fail_on_unknown=o.fail_on_unknown,
+    )
+    report = run_check(request, stderr_notice)
+    snapshot = o.from_file is not None
+    fmt = o.output_format
+    if o.output is not None:
+        from cudadoctor.output import write_text
+
+        write_text(o.output, render_report(report, fmt, verbose=o.verbose, to_terminal=False, snapshot=snapshot))
+        sys.stdout.write(render_report(report, Format.TEXT, verbose=False, to_terminal=True, snapshot=snapshot))
+        print(f"cudadoctor: wrote the {fmt.value} report to {o.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(render_report(report, fmt, verbose=o.verbose, to_terminal=True, snapshot=snapshot))
+    return report.exit_code

@@ -1,0 +1,92 @@
+"""A parsed copy of each compat/ file, kept as JSON in the user cache so a run need not parse TOML.
+
+``tomllib`` is pure Python: the tables one ``check`` reads cost about 30 ms to parse on an H200 host,
+the C JSON decoder about 2 ms. The copy is keyed by the file's absolute path, size and mtime (and
+this module's format), so an edited or upgraded file is parsed again; the TOML stays the only
+source of truth and is still validated on every load (:func:`cudadoctor.data.load.parse_table`).
+A missing, foreign or unwritable cache costs nothing but the parse. TOML dates (only ``meta``
+uses them) are stored as ``{"\\u0000date": "YYYY-MM-DD"}`` and restored on reading.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+from typing import Any
+
+from cudadoctor.cachedir import default_cache_dir
+from cudadoctor.fileread import read_file
+
+__all__ = ["load_cached", "store"]
+
+_FORMAT = 1
+_DATE = "\u0000date"
+#: A cached table is never read past this size (the largest compat file parses to ~200 KB of JSON).
+_MAX_BYTES = 16 << 20
+
+
+def _key(path: str) -> list[Any] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return [_FORMAT, os.path.abspath(path), info.st_size, info.st_mtime_ns]
+
+
+def _where(path: str) -> str:
+    name = os.path.splitext(os.path.basename(path))[0]
+    return os.path.join(default_cache_dir(), "compat", f"{name}.json")
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return {_DATE: value.isoformat()}
+    if isinstance(value, (datetime.datetime, datetime.time)):
+        raise TypeError("only TOML local dates are cached")
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def _decode(obj: dict[str, Any]) -> Any:
+    if len(obj) == 1 and _DATE in obj:
+        return datetime.date.fromisoformat(obj[_DATE])
+    return obj
+
+
+def load_cached(path: str) -> dict[str, Any] | None:
+    """The parsed table of ``path`` from the cache, or None (absent, stale, foreign or unreadable)."""
+    key = _key(path)
+    if key is None:
+        return None
+    try:
+        raw = read_file(_where(path), _MAX_BYTES)
+        document = json.loads(raw, object_hook=_decode)
+    except (OSError, ValueError, TypeError, RecursionError):
+        return None  # a planted file nested a million deep is as unusable as a missing one
+    if not isinstance(document, dict) or document.get("key") != key or not isinstance(document.get("data"), dict):
+        return None
+    data: dict[str, Any] = document["data"]
+    return data
+
+
+def store(path: str, data: dict[str, Any]) -> None:
+    """Keep ``data`` (``path`` parsed) for the next run; silently nothing when it cannot be written."""
+    key = _key(path)
+    if key is None:
+        return
+    target = _where(path)
+    try:
+        text = json.dumps({"key": key, "data": data}, default=_encode, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return  # a value JSON cannot hold: parse it every time
+    tmp = f"{target}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)

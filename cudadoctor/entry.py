@@ -1,0 +1,70 @@
+"""Entry point of the ``cudadoctor`` command: the common forms of ``check`` without typer.
+
+``cudadoctor check``, with any of a few flags, is what CI jobs and Dockerfile pre-flights run; typer
+and click cost about 35 ms of it (measured). Those forms are parsed here into the
+:class:`~cudadoctor.commands.CheckOptions` that the typer command would build (a test compares the
+two for every form); anything else, including ``-h`` and every mistake, goes to :mod:`cudadoctor.cli`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from cudadoctor.commands import CheckOptions
+
+__all__ = ["fast_check_options", "main"]
+
+#: Flags without a value that the fast path takes, and the option each sets.
+_FLAGS = {
+    "--no-health": "no_health",
+    "-v": "verbose",
+    "--verbose": "verbose",
+    "--strict": "strict",
+    "--fail-on-unknown": "fail_on_unknown",
+    "--no-redact": "no_redact",
+}
+_FORMATS = ("text", "json", "github", "markdown")
+
+
+def fast_check_options(argv: Sequence[str]) -> CheckOptions | None:
+    """The options of a ``check`` command line this module parses itself, else None."""
+    if not argv or argv[0] != "check":
+        return None
+    values: dict[str, object] = {}
+    rest = list(argv[1:])
+    while rest:
+        token = rest.pop(0)
+        if token in _FLAGS:
+            values[_FLAGS[token]] = True
+            continue
+        fmt = token.partition("=")[2] if token.startswith("--format=") else None
+        if token in ("-f", "--format") and rest:
+            fmt = rest.pop(0)
+        if fmt not in _FORMATS:
+            return None  # a value typer must check, or an option the fast path does not take
+        from cudadoctor.report import Format
+
+        values["output_format"] = Format(fmt)
+    return CheckOptions(**values)  # type: ignore[arg-type]
+
+
+def main() -> None:
+    """Run ``cudadoctor``: ``check`` directly when this module can parse it, else through typer."""
+    # A report reaches stdout whatever it holds: a file name or variable that is not UTF-8 (a surrogate
+    # escape) or a terminal that cannot show "✓" prints "?" there, instead of an internal error (exit 3).
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="replace")
+    options = fast_check_options(sys.argv[1:])
+    if options is None:
+        from cudadoctor.cli import main as cli_main
+
+        cli_main()
+        return
+    from cudadoctor.commands import check_command, closed_pipe, guard
+
+    try:
+        code = guard(lambda: check_command(options))
+    except BrokenPipeError:
+        closed_pipe()
+    sys.exit(code)

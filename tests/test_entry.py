@@ -1,0 +1,100 @@
+"""The typer-free fast path of ``cudadoctor check`` builds exactly the options typer builds."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from cudadoctor import cli
+from cudadoctor.commands import CheckOptions
+from cudadoctor.entry import fast_check_options
+
+FAST_FORMS = [
+    ["check"],
+    ["check", "--no-health"],
+    ["check", "-v"],
+    ["check", "--verbose", "--strict"],
+    ["check", "--fail-on-unknown", "--no-redact"],
+    ["check", "-f", "json"],
+    ["check", "--format", "markdown", "--no-health"],
+    ["check", "--format=github", "-v"],
+    ["check", "-f", "json", "-f", "text"],
+]
+
+
+def _typer_options(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> CheckOptions:
+    seen: list[CheckOptions] = []
+
+    def capture(options: CheckOptions) -> int:
+        seen.append(options)
+        return 0
+
+    monkeypatch.setattr(cli, "check_command", capture)
+    result = CliRunner().invoke(cli.app, argv)
+    assert result.exit_code == 0, result.output
+    (options,) = seen
+    return options
+
+
+@pytest.mark.parametrize("argv", FAST_FORMS, ids=" ".join)
+def test_fast_path_options_equal_typer(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    assert fast_check_options(argv) == _typer_options(argv, monkeypatch)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["suggest"],
+        ["check", "-h"],
+        ["check", "--help"],
+        ["check", "--bogus"],
+        ["check", "-f", "xml"],
+        ["check", "-f"],
+        ["check", "--format="],
+        ["check", "--root", "/tmp"],
+        ["check", "--select", "CD1"],
+        ["--version"],
+    ],
+    ids=lambda a: " ".join(a) or "(none)",
+)
+def test_other_forms_go_to_typer(argv: list[str]) -> None:
+    assert fast_check_options(argv) is None
+
+
+def test_fast_path_never_imports_typer() -> None:
+    """The point of the fast path: ``cudadoctor check`` runs without typer or click loaded."""
+    program = (
+        "import sys\n"
+        "import cudadoctor.commands as c\n"
+        "c.check_command = lambda options: 0\n"
+        "sys.argv = ['cudadoctor', 'check', '--no-health']\n"
+        "from cudadoctor.entry import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    print(exc.code, 'typer' in sys.modules, 'click' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["0", "False", "False"]
+
+
+def test_fast_path_errors_exit_like_typer_path(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cudadoctor error on the fast path is one line and its exit code, as through typer."""
+    from cudadoctor import entry
+    from cudadoctor.errors import UsageError
+
+    def fail(options: CheckOptions) -> int:
+        raise UsageError("the env file is unreadable")
+
+    monkeypatch.setattr("cudadoctor.commands.check_command", fail)
+    monkeypatch.setattr(sys, "argv", ["cudadoctor", "check"])
+    with pytest.raises(SystemExit) as exit_info:
+        entry.main()
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == "cudadoctor: error: the env file is unreadable"

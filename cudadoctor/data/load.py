@@ -27,11 +27,6 @@ from cudadoctor.data.rows import LAYOUTS
 from cudadoctor.errors import CompatDataError
 from cudadoctor.fileread import read_file
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
-
 __all__ = ["Table", "compat_dir", "load_table", "parse_table", "table_names", "validate_meta", "validate_table"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -185,6 +180,11 @@ def _load(directory: str, name: str, validate: bool) -> Table:
     cached = load_cached(path)
     if cached is not None:
         return parse_table(name, cached, validate=validate)
+    # Imported here: a run that finds every table in the parsed cache never loads the TOML parser.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
     try:
         data = tomllib.loads(read_file(path, 16 << 20).decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -25,8 +25,10 @@ from cudadoctor.facts.model import (
     HostInfo,
     InstalledPackage,
     LibraryCopy,
+    LinkedFile,
     LoaderView,
     NeededLibrary,
+    SubLibrary,
     ToolkitInstall,
 )
 from cudadoctor.rules.toolchain import JIT_BUILDERS, BuildToolkit, nvcc_matches_torch, nvcc_runs_on_driver
@@ -247,6 +249,133 @@ def _loader_problems(loader: LoaderView | None) -> tuple[list[str], dict[str, st
     return problems, evidence, dirs
 
 
+def _chosen_sublibrary(sub: SubLibrary, own_first: bool) -> LinkedFile | None:
+    """The copy of a cuDNN sub-library the shim's ``dlopen`` gets under its major's rule."""
+    return (sub.beside or sub.searched) if own_first else (sub.searched or sub.beside)
+
+
+def _mixed_sublibraries(need: NeededLibrary, matrix: CompatMatrix) -> tuple[list[str], list[LinkedFile]] | None:
+    """(sonames, their loaded copies) of the sub-libraries a loaded cuDNN shim takes from another cuDNN version.
+
+    cuDNN 8's shim prefers the loader's search over its own directory, cuDNN 9's its own directory with the
+    search as a fallback (compat/libraries.toml ``cudnn_loading``, from pytorch/pytorch#119989); only the
+    sub-libraries that release's core loads count (``cudnn_sublibrary``). None when the data cannot say.
+    """
+    shim = need.loaded
+    if shim is None or shim.version is None or not need.sublibraries:
+        return None
+    own_first = matrix.cudnn_own_directory_first(int(need.soname.rsplit(".", 1)[1]))
+    loaded_names = matrix.cudnn_sublibraries_loaded(shim.version)
+    if own_first is None or loaded_names is None:
+        return None
+    names: list[str] = []
+    copies: list[LinkedFile] = []
+    for sub in need.sublibraries:
+        chosen = _chosen_sublibrary(sub, own_first)
+        if sub.soname not in loaded_names or chosen is None or chosen is sub.beside or chosen.version is None:
+            continue
+        if _release3(chosen.version) != _release3(shim.version):
+            names.append(sub.soname)
+            copies.append(chosen)
+    return names, copies
+
+
+def _sublibrary_problems(
+    loader: LoaderView | None, matrix: CompatMatrix
+) -> tuple[list[str], dict[str, str], list[str]]:
+    """CD302's findings for cuDNN shims that would load sub-libraries of another cuDNN version, and the
+    directories to put first on LD_LIBRARY_PATH (the shim's own, where it holds every mixed sub-library)."""
+    problems: list[str] = []
+    evidence: dict[str, str] = {}
+    first: list[str] = []
+    seen: set[str] = set()
+    for need in loader.needs if loader else ():
+        mixed = _mixed_sublibraries(need, matrix)
+        if not mixed or not mixed[0] or need.loaded is None or need.loaded.path in seen:
+            continue
+        seen.add(need.loaded.path)
+        names, copies = mixed
+        shim_dir = posixpath.dirname(need.loaded.path)
+        where = sorted({f"{posixpath.dirname(c.path)} (cuDNN {c.version}, {c.via})" for c in copies})
+        problems.append(
+            f"cuDNN {need.loaded.version} from {shim_dir} ({need.loaded.distribution or need.loaded.via}, needed by "
+            f"{need.package}) loads its sub-libraries {', '.join(names)} from {'; '.join(where)}: two cuDNN "
+            "versions in one process (CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH, undefined symbols)"
+        )
+        evidence[f"{need.soname} {shim_dir}"] = f"cuDNN {need.loaded.version} ({need.loaded.via})"
+        for name, copy in zip(names, copies, strict=True):
+            evidence[name] = f"{copy.path} (cuDNN {copy.version}, {copy.via})"
+        beside = {s.soname for s in need.sublibraries if s.beside is not None}
+        if set(names) <= beside:
+            first.append(shim_dir)
+    return problems, evidence, first
+
+
+def _older_than_bundled(need: NeededLibrary, torch: InstalledPackage | None, matrix: CompatMatrix) -> str | None:
+    """The loaded copy of cuDNN is older than the one torch 1.x ships in torch/lib and that it hides."""
+    loaded = need.loaded
+    if loaded is None or loaded.version is None or loaded.bundled_by or torch is None or not torch.cuda_variant:
+        return None
+    row = matrix.torch_bundled_cudnn(torch.version, torch.cuda_variant)
+    hidden = [s for s in need.shadowed if s.bundled_by == "torch" and row and posixpath.basename(s.path) in row.files]
+    if row is None or not hidden or _release3(row.cudnn) <= _release3(loaded.version):
+        return None
+    return (
+        f"{need.package}'s {posixpath.basename(need.needer)} loads {need.soname} {loaded.version} from "
+        f"{posixpath.dirname(loaded.path)} ({loaded.via}), older than the cuDNN {row.cudnn} torch {torch.version} "
+        f"ships in {posixpath.dirname(hidden[0].path)}, which it hides"
+    )
+
+
+def _bundled_problems(
+    loader: LoaderView | None, packages: dict[str, InstalledPackage], matrix: CompatMatrix
+) -> tuple[list[str], dict[str, str], list[str]]:
+    problems: list[str] = []
+    evidence: dict[str, str] = {}
+    dirs: list[str] = []
+    for need in loader.needs if loader else ():
+        text = _older_than_bundled(need, packages.get("torch"), matrix)
+        if text and need.loaded is not None:
+            problems.append(text)
+            evidence[f"{need.package}: {need.soname}"] = f"{need.loaded.path} ({need.loaded.via})"
+            if need.loaded.via in ("LD_LIBRARY_PATH", "LD_PRELOAD"):
+                dirs.append(posixpath.dirname(need.loaded.path))
+    return problems, evidence, dirs
+
+
+def _loader_finding(
+    loader: LoaderView | None, packages: dict[str, InstalledPackage], matrix: CompatMatrix | None
+) -> Problem | None:
+    """CD302's error from the loader's view: an older copy hides a wheel's (or torch/lib's) copy, or a cuDNN
+    shim takes sub-libraries from another cuDNN version."""
+    older, evidence, dirs = _loader_problems(loader)
+    first: list[str] = []
+    if matrix is not None:
+        for more, more_evidence, more_dirs in (_bundled_problems(loader, packages, matrix),):
+            older, dirs = older + more, dirs + more_dirs
+            evidence.update(more_evidence)
+        mixed, mixed_evidence, first = _sublibrary_problems(loader, matrix)
+        older += mixed
+        evidence.update(mixed_evidence)
+    if not older:
+        return None
+    commands = tuple(
+        f"export LD_LIBRARY_PATH=$(echo \"$LD_LIBRARY_PATH\" | tr ':' '\\n' | grep -vx '{d}' | paste -sd:)"
+        for d in sorted(set(dirs))
+    ) + tuple(f"export LD_LIBRARY_PATH={d}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" for d in sorted(set(first)))
+    return Problem(
+        "; ".join(sorted(set(older))),
+        evidence,
+        Remediation(
+            "Take that directory off LD_LIBRARY_PATH (or LD_PRELOAD) so the newer copy the framework ships loads, "
+            "or upgrade the copy it loads; where cuDNN mixes sub-libraries, put the directory of the cuDNN that "
+            "loads first on LD_LIBRARY_PATH (or remove the other cuDNN from the loader's path).",
+            commands,
+        ),
+        status=Status.FAIL,
+    )
+
+
 class CD302(Check):
     """No other copy of a CUDA library shadows the pip wheel a framework pins or needs.
 
@@ -275,23 +404,11 @@ class CD302(Check):
         cudnn: tuple[LibraryCopy, ...] = (),
         nccl: tuple[LibraryCopy, ...] = (),
         loader: LoaderView | None = None,
+        matrix: CompatMatrix | None = None,
     ) -> Problem | None:
-        older, older_evidence, older_dirs = _loader_problems(loader)
-        if older:
-            commands = tuple(
-                f"export LD_LIBRARY_PATH=$(echo \"$LD_LIBRARY_PATH\" | tr ':' '\\n' | grep -vx '{d}' | paste -sd:)"
-                for d in sorted(set(older_dirs))
-            )
-            return Problem(
-                "; ".join(sorted(set(older))),
-                older_evidence,
-                Remediation(
-                    "Take that directory off LD_LIBRARY_PATH (or LD_PRELOAD) so the wheel's newer copy loads, "
-                    "or upgrade the copy it loads.",
-                    commands,
-                ),
-                status=Status.FAIL,
-            )
+        found = _loader_finding(loader, packages, matrix)
+        if found is not None:
+            return found
         dirs = set(_ld_library_path(host))
         if not dirs:
             return None

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from packaging.version import InvalidVersion, Version
 
-from cudadoctor.facts.model import LinkedFile, LoaderView, NeededLibrary
+from cudadoctor.facts.model import LinkedFile, LoaderView, NeededLibrary, SubLibrary
 from cudadoctor.probes import ldcache, loader, scancache
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.elf import ElfDynamic
@@ -372,7 +372,8 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
             if not loaded and soname not in majors:
                 majors[soname] = _other_majors(ctx, search, sites, soname)
             others = () if loaded else majors[soname]
-            needs.append(NeededLibrary(package, path, soname, loaded, shadowed, others, wanted))
+            subs = _shim_sublibraries(ctx, search, versions, soname, loaded)
+            needs.append(NeededLibrary(package, path, soname, loaded, shadowed, others, wanted, subs))
     if not needs and not search.preloaded:
         return None
     return LoaderView(tuple(search.preloaded.values()), tuple(needs), note, len(objects))
@@ -396,3 +397,46 @@ def _other_majors(ctx: ProbeContext, search: _Search, sites: tuple[str, ...], so
         dirs += sorted({posixpath.dirname(e.path) for e in search.cache if e.soname.startswith(stem + ".so.")})
     found = loader.find_in_dirs(ctx, list(dict.fromkeys(dirs)), f"{stem}.so.*")
     return tuple(p for p in found if (parsed := cuda_soname(p)) and parsed[1] != soname)
+
+
+# --- cuDNN's sub-libraries ---------------------------------------------------------------------------
+
+_CUDNN_SHIM = re.compile(r"^libcudnn\.so\.(\d+)$")
+#: At most this many sub-library names are resolved per shim (cuDNN 9 has eight).
+_MAX_SUBLIBRARIES = 32
+
+
+def _shim_sublibraries(
+    ctx: ProbeContext, search: _Search, versions: _Versions, soname: str, loaded: LinkedFile | None
+) -> tuple[SubLibrary, ...]:
+    """The sub-libraries a loaded cuDNN shim (``libcudnn.so.N``) can ``dlopen`` by soname: each one's copy beside
+    the shim and the first copy of the loader's own search (LD_LIBRARY_PATH, the cache, the default directories).
+
+    cuDNN 8 and later split the library into a shim and sub-libraries it loads at run time
+    (https://docs.nvidia.com/deeplearning/cudnn/latest/api/overview.html); which of the two copies loads is
+    the rule of that major (compat/libraries.toml ``cudnn_loading``), judged by CD302, not here.
+    """
+    match = _CUDNN_SHIM.match(soname)
+    if loaded is None or match is None:
+        return ()
+    directory = posixpath.dirname(loaded.path)
+    subs = []
+    for name in _sublibrary_names(ctx, search, loaded.path, match.group(1))[:_MAX_SUBLIBRARIES]:
+        beside = posixpath.join(directory, name)
+        found = _candidates(ctx, search, name, [(d, "LD_LIBRARY_PATH") for d in search.ld_library_path])
+        subs.append(SubLibrary(
+            name,
+            versions.file(beside, f"beside {soname}") if ctx.fs.is_file(beside) else None,
+            versions.file(*found[0]) if found else None,
+        ))  # fmt: skip
+    return tuple(subs)
+
+
+def _sublibrary_names(ctx: ProbeContext, search: _Search, shim: str, major: str) -> list[str]:
+    """Sonames ``libcudnn_*.so.<major>`` beside the shim, in the loader's directories or in its cache."""
+    dirs = [posixpath.dirname(shim), *search.ld_library_path, *search.defaults]
+    dirs += list(search.conf_dirs) if search.cache is None else []
+    names = {posixpath.basename(p) for p in loader.find_in_dirs(ctx, dirs, f"libcudnn_*.so.{major}")}
+    if search.cache is not None:
+        names |= {e.soname for e in search.cache if re.fullmatch(rf"libcudnn_\w+\.so\.{major}", e.soname)}
+    return sorted(n for n in names if re.fullmatch(rf"libcudnn_\w+\.so\.{major}", n))

@@ -83,9 +83,6 @@ _SONAMES: dict[str, tuple[str, ...]] = {
     "nvinfer": ("libnvinfer",),
 }
 
-_CUDNN8_PARTS = ("libcudnn_ops_infer", "libcudnn_ops_train", "libcudnn_cnn_infer", "libcudnn_cnn_train")
-_CUDNN9_PARTS = ("libcudnn_ops", "libcudnn_cnn", "libcudnn_graph", "libcudnn_engines_precompiled")
-
 _LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)$")
 # Both METADATA spellings: "nvidia-cuda-runtime-cu12==12.1.105" and the older "(==12.1.105)";
 # torch 2.9+ pins cuda-toolkit[...] instead.
@@ -154,8 +151,15 @@ def _lib_with_link(replay: Replay, directory: str, stem: str, version: str, sona
         replay.links[f"{directory}/{stem}.so.{soname}"] = f"{stem}.so.{version}"
 
 
-def _cudnn_parts(major: str) -> tuple[str, ...]:
-    return _CUDNN8_PARTS if major == "8" else _CUDNN9_PARTS if int(major) >= 9 else ()
+def _cudnn_parts(version: str) -> tuple[str, ...]:
+    """The file stems of the sub-libraries cuDNN ``version`` ships beside its shim (compat/libraries.toml
+    ``cudnn_sublibrary``: cuDNN 8's six, cuDNN 9's seven, libcudnn_engines_tensor_ir from 9.21)."""
+    from packaging.version import Version
+
+    from cudadoctor.data import CompatMatrix
+
+    sonames = CompatMatrix(cache_dir=False).cudnn_sublibraries_shipped(Version(version)) or ()
+    return tuple(s.split(".so.")[0] for s in sonames)
 
 
 def _cuda_api(driver: str) -> int:
@@ -359,7 +363,7 @@ def _system_libraries(replay: Replay, env: dict[str, Any]) -> None:
         for stem in _SONAMES.get(name, (f"lib{name}",)):
             _lib_with_link(replay, directory, stem, version, soname)
         if name == "cudnn":
-            for stem in _cudnn_parts(major):
+            for stem in _cudnn_parts(version):
                 _lib_with_link(replay, directory, stem, version, major)
 
 
@@ -519,10 +523,32 @@ def _torch_files(replay: Replay, site: str, package: dict[str, Any], env: dict[s
             replay.binaries[f"{site}/torch/lib/libtorch_cuda.so"] = shared_object(
                 [s for _c, s in linked], "libtorch_cuda.so", runpath
             )
+    if cuda and not _pinned_sonames(package.get("requires", [])):
+        _torch_bundled_cudnn(replay, site, version, cuda)
     abi = "1" if Version_tuple(version) >= (2, 7) else "0"
     replay.files[f"{site}/torch/share/cmake/Torch/TorchConfig.cmake"] = (
         f'set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI={abi}")\n'
     )
+
+
+def _torch_bundled_cudnn(replay: Replay, site: str, version: str, cuda: str) -> None:
+    """A torch 1.x wheel that copies cuDNN into torch/lib (compat/torch.toml ``bundled_cudnn``): the shim and its
+    sub-libraries under cuDNN's own names, and libtorch_cuda.so needing ``libcudnn.so.8`` with the RUNPATH
+    ``$ORIGIN`` the wheel build sets with patchelf (pytorch/builder release/1.12 manywheel/build_common.sh)."""
+    from packaging.version import InvalidVersion, Version
+
+    from cudadoctor.data import CompatMatrix
+
+    try:
+        row = CompatMatrix(cache_dir=False).torch_bundled_cudnn(Version(version), "cu" + cuda.replace(".", ""))
+    except InvalidVersion:
+        return
+    if row is None:
+        return
+    for name in row.files:
+        replay.files[f"{site}/torch/lib/{name}"] = ""
+    shim = next(n for n in row.files if n.startswith("libcudnn.so."))
+    replay.binaries[f"{site}/torch/lib/libtorch_cuda.so"] = shared_object([shim], "libtorch_cuda.so", ["$ORIGIN"])
 
 
 #: The CUDA libraries libtorch_cuda.so links (DT_NEEDED), by the component of the wheel that ships them.
@@ -573,7 +599,7 @@ def _nvidia_wheel(replay: Replay, site: str, name: str, version: str) -> None:
         if suffix and not any(p.startswith(f"{site}/nvidia/nvjitlink/") for p in replay.files):
             replay.files.setdefault(implied, "")
     if component == "cudnn":
-        for stem in _cudnn_parts(major):
+        for stem in _cudnn_parts(version):
             replay.files[f"{directory}/{stem}.so.{major}"] = ""
 
 

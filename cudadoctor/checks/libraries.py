@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
@@ -343,6 +343,40 @@ def _bundled_problems(
     return problems, evidence, dirs
 
 
+_EXACT_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_.-]*)\s*\(?\s*==\s*([0-9][^\s;,)]*)")
+
+
+def _overwritten_pin(need: NeededLibrary, packages: dict[str, InstalledPackage]) -> tuple[str, str] | None:
+    """(finding, fix) when the loaded wheel file belongs to another CUDA variant of the wheel the needer pins,
+    installed over it: nvidia-nccl-cu11 and nvidia-nccl-cu12 both install ``nvidia/nccl/lib/libnccl.so.2``, and
+    the one installed last owns the file (its RECORD; see cudadoctor.probes.linkage.record_owner)."""
+    loaded, needer = need.loaded, packages.get(need.package)
+    if loaded is None or loaded.distribution is None or loaded.version is None or needer is None:
+        return None
+    base = re.sub(r"-cu\d+$", "", loaded.distribution)
+    for line in needer.requires:
+        match = _EXACT_PIN.match(line)
+        if match is None:
+            continue
+        name = re.sub(r"[-_.]+", "-", match.group(1)).lower()
+        if name == loaded.distribution or re.sub(r"-cu\d+$", "", name) != base or name not in packages:
+            continue
+        pinned = match.group(2)
+        try:
+            if _release3(loaded.version) >= _release3(Version(pinned)):
+                return None
+        except InvalidVersion:
+            return None
+        return (
+            f"{need.package}'s {posixpath.basename(need.needer)} loads {need.soname} {loaded.version} from "
+            f"{posixpath.dirname(loaded.path)}: that file is {loaded.distribution} {loaded.version}'s, installed over "
+            f"the {name} {pinned} that {need.package} pins (both wheels install the same path)",
+            f"python -m pip uninstall -y {loaded.distribution} && python -m pip install --force-reinstall --no-deps "
+            f"'{name}=={pinned}'",
+        )
+    return None
+
+
 def _loader_finding(
     loader: LoaderView | None, packages: dict[str, InstalledPackage], matrix: CompatMatrix | None
 ) -> Problem | None:
@@ -357,9 +391,11 @@ def _loader_finding(
         mixed, mixed_evidence, first = _sublibrary_problems(loader, matrix)
         older += mixed
         evidence.update(mixed_evidence)
+    overwritten = {found for need in (loader.needs if loader else ()) if (found := _overwritten_pin(need, packages))}
+    older += [text for text, _fix in overwritten]
     if not older:
         return None
-    commands = tuple(
+    commands = tuple(sorted({fix for _text, fix in overwritten})) + tuple(
         f"export LD_LIBRARY_PATH=$(echo \"$LD_LIBRARY_PATH\" | tr ':' '\\n' | grep -vx '{d}' | paste -sd:)"
         for d in sorted(set(dirs))
     ) + tuple(f"export LD_LIBRARY_PATH={d}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" for d in sorted(set(first)))
@@ -369,11 +405,55 @@ def _loader_finding(
         Remediation(
             "Take that directory off LD_LIBRARY_PATH (or LD_PRELOAD) so the newer copy the framework ships loads, "
             "or upgrade the copy it loads; where cuDNN mixes sub-libraries, put the directory of the cuDNN that "
-            "loads first on LD_LIBRARY_PATH (or remove the other cuDNN from the loader's path).",
+            "loads first on LD_LIBRARY_PATH (or remove the other cuDNN from the loader's path); where another "
+            "variant of a pinned wheel overwrote its file, uninstall it and reinstall the pinned wheel.",
             commands,
         ),
         status=Status.FAIL,
     )
+
+
+def _wheel_dir_behind(host: HostInfo, copies: tuple[LibraryCopy, ...]) -> Problem | None:
+    """An older cuDNN / NCCL copy earlier on LD_LIBRARY_PATH than the pip wheel's directory that the same variable
+    lists: the variable names the wheel to be loaded (TensorFlow's pip guide, pytorch wheels' users do so), but
+    every ``dlopen`` of the soname stops at the first directory that holds it."""
+    order = {d: i for i, d in reversed(list(enumerate(_ld_library_path(host))))}
+    found: list[tuple[LibraryCopy, str, LibraryCopy, str]] = []
+    for wheel in (c for c in copies if c.origin == "pip" and c.version is not None):
+        wheel_dirs = [d for p in wheel.lib_paths if (d := posixpath.dirname(p)) in order]
+        for other in (c for c in copies if c.origin != "pip" and c.library == wheel.library and c.version):
+            dirs = [d for p in other.lib_paths if (d := posixpath.dirname(p)) in order]
+            if not wheel_dirs or not dirs or min(order[d] for d in dirs) > min(order[d] for d in wheel_dirs):
+                continue
+            if _soname_number(other) == _soname_number(wheel) and _release3(other.version) < _release3(wheel.version):
+                found.append((other, min(dirs, key=order.__getitem__), wheel, min(wheel_dirs, key=order.__getitem__)))
+    if not found:
+        return None
+    return Problem(
+        "; ".join(
+            f"{_LABEL.get(o.library, o.library)} {o.version} in {od} comes before the {w.distribution} {w.version} "
+            f"wheel's {wd} on "
+            "LD_LIBRARY_PATH: everything that loads it by name gets the older copy"
+            for o, od, w, wd in found
+        ),
+        {f"{o.library} {o.origin}": f"{o.version} at {od}" for o, od, _w, _wd in found}
+        | {f"{w.library} pip": f"{w.version} at {wd} ({w.distribution})" for _o, _od, w, wd in found},
+        Remediation(
+            "Put the wheel's directory first on LD_LIBRARY_PATH (prepend it rather than append it).",
+            tuple(sorted({f"export LD_LIBRARY_PATH={wd}:$LD_LIBRARY_PATH" for _o, _od, _w, wd in found})),
+        ),
+        status=Status.FAIL,
+    )
+
+
+_LABEL = {"cudnn": "cuDNN", "nccl": "NCCL"}
+
+
+def _soname_number(copy: LibraryCopy) -> int | None:
+    """The number of the soname a copy provides: NCCL's is always 2, cuDNN's its major."""
+    if copy.version is None:
+        return None
+    return 2 if copy.library == "nccl" else copy.version.major
 
 
 class CD302(Check):
@@ -406,7 +486,7 @@ class CD302(Check):
         loader: LoaderView | None = None,
         matrix: CompatMatrix | None = None,
     ) -> Problem | None:
-        found = _loader_finding(loader, packages, matrix)
+        found = _loader_finding(loader, packages, matrix) or _wheel_dir_behind(host, cudnn + nccl)
         if found is not None:
             return found
         dirs = set(_ld_library_path(host))

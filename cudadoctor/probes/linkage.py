@@ -22,6 +22,7 @@ what the threads in tests/corpus describe (LD_LIBRARY_PATH winning over the whee
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from dataclasses import dataclass, field, replace
@@ -33,7 +34,19 @@ from cudadoctor.probes import ldcache, loader, scancache
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.elf import ElfDynamic
 
-__all__ = ["CUDA_SONAME", "cuda_soname", "expand_origin", "probe_loader_view", "resolve", "resolve_plain"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudadoctor.probes.packages import Distribution
+
+__all__ = [
+    "CUDA_SONAME",
+    "cuda_soname",
+    "expand_origin",
+    "probe_loader_view",
+    "record_owner",
+    "resolve",
+    "resolve_plain",
+]
 
 #: The CUDA libraries whose copies are resolved: the CUDA runtime and math libraries, cuDNN (with
 #: its sub-libraries), NCCL, nvJitLink, NVRTC, CUPTI and TensorRT's libnvinfer / libmyelin.
@@ -241,6 +254,8 @@ class _Versions:
     def file(self, path: str, via: str) -> LinkedFile:
         version = _name_version(path) or _name_version(_real(self.ctx, path))
         distribution, bundled = self._owner(path)
+        if distribution is not None:
+            distribution = record_owner(self.ctx, path, distribution)
         if version is None and distribution is not None:
             version = self.dists.get(distribution)
         return LinkedFile(path, via, version, distribution, bundled)
@@ -440,3 +455,50 @@ def _sublibrary_names(ctx: ProbeContext, search: _Search, shim: str, major: str)
     if search.cache is not None:
         names |= {e.soname for e in search.cache if re.fullmatch(rf"libcudnn_\w+\.so\.{major}", e.soname)}
     return sorted(n for n in names if re.fullmatch(rf"libcudnn_\w+\.so\.{major}", n))
+
+
+# --- a wheel's file overwritten by another wheel ------------------------------------------------------
+
+_CUDA_SUFFIX = re.compile(r"-cu\d+$")
+
+
+def record_owner(ctx: ProbeContext, path: str, distribution: str) -> str:
+    """The distribution whose installed file ``path`` is, when two wheels of one library install the same path.
+
+    nvidia-nccl-cu11 and nvidia-nccl-cu12 both install ``nvidia/nccl/lib/libnccl.so.2``; pip does not
+    uninstall one for the other, so the wheel installed last overwrote the file. Each wheel's ``RECORD``
+    lists the path with the size it wrote
+    (https://packaging.python.org/en/latest/specifications/recording-installed-packages/): the one whose size
+    matches the file on disk owns it. ``distribution`` (the name's first match) stands when nothing decides.
+    """
+    from cudadoctor.probes import packages  # owns the distributions' directories
+
+    dists = packages.distributions(ctx)
+    base = _CUDA_SUFFIX.sub("", distribution)
+    rivals = [d for n, d in sorted(dists.items()) if n != distribution and _CUDA_SUFFIX.sub("", n) == base]
+    if not rivals or distribution not in dists:
+        return distribution
+    try:
+        size = os.path.getsize(ctx.fs.host_path(ctx.fs.resolve(path)))
+    except OSError:
+        return distribution
+    matching = [d.name for d in (dists[distribution], *rivals) if _recorded_size(ctx, d, path) == size]
+    return matching[0] if len(matching) == 1 else distribution
+
+
+def _recorded_size(ctx: ProbeContext, dist: Distribution, path: str) -> int | None:
+    """The size a distribution's RECORD states for ``path`` (a path below its site directory), or None."""
+    location, info = dist.location, dist.path
+    if not path.startswith(location.rstrip("/") + "/"):
+        return None
+    rel = path[len(location.rstrip("/")) + 1 :]
+    try:
+        text = ctx.fs.read_text(posixpath.join(info, "RECORD"), 4 << 20)
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in text.splitlines():
+        name, _sep, rest = line.partition(",")
+        if name == rel:
+            size = rest.rpartition(",")[2]
+            return int(size) if size.isdigit() else None
+    return None

@@ -36,9 +36,12 @@ CUDA provider with the sonames ``compat/ecosystem.toml`` read from the wheel). A
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -586,7 +589,7 @@ def _nvidia_wheel(replay: Replay, site: str, name: str, version: str) -> None:
     soname = "2" if component == "nccl" else major
     directory = f"{site}/nvidia/{component.replace('-', '_')}/lib" if suffix else f"{site}/nvidia/cu13/lib"
     for stem in stems:
-        replay.files[f"{directory}/{stem}.so.{soname}"] = ""
+        replay.files[f"{directory}/{stem}.so.{soname}"] = _wheel_content(name, version)
     if component == "cusparse" and int(major) >= 12:
         cuda = suffix or "13"
         runpath = ["$ORIGIN/../../nvjitlink/lib", "$ORIGIN"] if suffix else ["$ORIGIN"]
@@ -600,7 +603,28 @@ def _nvidia_wheel(replay: Replay, site: str, name: str, version: str) -> None:
             replay.files.setdefault(implied, "")
     if component == "cudnn":
         for stem in _cudnn_parts(version):
-            replay.files[f"{directory}/{stem}.so.{major}"] = ""
+            replay.files[f"{directory}/{stem}.so.{major}"] = _wheel_content(name, version)
+
+
+def _wheel_content(name: str, version: str) -> str:
+    """A stand-in for one wheel's library file: its own bytes, so that two wheels' copies of one path differ in
+    size as real builds do (what the RECORD check of an overwritten file compares)."""
+    line = f"{name}=={version}\n"
+    return line * (1 + zlib.crc32(line.encode()) % 97)
+
+
+def _wheel_record(replay: Replay, site: str, dist: str, name: str, version: str, binaries: set[str]) -> None:
+    """``RECORD`` (https://packaging.python.org/en/latest/specifications/recording-installed-packages/): the
+    files pip installed for this wheel, with their sha256 and size; a later wheel may overwrite them on disk."""
+    content = _wheel_content(name, version)
+    lines = []
+    for path, data in [(p, c.encode()) for p, c in replay.files.items() if c == content] + [
+        (p, replay.binaries[p]) for p in sorted(binaries)
+    ]:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        lines.append(f"{path[len(site) + 1 :]},sha256={digest},{len(data)}")
+    lines.append(f"{dist[len(site) + 1 :]}/RECORD,,")
+    replay.files[f"{dist}/RECORD"] = "\n".join(lines) + "\n"
 
 
 def _onnxruntime_files(replay: Replay, site: str, version: str) -> None:
@@ -630,7 +654,10 @@ def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
         elif name.lower() == "onnxruntime-gpu":
             _onnxruntime_files(replay, site, version)
         elif name.lower().startswith("nvidia-"):
+            before = dict(replay.binaries)
             _nvidia_wheel(replay, site, name.lower(), version)
+            written = {p for p, b in replay.binaries.items() if before.get(p) != b}
+            _wheel_record(replay, site, dist, name.lower(), version, written)
 
 
 def build(case: dict[str, Any]) -> Replay:

@@ -363,9 +363,11 @@ def _overwritten_pin(need: NeededLibrary, packages: dict[str, InstalledPackage])
             continue
         pinned = match.group(2)
         try:
-            if _release3(loaded.version) >= _release3(Version(pinned)):
-                return None
+            wanted = Version(pinned)
         except InvalidVersion:
+            return None
+        # Another major has another soname, hence another file: only a same-major variant shares the path.
+        if wanted.major != loaded.version.major or _release3(loaded.version) >= _release3(wanted):
             return None
         return (
             f"{need.package}'s {posixpath.basename(need.needer)} loads {need.soname} {loaded.version} from "
@@ -395,10 +397,14 @@ def _loader_finding(
     older += [text for text, _fix in overwritten]
     if not older:
         return None
-    commands = tuple(sorted({fix for _text, fix in overwritten})) + tuple(
-        f"export LD_LIBRARY_PATH=$(echo \"$LD_LIBRARY_PATH\" | tr ':' '\\n' | grep -vx '{d}' | paste -sd:)"
-        for d in sorted(set(dirs))
-    ) + tuple(f"export LD_LIBRARY_PATH={d}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" for d in sorted(set(first)))
+    commands = (
+        tuple(sorted({fix for _text, fix in overwritten}))
+        + tuple(
+            f"export LD_LIBRARY_PATH=$(echo \"$LD_LIBRARY_PATH\" | tr ':' '\\n' | grep -vx '{d}' | paste -sd:)"
+            for d in sorted(set(dirs))
+        )
+        + tuple(f"export LD_LIBRARY_PATH={d}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" for d in sorted(set(first)))
+    )
     return Problem(
         "; ".join(sorted(set(older))),
         evidence,
@@ -463,14 +469,21 @@ class CD302(Check):
     in LD_LIBRARY_PATH, when an installed framework pins the pip wheel of that library and the versions
     differ; and, from the loader's view (every CUDA library a package's shared objects need, resolved
     in ld.so's order), any loaded copy of cuDNN, NCCL, nvJitLink, cuSPARSE, cuBLAS … older than a pip
-    wheel's copy it hides — an error. A copy that is only in the ld cache is not reported: the
-    framework's own RUNPATH comes first.
+    wheel's copy it hides, or than the cuDNN a torch 1.x wheel ships in torch/lib — an error. A copy
+    that is only in the ld cache is not reported: the framework's own RUNPATH comes first. Also errors:
+    a cuDNN shim that would load its sub-libraries (libcudnn_cnn_infer.so.8, libcudnn_engines_*.so.9 …)
+    from another cuDNN version — cuDNN 8 searches the loader's path before its own directory, cuDNN 9
+    falls back to it for a sub-library its directory lacks; a wheel file that another CUDA variant of
+    the pinned wheel overwrote (nvidia-nccl-cu11 installed over nvidia-nccl-cu12, told by RECORD); and
+    an older copy listed on LD_LIBRARY_PATH before the wheel directory that the same variable lists.
 
     Why it matters: LD_LIBRARY_PATH is searched before a library's RUNPATH, so torch loads the other copy:
     collect_env-style reports then disagree with what runs, and a cuDNN or NCCL older than the pin
     fails or misbehaves (`check --deep` shows the file really loaded).
 
-    How to fix: take that directory out of LD_LIBRARY_PATH.
+    How to fix: take that directory out of LD_LIBRARY_PATH (or put the wheel's directory first); for mixed
+    cuDNN sub-libraries, put the loading cuDNN's directory first or remove the other cuDNN from the loader's
+    path; for an overwritten wheel, uninstall the other variant and reinstall the pinned wheel.
     """
 
     name = "no-shadowing-library-on-ld-library-path"

@@ -62,3 +62,24 @@ def test_driver_branch_windows_and_error_records():
     assert M.driver_branch_cuda_major(580) == 13
     assert any(e.code == 35 for e in M.cuda_errors_for_check("CD111"))
     assert M.minor_compat_limits(13)
+
+
+def test_cudnn_sub_libraries_and_where_the_shim_looks_first():
+    matrix = CompatMatrix(cache_dir=False)
+    assert matrix.cudnn_own_directory_first(8) is False and matrix.cudnn_own_directory_first(9) is True
+    assert matrix.cudnn_own_directory_first(7) is None
+    eight = matrix.cudnn_sublibraries_loaded(Version("8.9.2.26"))
+    assert eight is not None and "libcudnn_cnn_train.so.8" in eight and len(eight) == 6
+    assert "libcudnn_engines_tensor_ir.so.9" in (matrix.cudnn_sublibraries_loaded(Version("9.20.0.48")) or ())
+    assert "libcudnn_engines_tensor_ir.so.9" not in (matrix.cudnn_sublibraries_shipped(Version("9.20.0.48")) or ())
+    assert "libcudnn_engines_tensor_ir.so.9" in (matrix.cudnn_sublibraries_shipped(Version("9.23.2")) or ())
+    assert "libcudnn_engines_tensor_ir.so.9" not in (matrix.cudnn_sublibraries_loaded(Version("9.19.0.56")) or ())
+    assert matrix.cudnn_sublibraries_loaded(Version("7.6.5")) is None
+
+
+def test_torch_1_x_bundled_cudnn():
+    matrix = CompatMatrix(cache_dir=False)
+    row = matrix.torch_bundled_cudnn(Version("1.12.0+cu113"), "cu113")
+    assert row is not None and row.cudnn == Version("8.3.2.44") and "libcudnn_ops_infer.so.8" in row.files
+    assert matrix.torch_bundled_cudnn(Version("1.12.1"), "cu102") is None  # cuDNN linked statically
+    assert matrix.torch_bundled_cudnn(Version("2.1.2"), "cu121") is None  # the nvidia-cudnn wheel instead

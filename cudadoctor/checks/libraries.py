@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
@@ -25,8 +25,10 @@ from cudadoctor.facts.model import (
     HostInfo,
     InstalledPackage,
     LibraryCopy,
+    LinkedFile,
     LoaderView,
     NeededLibrary,
+    SubLibrary,
     ToolkitInstall,
 )
 from cudadoctor.rules.toolchain import JIT_BUILDERS, BuildToolkit, nvcc_matches_torch, nvcc_runs_on_driver
@@ -247,6 +249,219 @@ def _loader_problems(loader: LoaderView | None) -> tuple[list[str], dict[str, st
     return problems, evidence, dirs
 
 
+def _chosen_sublibrary(sub: SubLibrary, own_first: bool) -> LinkedFile | None:
+    """The copy of a cuDNN sub-library the shim's ``dlopen`` gets under its major's rule."""
+    return (sub.beside or sub.searched) if own_first else (sub.searched or sub.beside)
+
+
+def _mixed_sublibraries(need: NeededLibrary, matrix: CompatMatrix) -> tuple[list[str], list[LinkedFile]] | None:
+    """(sonames, their loaded copies) of the sub-libraries a loaded cuDNN shim takes from another cuDNN version.
+
+    cuDNN 8's shim prefers the loader's search over its own directory, cuDNN 9's its own directory with the
+    search as a fallback (compat/libraries.toml ``cudnn_loading``, from pytorch/pytorch#119989); only the
+    sub-libraries that release's core loads count (``cudnn_sublibrary``). None when the data cannot say.
+    """
+    shim = need.loaded
+    if shim is None or shim.version is None or not need.sublibraries:
+        return None
+    own_first = matrix.cudnn_own_directory_first(int(need.soname.rsplit(".", 1)[1]))
+    loaded_names = matrix.cudnn_sublibraries_loaded(shim.version)
+    if own_first is None or loaded_names is None:
+        return None
+    names: list[str] = []
+    copies: list[LinkedFile] = []
+    for sub in need.sublibraries:
+        chosen = _chosen_sublibrary(sub, own_first)
+        if sub.soname not in loaded_names or chosen is None or chosen is sub.beside or chosen.version is None:
+            continue
+        if _release3(chosen.version) != _release3(shim.version):
+            names.append(sub.soname)
+            copies.append(chosen)
+    return names, copies
+
+
+def _sublibrary_problems(
+    loader: LoaderView | None, matrix: CompatMatrix
+) -> tuple[list[str], dict[str, str], list[str]]:
+    """CD302's findings for cuDNN shims that would load sub-libraries of another cuDNN version, and the
+    directories to put first on LD_LIBRARY_PATH (the shim's own, where it holds every mixed sub-library)."""
+    problems: list[str] = []
+    evidence: dict[str, str] = {}
+    first: list[str] = []
+    seen: set[str] = set()
+    for need in loader.needs if loader else ():
+        mixed = _mixed_sublibraries(need, matrix)
+        if not mixed or not mixed[0] or need.loaded is None or need.loaded.path in seen:
+            continue
+        seen.add(need.loaded.path)
+        names, copies = mixed
+        shim_dir = posixpath.dirname(need.loaded.path)
+        where = sorted({f"{posixpath.dirname(c.path)} (cuDNN {c.version}, {c.via})" for c in copies})
+        problems.append(
+            f"cuDNN {need.loaded.version} from {shim_dir} ({need.loaded.distribution or need.loaded.via}, needed by "
+            f"{need.package}) loads its sub-libraries {', '.join(names)} from {'; '.join(where)}: two cuDNN "
+            "versions in one process (CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH, undefined symbols)"
+        )
+        evidence[f"{need.soname} {shim_dir}"] = f"cuDNN {need.loaded.version} ({need.loaded.via})"
+        for name, copy in zip(names, copies, strict=True):
+            evidence[name] = f"{copy.path} (cuDNN {copy.version}, {copy.via})"
+        beside = {s.soname for s in need.sublibraries if s.beside is not None}
+        if set(names) <= beside:
+            first.append(shim_dir)
+    return problems, evidence, first
+
+
+def _older_than_bundled(need: NeededLibrary, torch: InstalledPackage | None, matrix: CompatMatrix) -> str | None:
+    """The loaded copy of cuDNN is older than the one torch 1.x ships in torch/lib and that it hides."""
+    loaded = need.loaded
+    if loaded is None or loaded.version is None or loaded.bundled_by or torch is None or not torch.cuda_variant:
+        return None
+    row = matrix.torch_bundled_cudnn(torch.version, torch.cuda_variant)
+    hidden = [s for s in need.shadowed if s.bundled_by == "torch" and row and posixpath.basename(s.path) in row.files]
+    if row is None or not hidden or _release3(row.cudnn) <= _release3(loaded.version):
+        return None
+    return (
+        f"{need.package}'s {posixpath.basename(need.needer)} loads {need.soname} {loaded.version} from "
+        f"{posixpath.dirname(loaded.path)} ({loaded.via}), older than the cuDNN {row.cudnn} torch {torch.version} "
+        f"ships in {posixpath.dirname(hidden[0].path)}, which it hides"
+    )
+
+
+def _bundled_problems(
+    loader: LoaderView | None, packages: dict[str, InstalledPackage], matrix: CompatMatrix
+) -> tuple[list[str], dict[str, str], list[str]]:
+    problems: list[str] = []
+    evidence: dict[str, str] = {}
+    dirs: list[str] = []
+    for need in loader.needs if loader else ():
+        text = _older_than_bundled(need, packages.get("torch"), matrix)
+        if text and need.loaded is not None:
+            problems.append(text)
+            evidence[f"{need.package}: {need.soname}"] = f"{need.loaded.path} ({need.loaded.via})"
+            if need.loaded.via in ("LD_LIBRARY_PATH", "LD_PRELOAD"):
+                dirs.append(posixpath.dirname(need.loaded.path))
+    return problems, evidence, dirs
+
+
+_EXACT_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_.-]*)\s*\(?\s*==\s*([0-9][^\s;,)]*)")
+
+
+def _overwritten_pin(need: NeededLibrary, packages: dict[str, InstalledPackage]) -> tuple[str, str] | None:
+    """(finding, fix) when the loaded wheel file belongs to another CUDA variant of the wheel the needer pins,
+    installed over it: nvidia-nccl-cu11 and nvidia-nccl-cu12 both install ``nvidia/nccl/lib/libnccl.so.2``, and
+    the one installed last owns the file (its RECORD; see cudadoctor.probes.linkage.record_owner)."""
+    loaded, needer = need.loaded, packages.get(need.package)
+    if loaded is None or loaded.distribution is None or loaded.version is None or needer is None:
+        return None
+    base = re.sub(r"-cu\d+$", "", loaded.distribution)
+    for line in needer.requires:
+        match = _EXACT_PIN.match(line)
+        if match is None:
+            continue
+        name = re.sub(r"[-_.]+", "-", match.group(1)).lower()
+        if name == loaded.distribution or re.sub(r"-cu\d+$", "", name) != base or name not in packages:
+            continue
+        pinned = match.group(2)
+        try:
+            wanted = Version(pinned)
+        except InvalidVersion:
+            return None
+        # Another major has another soname, hence another file: only a same-major variant shares the path.
+        if wanted.major != loaded.version.major or _release3(loaded.version) >= _release3(wanted):
+            return None
+        return (
+            f"{need.package}'s {posixpath.basename(need.needer)} loads {need.soname} {loaded.version} from "
+            f"{posixpath.dirname(loaded.path)}: that file is {loaded.distribution} {loaded.version}'s, installed over "
+            f"the {name} {pinned} that {need.package} pins (both wheels install the same path)",
+            f"python -m pip uninstall -y {loaded.distribution} && python -m pip install --force-reinstall --no-deps "
+            f"'{name}=={pinned}'",
+        )
+    return None
+
+
+def _loader_finding(
+    loader: LoaderView | None, packages: dict[str, InstalledPackage], matrix: CompatMatrix | None
+) -> Problem | None:
+    """CD302's error from the loader's view: an older copy hides a wheel's (or torch/lib's) copy, or a cuDNN
+    shim takes sub-libraries from another cuDNN version."""
+    older, evidence, dirs = _loader_problems(loader)
+    first: list[str] = []
+    if matrix is not None:
+        for more, more_evidence, more_dirs in (_bundled_problems(loader, packages, matrix),):
+            older, dirs = older + more, dirs + more_dirs
+            evidence.update(more_evidence)
+        mixed, mixed_evidence, first = _sublibrary_problems(loader, matrix)
+        older += mixed
+        evidence.update(mixed_evidence)
+    overwritten = {found for need in (loader.needs if loader else ()) if (found := _overwritten_pin(need, packages))}
+    older += [text for text, _fix in overwritten]
+    if not older:
+        return None
+    commands = (
+        tuple(sorted({fix for _text, fix in overwritten}))
+        + tuple(
+            f"export LD_LIBRARY_PATH=$(echo \"$LD_LIBRARY_PATH\" | tr ':' '\\n' | grep -vx '{d}' | paste -sd:)"
+            for d in sorted(set(dirs))
+        )
+        + tuple(f"export LD_LIBRARY_PATH={d}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" for d in sorted(set(first)))
+    )
+    return Problem(
+        "; ".join(sorted(set(older))),
+        evidence,
+        Remediation(
+            "Take that directory off LD_LIBRARY_PATH (or LD_PRELOAD) so the newer copy the framework ships loads, "
+            "or upgrade the copy it loads; where cuDNN mixes sub-libraries, put the directory of the cuDNN that "
+            "loads first on LD_LIBRARY_PATH (or remove the other cuDNN from the loader's path); where another "
+            "variant of a pinned wheel overwrote its file, uninstall it and reinstall the pinned wheel.",
+            commands,
+        ),
+        status=Status.FAIL,
+    )
+
+
+def _wheel_dir_behind(host: HostInfo, copies: tuple[LibraryCopy, ...]) -> Problem | None:
+    """An older cuDNN / NCCL copy earlier on LD_LIBRARY_PATH than the pip wheel's directory that the same variable
+    lists: the variable names the wheel to be loaded (TensorFlow's pip guide, pytorch wheels' users do so), but
+    every ``dlopen`` of the soname stops at the first directory that holds it."""
+    order = {d: i for i, d in reversed(list(enumerate(_ld_library_path(host))))}
+    found: list[tuple[LibraryCopy, str, LibraryCopy, str]] = []
+    for wheel in (c for c in copies if c.origin == "pip" and c.version is not None):
+        wheel_dirs = [d for p in wheel.lib_paths if (d := posixpath.dirname(p)) in order]
+        for other in (c for c in copies if c.origin != "pip" and c.library == wheel.library and c.version):
+            dirs = [d for p in other.lib_paths if (d := posixpath.dirname(p)) in order]
+            if not wheel_dirs or not dirs or min(order[d] for d in dirs) > min(order[d] for d in wheel_dirs):
+                continue
+            if _soname_number(other) == _soname_number(wheel) and _release3(other.version) < _release3(wheel.version):
+                found.append((other, min(dirs, key=order.__getitem__), wheel, min(wheel_dirs, key=order.__getitem__)))
+    if not found:
+        return None
+    return Problem(
+        "; ".join(
+            f"{_LABEL.get(o.library, o.library)} {o.version} in {od} comes before the {w.distribution} {w.version} "
+            f"wheel's {wd} on "
+            "LD_LIBRARY_PATH: everything that loads it by name gets the older copy"
+            for o, od, w, wd in found
+        ),
+        {f"{o.library} {o.origin}": f"{o.version} at {od}" for o, od, _w, _wd in found}
+        | {f"{w.library} pip": f"{w.version} at {wd} ({w.distribution})" for _o, _od, w, wd in found},
+        Remediation(
+            "Put the wheel's directory first on LD_LIBRARY_PATH (prepend it rather than append it).",
+            tuple(sorted({f"export LD_LIBRARY_PATH={wd}:$LD_LIBRARY_PATH" for _o, _od, _w, wd in found})),
+        ),
+        status=Status.FAIL,
+    )
+
+
+_LABEL = {"cudnn": "cuDNN", "nccl": "NCCL"}
+
+
+def _soname_number(copy: LibraryCopy) -> int | None:
+    """The number of the soname a copy provides: NCCL's is always 2, cuDNN's its major."""
+    if copy.version is None:
+        return None
+    return 2 if copy.library == "nccl" else copy.version.major
+
+
 class CD302(Check):
     """No other copy of a CUDA library shadows the pip wheel a framework pins or needs.
 
@@ -254,14 +469,21 @@ class CD302(Check):
     in LD_LIBRARY_PATH, when an installed framework pins the pip wheel of that library and the versions
     differ; and, from the loader's view (every CUDA library a package's shared objects need, resolved
     in ld.so's order), any loaded copy of cuDNN, NCCL, nvJitLink, cuSPARSE, cuBLAS … older than a pip
-    wheel's copy it hides — an error. A copy that is only in the ld cache is not reported: the
-    framework's own RUNPATH comes first.
+    wheel's copy it hides, or than the cuDNN a torch 1.x wheel ships in torch/lib — an error. A copy
+    that is only in the ld cache is not reported: the framework's own RUNPATH comes first. Also errors:
+    a cuDNN shim that would load its sub-libraries (libcudnn_cnn_infer.so.8, libcudnn_engines_*.so.9 …)
+    from another cuDNN version — cuDNN 8 searches the loader's path before its own directory, cuDNN 9
+    falls back to it for a sub-library its directory lacks; a wheel file that another CUDA variant of
+    the pinned wheel overwrote (nvidia-nccl-cu11 installed over nvidia-nccl-cu12, told by RECORD); and
+    an older copy listed on LD_LIBRARY_PATH before the wheel directory that the same variable lists.
 
     Why it matters: LD_LIBRARY_PATH is searched before a library's RUNPATH, so torch loads the other copy:
     collect_env-style reports then disagree with what runs, and a cuDNN or NCCL older than the pin
     fails or misbehaves (`check --deep` shows the file really loaded).
 
-    How to fix: take that directory out of LD_LIBRARY_PATH.
+    How to fix: take that directory out of LD_LIBRARY_PATH (or put the wheel's directory first); for mixed
+    cuDNN sub-libraries, put the loading cuDNN's directory first or remove the other cuDNN from the loader's
+    path; for an overwritten wheel, uninstall the other variant and reinstall the pinned wheel.
     """
 
     name = "no-shadowing-library-on-ld-library-path"
@@ -275,23 +497,11 @@ class CD302(Check):
         cudnn: tuple[LibraryCopy, ...] = (),
         nccl: tuple[LibraryCopy, ...] = (),
         loader: LoaderView | None = None,
+        matrix: CompatMatrix | None = None,
     ) -> Problem | None:
-        older, older_evidence, older_dirs = _loader_problems(loader)
-        if older:
-            commands = tuple(
-                f"export LD_LIBRARY_PATH=$(echo \"$LD_LIBRARY_PATH\" | tr ':' '\\n' | grep -vx '{d}' | paste -sd:)"
-                for d in sorted(set(older_dirs))
-            )
-            return Problem(
-                "; ".join(sorted(set(older))),
-                older_evidence,
-                Remediation(
-                    "Take that directory off LD_LIBRARY_PATH (or LD_PRELOAD) so the wheel's newer copy loads, "
-                    "or upgrade the copy it loads.",
-                    commands,
-                ),
-                status=Status.FAIL,
-            )
+        found = _loader_finding(loader, packages, matrix) or _wheel_dir_behind(host, cudnn + nccl)
+        if found is not None:
+            return found
         dirs = set(_ld_library_path(host))
         if not dirs:
             return None

@@ -20,7 +20,9 @@ from cudadoctor.data.row import row as _row
 from cudadoctor.data.rows import (
     CudaError,
     CudaRelease,
+    CudnnLoading,
     CudnnRelease,
+    CudnnSublibrary,
     CupyPackage,
     FlashAttnRelease,
     ForwardCompat,
@@ -39,6 +41,7 @@ from cudadoctor.data.rows import (
     TensorflowRelease,
     TensorrtRelease,
     TorchArchList,
+    TorchBundledCudnn,
     TorchRelease,
     TorchVariant,
     VllmImage,
@@ -416,6 +419,25 @@ class CompatMatrix:
     def cudnn_release(self, version: Version) -> CudnnRelease | None:
         return next((r for r in self.cudnn_releases if r.version == version or r.release == version), None)
 
+    def cudnn_own_directory_first(self, major: int) -> bool | None:
+        """Whether cuDNN ``major``'s shim loads its sub-libraries from its own directory first; None: not in data."""
+        rows: tuple[CudnnLoading, ...] = self._rows("libraries", "cudnn_loading")
+        return next((r.own_directory_first for r in rows if r.major == major), None)
+
+    def cudnn_sublibraries_loaded(self, version: Version) -> tuple[str, ...] | None:
+        """The sub-library sonames the core of cuDNN ``version`` loads by name; None when no row covers it."""
+        return _cudnn_sonames(self._rows("libraries", "cudnn_sublibrary"), version, shipped=False)
+
+    def cudnn_sublibraries_shipped(self, version: Version) -> tuple[str, ...] | None:
+        """The sub-library sonames the packages of cuDNN ``version`` hold; None when no row covers it."""
+        return _cudnn_sonames(self._rows("libraries", "cudnn_sublibrary"), version, shipped=True)
+
+    def torch_bundled_cudnn(self, version: Version, variant: str) -> TorchBundledCudnn | None:
+        """The cuDNN a torch 1.x wheel of this release and variant copies into torch/lib, when the data has it."""
+        public = Version(version.public)
+        rows: tuple[TorchBundledCudnn, ...] = self._rows("torch", "bundled_cudnn")
+        return next((r for r in rows if r.variant == variant and r.releases.contains(public, prereleases=True)), None)
+
     def nccl_release(self, version: Version) -> NcclRelease | None:
         return next((r for r in self.nccl_releases if r.version == version), None)
 
@@ -655,3 +677,11 @@ class CompatMatrix:
         if scheme is None or "v<vllm version>" not in scheme.tags:
             return None
         return f"{scheme.repository}:v{version}"
+
+
+def _cudnn_sonames(rows: tuple[CudnnSublibrary, ...], version: Version, *, shipped: bool) -> tuple[str, ...] | None:
+    release = Version(".".join(str(p) for p in version.release[:3]))
+    hits = [r for r in rows if (r.shipped if shipped else r.loaded_by).contains(release, prereleases=True)]
+    if not hits:
+        return None
+    return tuple(f"{stem}.so.{r.major}" for r in hits for stem in r.stems)

@@ -27,7 +27,9 @@ __all__ = [
     "LAYOUTS",
     "CudaError",
     "CudaRelease",
+    "CudnnLoading",
     "CudnnRelease",
+    "CudnnSublibrary",
     "CupyPackage",
     "FlashAttnExclusion",
     "FlashAttnRelease",
@@ -49,6 +51,7 @@ __all__ = [
     "TensorflowRelease",
     "TensorrtRelease",
     "TorchArchList",
+    "TorchBundledCudnn",
     "TorchRelease",
     "TorchVariant",
     "VllmImage",
@@ -194,6 +197,17 @@ class TorchArchList(Row):
     archs: tuple[str, ...]
 
 
+@row(kw_only=True)
+class TorchBundledCudnn(Row):
+    """The cuDNN a torch 1.x wheel copies into ``torch/lib`` (before torch depended on nvidia-cudnn wheels)."""
+
+    releases: SpecifierSet
+    variant: str  #: ``cu113``
+    cudnn: Version
+    #: the file names in torch/lib: the shim and its sub-libraries, not renamed (the wheel build keeps cuDNN's names)
+    files: tuple[str, ...]
+
+
 @row()
 class VllmRelease(Row):
     """One vLLM release: its torch pin, Python range, the CUDA its wheel was built with, the GPU floor."""
@@ -254,6 +268,25 @@ class CudnnRelease(Row):
     yanked: tuple[str, ...] = ()
     pinned_by_torch: tuple[Version, ...] = ()
     min_driver_linux_by_cuda: Mapping[str, DriverVersion] = _no_table()  #: per ``cuda13``
+
+
+@row(kw_only=True)
+class CudnnLoading(Row):
+    """Where the shim ``libcudnn.so.N`` of one cuDNN major looks first when it loads its sub-libraries."""
+
+    major: int
+    #: True: its own directory first, the loader's search as a fallback; False: the loader's search first
+    own_directory_first: bool
+
+
+@row(kw_only=True)
+class CudnnSublibrary(Row):
+    """cuDNN sub-libraries (``libcudnn_ops_infer`` …) that the shim loads by soname, and which releases ship them."""
+
+    stems: tuple[str, ...]
+    major: int  #: the soname's number (``libcudnn_ops_infer.so.8``)
+    shipped: SpecifierSet  #: the cuDNN releases whose packages hold the files
+    loaded_by: SpecifierSet  #: the cuDNN releases whose core loads them
 
 
 @row(kw_only=True)
@@ -510,10 +543,24 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
             {"forward_compat": ForwardCompat},
         ),
         "gpu-architectures": Layout({"arch": GpuArch}),
-        "torch-releases": Layout({"variant": TorchVariant, "release": TorchRelease, "arch_list": TorchArchList}),
+        "torch-releases": Layout(
+            {
+                "variant": TorchVariant,
+                "release": TorchRelease,
+                "arch_list": TorchArchList,
+                "bundled_cudnn": TorchBundledCudnn,
+            }
+        ),
         "vllm-releases": Layout({"release": VllmRelease}),
         "tensorrt-releases": Layout({"release": TensorrtRelease}),
-        "cuda-libraries": Layout({"cudnn": CudnnRelease, "nccl": NcclRelease}),
+        "cuda-libraries": Layout(
+            {
+                "cudnn": CudnnRelease,
+                "nccl": NcclRelease,
+                "cudnn_loading": CudnnLoading,
+                "cudnn_sublibrary": CudnnSublibrary,
+            }
+        ),
         "cuda-errors": Layout({"error": CudaError}),
         "xid-catalog": Layout({"xid": XidEntry}),
         "ecosystem": Layout(

@@ -71,6 +71,7 @@ __all__ = [
     "RuntimeInfo",
     "Source",
     "SourceKind",
+    "SubLibrary",
     "ToolkitInstall",
     "TorchBuild",
     "UtilSample",
@@ -323,6 +324,18 @@ class LinkedFile:
 
 
 @dataclass(frozen=True)
+class SubLibrary:
+    """A sub-library the loaded cuDNN shim loads by soname with ``dlopen`` (``libcudnn_ops_infer.so.8``):
+    its copy beside the shim and the copy the loader's own search finds (which one loads is the rule of
+    that cuDNN major, in compat/libraries.toml)."""
+
+    soname: str
+    beside: LinkedFile | None  #: in the shim's own directory
+    #: the first copy LD_LIBRARY_PATH, ld.so.cache (or ld.so.conf) and the default directories give
+    searched: LinkedFile | None
+
+
+@dataclass(frozen=True)
 class NeededLibrary:
     """A CUDA library one package's shared object needs (DT_NEEDED), resolved the way ld.so would."""
 
@@ -337,6 +350,8 @@ class NeededLibrary:
     other_majors: tuple[str, ...] = ()
     #: DT_VERNEED versions the needer wants from this soname (``libcudart.so.12``)
     versions: tuple[str, ...] = ()
+    #: for a cuDNN shim (``libcudnn.so.N``) that loads: the sub-libraries found beside it or on the loader's path
+    sublibraries: tuple[SubLibrary, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -22,18 +22,31 @@ what the threads in tests/corpus describe (LD_LIBRARY_PATH winning over the whee
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from dataclasses import dataclass, field, replace
 
 from packaging.version import InvalidVersion, Version
 
-from cudadoctor.facts.model import LinkedFile, LoaderView, NeededLibrary
+from cudadoctor.facts.model import LinkedFile, LoaderView, NeededLibrary, SubLibrary
 from cudadoctor.probes import ldcache, loader, scancache
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.elf import ElfDynamic
 
-__all__ = ["CUDA_SONAME", "cuda_soname", "expand_origin", "probe_loader_view", "resolve", "resolve_plain"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudadoctor.probes.packages import Distribution
+
+__all__ = [
+    "CUDA_SONAME",
+    "cuda_soname",
+    "expand_origin",
+    "probe_loader_view",
+    "record_owner",
+    "resolve",
+    "resolve_plain",
+]
 
 #: The CUDA libraries whose copies are resolved: the CUDA runtime and math libraries, cuDNN (with
 #: its sub-libraries), NCCL, nvJitLink, NVRTC, CUPTI and TensorRT's libnvinfer / libmyelin.
@@ -241,6 +254,8 @@ class _Versions:
     def file(self, path: str, via: str) -> LinkedFile:
         version = _name_version(path) or _name_version(_real(self.ctx, path))
         distribution, bundled = self._owner(path)
+        if distribution is not None:
+            distribution = record_owner(self.ctx, path, distribution)
         if version is None and distribution is not None:
             version = self.dists.get(distribution)
         return LinkedFile(path, via, version, distribution, bundled)
@@ -372,7 +387,8 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
             if not loaded and soname not in majors:
                 majors[soname] = _other_majors(ctx, search, sites, soname)
             others = () if loaded else majors[soname]
-            needs.append(NeededLibrary(package, path, soname, loaded, shadowed, others, wanted))
+            subs = _shim_sublibraries(ctx, search, versions, soname, loaded)
+            needs.append(NeededLibrary(package, path, soname, loaded, shadowed, others, wanted, subs))
     if not needs and not search.preloaded:
         return None
     return LoaderView(tuple(search.preloaded.values()), tuple(needs), note, len(objects))
@@ -396,3 +412,93 @@ def _other_majors(ctx: ProbeContext, search: _Search, sites: tuple[str, ...], so
         dirs += sorted({posixpath.dirname(e.path) for e in search.cache if e.soname.startswith(stem + ".so.")})
     found = loader.find_in_dirs(ctx, list(dict.fromkeys(dirs)), f"{stem}.so.*")
     return tuple(p for p in found if (parsed := cuda_soname(p)) and parsed[1] != soname)
+
+
+# --- cuDNN's sub-libraries ---------------------------------------------------------------------------
+
+_CUDNN_SHIM = re.compile(r"^libcudnn\.so\.(\d+)$")
+#: At most this many sub-library names are resolved per shim (cuDNN 9 has eight).
+_MAX_SUBLIBRARIES = 32
+
+
+def _shim_sublibraries(
+    ctx: ProbeContext, search: _Search, versions: _Versions, soname: str, loaded: LinkedFile | None
+) -> tuple[SubLibrary, ...]:
+    """The sub-libraries a loaded cuDNN shim (``libcudnn.so.N``) can ``dlopen`` by soname: each one's copy beside
+    the shim and the first copy of the loader's own search (LD_LIBRARY_PATH, the cache, the default directories).
+
+    cuDNN 8 and later split the library into a shim and sub-libraries it loads at run time
+    (https://docs.nvidia.com/deeplearning/cudnn/latest/api/overview.html); which of the two copies loads is
+    the rule of that major (compat/libraries.toml ``cudnn_loading``), judged by CD302, not here.
+    """
+    match = _CUDNN_SHIM.match(soname)
+    if loaded is None or match is None:
+        return ()
+    directory = posixpath.dirname(loaded.path)
+    subs = []
+    for name in _sublibrary_names(ctx, search, loaded.path, match.group(1))[:_MAX_SUBLIBRARIES]:
+        beside = posixpath.join(directory, name)
+        found = _candidates(ctx, search, name, [(d, "LD_LIBRARY_PATH") for d in search.ld_library_path])
+        subs.append(SubLibrary(
+            name,
+            versions.file(beside, f"beside {soname}") if ctx.fs.is_file(beside) else None,
+            versions.file(*found[0]) if found else None,
+        ))  # fmt: skip
+    return tuple(subs)
+
+
+def _sublibrary_names(ctx: ProbeContext, search: _Search, shim: str, major: str) -> list[str]:
+    """Sonames ``libcudnn_*.so.<major>`` beside the shim, in the loader's directories or in its cache."""
+    dirs = [posixpath.dirname(shim), *search.ld_library_path, *search.defaults]
+    dirs += list(search.conf_dirs) if search.cache is None else []
+    names = {posixpath.basename(p) for p in loader.find_in_dirs(ctx, dirs, f"libcudnn_*.so.{major}")}
+    if search.cache is not None:
+        names |= {e.soname for e in search.cache if re.fullmatch(rf"libcudnn_\w+\.so\.{major}", e.soname)}
+    return sorted(n for n in names if re.fullmatch(rf"libcudnn_\w+\.so\.{major}", n))
+
+
+# --- a wheel's file overwritten by another wheel ------------------------------------------------------
+
+_CUDA_SUFFIX = re.compile(r"-cu\d+$")
+
+
+def record_owner(ctx: ProbeContext, path: str, distribution: str) -> str:
+    """The distribution whose installed file ``path`` is, when two wheels of one library install the same path.
+
+    nvidia-nccl-cu11 and nvidia-nccl-cu12 both install ``nvidia/nccl/lib/libnccl.so.2``; pip does not
+    uninstall one for the other, so the wheel installed last overwrote the file. Each wheel's ``RECORD``
+    lists the path with the size it wrote
+    (https://packaging.python.org/en/latest/specifications/recording-installed-packages/): the one whose size
+    matches the file on disk owns it. ``distribution`` (the name's first match) stands when nothing decides.
+    """
+    from cudadoctor.probes import packages  # owns the distributions' directories
+
+    dists = packages.distributions(ctx)
+    base = _CUDA_SUFFIX.sub("", distribution)
+    rivals = [d for n, d in sorted(dists.items()) if n != distribution and _CUDA_SUFFIX.sub("", n) == base]
+    if not rivals or distribution not in dists:
+        return distribution
+    try:
+        size = os.path.getsize(ctx.fs.host_path(ctx.fs.resolve(path)))
+    except OSError:
+        return distribution
+    matching = [d.name for d in (dists[distribution], *rivals) if _recorded_size(ctx, d, path) == size]
+    return matching[0] if len(matching) == 1 else distribution
+
+
+def _recorded_size(ctx: ProbeContext, dist: Distribution, path: str) -> int | None:
+    """The size a distribution's RECORD states for ``path`` (a path below its site directory), or None."""
+    location, info = dist.location, dist.path
+    if not path.startswith(location.rstrip("/") + "/"):
+        return None
+    rel = path[len(location.rstrip("/")) + 1 :]
+    try:
+        text = ctx.fs.read_text(posixpath.join(info, "RECORD"), 4 << 20)
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in text.splitlines():
+        name, _sep, rest = line.partition(",")
+        if name == rel:
+            size = rest.rpartition(",")[2]
+            return int(size) if size.isdigit() else None
+    return None

@@ -36,9 +36,12 @@ CUDA provider with the sonames ``compat/ecosystem.toml`` read from the wheel). A
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,9 +85,6 @@ _SONAMES: dict[str, tuple[str, ...]] = {
     "tensorrt": ("libnvinfer",),
     "nvinfer": ("libnvinfer",),
 }
-
-_CUDNN8_PARTS = ("libcudnn_ops_infer", "libcudnn_ops_train", "libcudnn_cnn_infer", "libcudnn_cnn_train")
-_CUDNN9_PARTS = ("libcudnn_ops", "libcudnn_cnn", "libcudnn_graph", "libcudnn_engines_precompiled")
 
 _LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)$")
 # Both METADATA spellings: "nvidia-cuda-runtime-cu12==12.1.105" and the older "(==12.1.105)";
@@ -154,8 +154,15 @@ def _lib_with_link(replay: Replay, directory: str, stem: str, version: str, sona
         replay.links[f"{directory}/{stem}.so.{soname}"] = f"{stem}.so.{version}"
 
 
-def _cudnn_parts(major: str) -> tuple[str, ...]:
-    return _CUDNN8_PARTS if major == "8" else _CUDNN9_PARTS if int(major) >= 9 else ()
+def _cudnn_parts(version: str) -> tuple[str, ...]:
+    """The file stems of the sub-libraries cuDNN ``version`` ships beside its shim (compat/libraries.toml
+    ``cudnn_sublibrary``: cuDNN 8's six, cuDNN 9's seven, libcudnn_engines_tensor_ir from 9.21)."""
+    from packaging.version import Version
+
+    from cudadoctor.data import CompatMatrix
+
+    sonames = CompatMatrix(cache_dir=False).cudnn_sublibraries_shipped(Version(version)) or ()
+    return tuple(s.split(".so.")[0] for s in sonames)
 
 
 def _cuda_api(driver: str) -> int:
@@ -359,7 +366,7 @@ def _system_libraries(replay: Replay, env: dict[str, Any]) -> None:
         for stem in _SONAMES.get(name, (f"lib{name}",)):
             _lib_with_link(replay, directory, stem, version, soname)
         if name == "cudnn":
-            for stem in _cudnn_parts(major):
+            for stem in _cudnn_parts(version):
                 _lib_with_link(replay, directory, stem, version, major)
 
 
@@ -519,10 +526,32 @@ def _torch_files(replay: Replay, site: str, package: dict[str, Any], env: dict[s
             replay.binaries[f"{site}/torch/lib/libtorch_cuda.so"] = shared_object(
                 [s for _c, s in linked], "libtorch_cuda.so", runpath
             )
+    if cuda and not _pinned_sonames(package.get("requires", [])):
+        _torch_bundled_cudnn(replay, site, version, cuda)
     abi = "1" if Version_tuple(version) >= (2, 7) else "0"
     replay.files[f"{site}/torch/share/cmake/Torch/TorchConfig.cmake"] = (
         f'set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI={abi}")\n'
     )
+
+
+def _torch_bundled_cudnn(replay: Replay, site: str, version: str, cuda: str) -> None:
+    """A torch 1.x wheel that copies cuDNN into torch/lib (compat/torch.toml ``bundled_cudnn``): the shim and its
+    sub-libraries under cuDNN's own names, and libtorch_cuda.so needing ``libcudnn.so.8`` with the RUNPATH
+    ``$ORIGIN`` the wheel build sets with patchelf (pytorch/builder release/1.12 manywheel/build_common.sh)."""
+    from packaging.version import InvalidVersion, Version
+
+    from cudadoctor.data import CompatMatrix
+
+    try:
+        row = CompatMatrix(cache_dir=False).torch_bundled_cudnn(Version(version), "cu" + cuda.replace(".", ""))
+    except InvalidVersion:
+        return
+    if row is None:
+        return
+    for name in row.files:
+        replay.files[f"{site}/torch/lib/{name}"] = ""
+    shim = next(n for n in row.files if n.startswith("libcudnn.so."))
+    replay.binaries[f"{site}/torch/lib/libtorch_cuda.so"] = shared_object([shim], "libtorch_cuda.so", ["$ORIGIN"])
 
 
 #: The CUDA libraries libtorch_cuda.so links (DT_NEEDED), by the component of the wheel that ships them.
@@ -560,7 +589,7 @@ def _nvidia_wheel(replay: Replay, site: str, name: str, version: str) -> None:
     soname = "2" if component == "nccl" else major
     directory = f"{site}/nvidia/{component.replace('-', '_')}/lib" if suffix else f"{site}/nvidia/cu13/lib"
     for stem in stems:
-        replay.files[f"{directory}/{stem}.so.{soname}"] = ""
+        replay.files[f"{directory}/{stem}.so.{soname}"] = _wheel_content(name, version)
     if component == "cusparse" and int(major) >= 12:
         cuda = suffix or "13"
         runpath = ["$ORIGIN/../../nvjitlink/lib", "$ORIGIN"] if suffix else ["$ORIGIN"]
@@ -573,8 +602,29 @@ def _nvidia_wheel(replay: Replay, site: str, name: str, version: str) -> None:
         if suffix and not any(p.startswith(f"{site}/nvidia/nvjitlink/") for p in replay.files):
             replay.files.setdefault(implied, "")
     if component == "cudnn":
-        for stem in _cudnn_parts(major):
-            replay.files[f"{directory}/{stem}.so.{major}"] = ""
+        for stem in _cudnn_parts(version):
+            replay.files[f"{directory}/{stem}.so.{major}"] = _wheel_content(name, version)
+
+
+def _wheel_content(name: str, version: str) -> str:
+    """A stand-in for one wheel's library file: its own bytes, so that two wheels' copies of one path differ in
+    size as real builds do (what the RECORD check of an overwritten file compares)."""
+    line = f"{name}=={version}\n"
+    return line * (1 + zlib.crc32(line.encode()) % 97)
+
+
+def _wheel_record(replay: Replay, site: str, dist: str, name: str, version: str, binaries: set[str]) -> None:
+    """``RECORD`` (https://packaging.python.org/en/latest/specifications/recording-installed-packages/): the
+    files pip installed for this wheel, with their sha256 and size; a later wheel may overwrite them on disk."""
+    content = _wheel_content(name, version)
+    lines = []
+    for path, data in [(p, c.encode()) for p, c in replay.files.items() if c == content] + [
+        (p, replay.binaries[p]) for p in sorted(binaries)
+    ]:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        lines.append(f"{path[len(site) + 1 :]},sha256={digest},{len(data)}")
+    lines.append(f"{dist[len(site) + 1 :]}/RECORD,,")
+    replay.files[f"{dist}/RECORD"] = "\n".join(lines) + "\n"
 
 
 def _onnxruntime_files(replay: Replay, site: str, version: str) -> None:
@@ -604,7 +654,10 @@ def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
         elif name.lower() == "onnxruntime-gpu":
             _onnxruntime_files(replay, site, version)
         elif name.lower().startswith("nvidia-"):
+            before = dict(replay.binaries)
             _nvidia_wheel(replay, site, name.lower(), version)
+            written = {p for p, b in replay.binaries.items() if before.get(p) != b}
+            _wheel_record(replay, site, dist, name.lower(), version, written)
 
 
 def build(case: dict[str, Any]) -> Replay:

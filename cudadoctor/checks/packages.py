@@ -4,13 +4,14 @@
 #   CD401  every pinned dependency between the examined packages is installed at the pinned version
 #   CD402  (cpu_builds.py) the GPU frameworks are CUDA builds where an NVIDIA driver or GPU is present
 #   CD403  JAX's CUDA plugin matches jaxlib; the cuDNN wheel meets the plugin's minimum
-#   CD404  the installed torch and vLLM releases publish wheels for this Python
+#   CD404  the installed or requested torch, TensorFlow and vLLM releases publish wheels for this Python
 # CD5xx: vLLM
 #   CD501  every GPU meets the installed vLLM's minimum compute capability
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -25,7 +26,7 @@ from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, PythonEn
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes.packages import is_interesting
 from cudadoctor.rules.gpus import vllm_supports_gpu
-from cudadoctor.rules.wheels import torch_has_wheels, vllm_has_wheels, wheel_platform
+from cudadoctor.rules.wheels import PlatformWheels, release_has_wheels, vllm_has_wheels, wheel_platform
 
 __all__ = ["CD401", "CD403", "CD404", "CD501", "unmet_requirements"]
 
@@ -184,12 +185,14 @@ class CD501(Check):
 
 
 class CD404(Check):
-    """The installed or requested torch and vLLM releases publish wheels for this Python version.
+    """The installed or requested torch, TensorFlow and vLLM releases publish wheels for this Python version.
 
-    What it checks: the examined interpreter's Python version against the CPython versions the installed torch
-    and vLLM releases have wheels for on the package index (compat/torch.toml, compat/vllm.toml). Where the
-    install itself failed, the release that was asked for counts: a `--require 'torch==2.1.0'` assertion
-    for a package that is not installed is judged the same way (every release in the data it admits).
+    What it checks: the examined interpreter's Python version against the CPython versions the installed torch,
+    TensorFlow and vLLM releases have wheels for on the package index, on this platform (compat/torch.toml,
+    compat/ecosystem.toml, compat/vllm.toml: the cpXY tags of the wheel file names on PyPI). Where the install
+    itself failed, the release that was asked for counts: a `--require 'torch==2.1.0'` (or `tensorflow==…`)
+    assertion for a package that is not installed is judged the same way (every release in the data it admits).
+    A platform whose wheels are not in the data (PyPI had none, the project's own index may) is not judged.
 
     Why it matters: without a wheel, pip builds from source (hours, and usually without the CUDA kernels),
     resolves to an older release, or stops with "Could not find a version that satisfies the requirement";
@@ -215,45 +218,69 @@ class CD404(Check):
             raise CannotJudge("the Python version is unknown")
         short = f"{python.version.major}.{python.version.minor}"
         platform = wheel_platform(host.os, host.arch) if host is not None else "linux-x86_64"
-        missing: list[str] = []
-        unknown: list[str] = []
-        torch, vllm = packages.get("torch"), packages.get("vllm")
-        requested = _requested(requirements, packages, "torch")
-        if torch is None and vllm is None and not requested:
-            raise NotApplicable("neither torch nor vLLM is installed or required")
-        if torch is not None:
-            release = matrix.torch_release(torch.version)
-            if release is None:
-                unknown.append(f"torch {torch.version.public}: not in compat/torch.toml")
-            elif (verdict := torch_has_wheels(release, python.version, platform)).is_problem:
-                missing.append(f"torch {release.version} has wheels for Python {verdict.required}")
-            elif verdict.is_unknown:
-                unknown.append(f"torch {release.version}: {verdict.missing}")
-        if vllm is not None:
-            found = matrix.vllm_release(vllm.version)
-            wheels = vllm_has_wheels(found, python.version) if found is not None else None
-            if found is not None and wheels is not None and wheels.is_problem:
-                says = "requires" if wheels.detail == "requires-python" else "has wheels for"
-                missing.append(f"vLLM {found.version} {says} Python {wheels.required}")
-            elif wheels is None or wheels.is_unknown:
-                unknown.append(f"vLLM {vllm.version}: " + (wheels.missing if wheels else "not in compat/vllm.toml"))
-        for spec in requested:
-            problems, unjudged = _requested_torch(matrix, spec, python.version, platform)
-            missing += problems
-            unknown += unjudged
+        requested = {n: s for n in _REQUESTABLE if (s := _requested(requirements, packages, n))}
+        if not any(n in packages for n in (*_REQUESTABLE, "vllm")) and not requested:
+            raise NotApplicable("neither torch, TensorFlow nor vLLM is installed or required")
+        missing, unknown = _installed_wheels(packages, matrix, python.version, platform)
+        for name, specs in requested.items():
+            for spec in specs:
+                problems, unjudged = _requested_release(matrix, name, spec, python.version, platform)
+                missing += problems
+                unknown += unjudged
         if not missing and unknown:
             raise CannotJudge("; ".join(unknown))
         if not missing:
             return None
-        evidence = {"python": f"{python.version} ({python.executable})"}
+        evidence = {"python": f"{python.version} ({python.executable})", "platform": platform}
         if requested:
-            evidence["requested"] = ", ".join(f"torch{s}" for s in requested)
+            evidence["requested"] = ", ".join(f"{n}{s}" for n, specs in requested.items() for s in specs)
         return Problem(
             f"Python {short}: " + "; ".join(missing),
             evidence,
             Remediation("Use a Python version with wheels for these releases, or a release with wheels for "
-                        f"Python {short}.", _wheel_fix(matrix, python.version, platform, bool(requested))),
+                        f"Python {short}.", _wheel_fix(matrix, requested, python.version, platform)),
         )  # fmt: skip
+
+
+#: Packages whose requested release CD404 judges when the install failed (their wheels' Pythons are in data).
+_REQUESTABLE = ("torch", "tensorflow")
+#: Where each one's releases are.
+_TABLE = {"torch": "compat/torch.toml", "tensorflow": "compat/ecosystem.toml"}
+
+
+def _releases(matrix: CompatMatrix, name: str) -> Sequence[PlatformWheels]:
+    """The releases of a requestable package in the data."""
+    return matrix.torch_releases if name == "torch" else matrix.tensorflow_releases
+
+
+def _installed_wheels(
+    packages: dict[str, InstalledPackage], matrix: CompatMatrix, python: Version, platform: str
+) -> tuple[list[str], list[str]]:
+    """(installed releases with no wheels for this Python, what could not be judged) for torch, TF and vLLM."""
+    missing: list[str] = []
+    unknown: list[str] = []
+    for name in _REQUESTABLE:
+        installed = packages.get(name)
+        if installed is None:
+            continue
+        public = Version(installed.version.public)
+        release = next((r for r in _releases(matrix, name) if r.version == public), None)
+        if release is None:
+            unknown.append(f"{name} {public}: not in {_TABLE[name]}")
+        elif (verdict := release_has_wheels(release, python, platform)).is_problem:
+            missing.append(f"{name} {release.version} has wheels for Python {verdict.required}")
+        elif verdict.is_unknown:
+            unknown.append(f"{name} {release.version}: {verdict.missing}")
+    vllm = packages.get("vllm")
+    if vllm is not None:
+        found = matrix.vllm_release(vllm.version)
+        wheels = vllm_has_wheels(found, python) if found is not None else None
+        if found is not None and wheels is not None and wheels.is_problem:
+            says = "requires" if wheels.detail == "requires-python" else "has wheels for"
+            missing.append(f"vLLM {found.version} {says} Python {wheels.required}")
+        elif wheels is None or wheels.is_unknown:
+            unknown.append(f"vLLM {vllm.version}: " + (wheels.missing if wheels else "not in compat/vllm.toml"))
+    return missing, unknown
 
 
 def _requested(requirements: tuple[str, ...], packages: dict[str, InstalledPackage], name: str) -> list[SpecifierSet]:
@@ -271,33 +298,35 @@ def _requested(requirements: tuple[str, ...], packages: dict[str, InstalledPacka
     return found
 
 
-def _requested_torch(
-    matrix: CompatMatrix, spec: SpecifierSet, python: Version, platform: str
+def _requested_release(
+    matrix: CompatMatrix, name: str, spec: SpecifierSet, python: Version, platform: str
 ) -> tuple[list[str], list[str]]:
-    """(why no torch release the specifier admits installs on this Python, what could not be judged).
+    """(why no release of ``name`` the specifier admits installs on this Python, what could not be judged).
 
     Fine when one release has wheels; a problem when every release is known to have none; could not judge
-    when no release is in compat/torch.toml or the data lacks the Python versions of those it holds.
+    when no release is in the data or the data lacks the Python versions of those it holds.
     """
-    releases = [r for r in matrix.torch_releases if spec.contains(r.version, prereleases=True)]
+    releases = [r for r in _releases(matrix, name) if spec.contains(r.version, prereleases=True)]
     if not releases:
-        return [], [f"the wheels of the requested torch{spec} (not in compat/torch.toml)"]
-    verdicts = [(r, torch_has_wheels(r, python, platform)) for r in releases]
+        return [], [f"the wheels of the requested {name}{spec} (not in {_TABLE[name]})"]
+    verdicts = [(r, release_has_wheels(r, python, platform)) for r in releases]
     if any(v.is_ok for _r, v in verdicts):
         return [], []
     if not all(v.is_problem for _r, v in verdicts):
         unknown = next(v for _r, v in verdicts if not v.is_problem)
-        return [], [f"the requested torch{spec}: {unknown.missing or 'its wheels are not in data'}"]
+        return [], [f"the requested {name}{spec}: {unknown.missing or 'its wheels are not in data'}"]
     newest, verdict = max(verdicts, key=lambda rv: rv[0].version)
-    return [f"the requested torch{spec} ({newest.version}) has wheels for Python {verdict.required}"], []
+    return [f"the requested {name}{spec} ({newest.version}) has wheels for Python {verdict.required} on {platform}"], []
 
 
-def _wheel_fix(matrix: CompatMatrix, python: Version, platform: str, requested: bool) -> tuple[str, ...]:
-    """A pip command for the oldest torch release with wheels for this Python, when a torch was requested."""
-    if not requested:
-        return ()
-    fitting = [r for r in matrix.torch_releases if torch_has_wheels(r, python, platform).is_ok]
-    if not fitting:
-        return ()
-    first = min(fitting, key=lambda r: r.version)
-    return (f"python -m pip install 'torch>={first.version}'",)
+def _wheel_fix(
+    matrix: CompatMatrix, requested: dict[str, list[SpecifierSet]], python: Version, platform: str
+) -> tuple[str, ...]:
+    """A pip command for the oldest release with wheels for this Python, for each package that was requested."""
+    commands = []
+    for name in requested:
+        fitting = [r for r in _releases(matrix, name) if release_has_wheels(r, python, platform).is_ok]
+        if fitting:
+            first = min(fitting, key=lambda r: r.version)
+            commands.append(f"python -m pip install '{name}>={first.version}'")
+    return tuple(commands)

@@ -22,10 +22,11 @@ from cudadoctor.bounded import parse_requirement
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, PythonEnv
+from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, LibraryCopy, PythonEnv
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes.packages import is_interesting
 from cudadoctor.rules.gpus import vllm_supports_gpu
+from cudadoctor.rules.jax import cudnn_meets_jaxlib_build, jaxlib_cudnn_build
 from cudadoctor.rules.wheels import PlatformWheels, release_has_wheels, vllm_has_wheels, wheel_platform
 
 __all__ = ["CD401", "CD403", "CD404", "CD501", "unmet_requirements"]
@@ -100,15 +101,18 @@ class CD401(Check):
 
 
 class CD403(Check):
-    """JAX's CUDA plugin matches jaxlib, and the cuDNN wheel meets the plugin's minimum.
+    """JAX's CUDA plugin matches jaxlib, and the cuDNN meets what the plugin or the CUDA jaxlib needs.
 
     What it checks: the jax-cudaNN-plugin / -pjrt version against jaxlib's (they are released together and
     must be equal), and the installed nvidia-cudnn-cuNN wheel against the minimum the plugin release asks for
-    (compat/ecosystem.toml, from the plugin's Requires-Dist).
+    (compat/ecosystem.toml, from the plugin's Requires-Dist). A jaxlib that bundles CUDA (before the plugins,
+    ``0.4.14+cuda11.cudnn86``) names the cuDNN it was built with in its local tag; some cuDNN copy of that major
+    must be at least as new (cudadoctor/rules/jax.py).
 
     Why it matters: a plugin from another jaxlib release fails to load, and JAX silently falls back to the CPU
     ("An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed"); a cuDNN below
-    the minimum fails at the first convolution. JAX's own cuDNN version check has compared the wrong units since
+    the minimum fails at the first convolution ("Loaded runtime CuDNN library: 8.5.0 but source was compiled
+    with: 8.6.0"). JAX's own cuDNN version check has compared the wrong units since
     2024 (https://github.com/jax-ml/jax/commit/0be07e6aec), so it does not catch this.
 
     How to fix: install matching versions: pip install -U "jax[cuda13]" (or cuda12).
@@ -117,9 +121,13 @@ class CD403(Check):
     name = "jax-plugin-matches-jaxlib"
     category = "python"
 
-    def check(self, packages: dict[str, InstalledPackage], matrix: CompatMatrix) -> Problem | None:
+    def check(
+        self, packages: dict[str, InstalledPackage], matrix: CompatMatrix, cudnn: tuple[LibraryCopy, ...] = ()
+    ) -> Problem | None:
         jaxlib = packages.get("jaxlib")
         plugins = [p for n, p in packages.items() if re.fullmatch(r"jax-cuda\d+-(plugin|pjrt)", n)]
+        if jaxlib is not None and not plugins and jaxlib.version.local:
+            return _bundled_jaxlib_cudnn(jaxlib, cudnn)
         if jaxlib is None or not plugins:
             raise NotApplicable("JAX's CUDA plugin is not installed")
         problems = [
@@ -131,10 +139,10 @@ class CD403(Check):
         for plugin in plugins:
             major = re.search(r"cuda(\d+)", plugin.name).group(1)  # type: ignore[union-attr]
             minimum = record.min_cudnn.get(f"cuda{major}") if record is not None else None
-            cudnn = packages.get(f"nvidia-cudnn-cu{major}")
-            if minimum and cudnn is not None and cudnn.version < minimum and plugin.name.endswith("plugin"):
+            wheel = packages.get(f"nvidia-cudnn-cu{major}")
+            if minimum and wheel is not None and wheel.version < minimum and plugin.name.endswith("plugin"):
                 problems.append(
-                    f"nvidia-cudnn-cu{major} {cudnn.version} is below {minimum}, the minimum of {plugin.name}"
+                    f"nvidia-cudnn-cu{major} {wheel.version} is below {minimum}, the minimum of {plugin.name}"
                 )
         if not problems:
             return None
@@ -144,6 +152,36 @@ class CD403(Check):
             {"jaxlib": str(jaxlib.version), **{p.name: str(p.version) for p in plugins}},
             Remediation("Install matching JAX packages.", (f"python -m pip install -U 'jax[cuda{major}]'",)),
         )
+
+
+def _bundled_jaxlib_cudnn(jaxlib: InstalledPackage, cudnn: tuple[LibraryCopy, ...]) -> Problem | None:
+    """A jaxlib that bundles CUDA (``+cuda11.cudnn86``) against the cuDNN copies of its major (rules/jax.py).
+
+    A problem only when every copy of that major is older than the build's: which copy the loader takes
+    first is not modelled here, so one copy that serves is enough. No copy at all is CD304's.
+    """
+    built = jaxlib_cudnn_build(jaxlib.version)
+    if built is None:
+        raise CannotJudge(f"the cuDNN jaxlib {jaxlib.version} was built against (its local tag does not say)")
+    copies = [c for c in cudnn if c.version is not None and c.version.major == built.major]
+    if not copies:
+        raise NotApplicable(f"no cuDNN {built.major} copy was found (CD304 judges a missing cuDNN)")
+    verdicts = [(c, cudnn_meets_jaxlib_build(built, c.version)) for c in copies if c.version is not None]
+    if any(v.is_ok for _c, v in verdicts):
+        return None
+    return Problem(
+        f"jaxlib {jaxlib.version} was built against cuDNN {built} and needs a cuDNN {built.major}.x at least that "
+        "new; "
+        + ", ".join(f"{c.origin} cuDNN {c.version} ({c.path})" for c, _v in verdicts)
+        + f" is older: XLA stops with 'Loaded runtime CuDNN library: {verdicts[0][0].version} but source was "
+        f"compiled with: {built}'",
+        {"jaxlib": f"{jaxlib.version} (local tag: cuDNN {built})", **{c.path: str(c.version) for c, _v in verdicts}},
+        Remediation(
+            f"Install a cuDNN {built.major}.x at least {built} where the loader finds it first, or reinstall JAX with "
+            "its pip-packaged CUDA libraries in a fresh virtual environment.",
+            ("python -m pip install -U 'jax[cuda12]'",),
+        ),
+    )
 
 
 class CD501(Check):

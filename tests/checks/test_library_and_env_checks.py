@@ -95,6 +95,29 @@ def test_cd403_cudnn_below_the_plugins_minimum(h200):
     assert "nvidia-cudnn-cu13 9.10.0.1 is below 9.12.0.46, the minimum of jax-cuda13-plugin" in finding.message
 
 
+def _bundled_jax(h200, jaxlib: str, *cudnn: str):
+    from cudadoctor.facts.model import LibraryCopy
+
+    packages = {n: p for n, p in h200.packages.items() if not n.startswith("jax")}
+    packages["jaxlib"] = _pkg("jaxlib", jaxlib)
+    copies = tuple(
+        LibraryCopy("cudnn", Version(v), "conda", f"/env{i}/lib/libcudnn.so.8", MD) for i, v in enumerate(cudnn)
+    )
+    return replace(h200, packages=packages, cudnn=copies)
+
+
+def test_cd403_bundled_jaxlib_needs_its_cudnn(h200):
+    # jax#16901: jaxlib 0.4.14+cuda11.cudnn86 with conda's cuDNN 8.5.0
+    finding = run_check("CD403", _bundled_jax(h200, "0.4.14+cuda11.cudnn86", "8.5.0"))
+    assert finding.status is Status.FAIL
+    assert "jaxlib 0.4.14+cuda11.cudnn86 was built against cuDNN 8.6" in finding.message
+    assert run_check("CD403", _bundled_jax(h200, "0.4.14+cuda11.cudnn86", "8.5.0", "8.9.2")).status is Status.OK
+    assert run_check("CD403", _bundled_jax(h200, "0.3.25+cuda11.cudnn805", "8.0.5")).status is Status.OK
+    # no cudnnXY in the tag: not judged; no cuDNN 8 copy at all: CD304's
+    assert run_check("CD403", _bundled_jax(h200, "0.1.65+cuda112", "8.0.5")).status is Status.UNKNOWN
+    assert run_check("CD403", _bundled_jax(h200, "0.4.14+cuda11.cudnn86")).status is Status.NOT_APPLICABLE
+
+
 def test_cd501_vllm_below_its_floor(h200):
     packages = {**h200.packages, "vllm": _pkg("vllm", "0.33.0")}
     facts = replace(h200, packages=packages, gpus=(GpuInfo(0, "Tesla V100-SXM2-16GB", "7.0", MD),))

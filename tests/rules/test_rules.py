@@ -130,3 +130,16 @@ def test_python_wheels():
     assert vllm_has_wheels(vllm, py312).is_problem  # cp38-cp311 wheels, though Requires-Python allows 3.12
     assert wheel_platform("Windows", "AMD64") == "windows"
     assert wheel_platform("Linux", "aarch64") == "linux-aarch64"
+
+
+def test_jaxlib_cudnn_build_from_the_local_tag():
+    from cudadoctor.rules.jax import cudnn_meets_jaxlib_build, jaxlib_cudnn_build
+
+    assert jaxlib_cudnn_build(Version("0.4.14+cuda11.cudnn86")) == Version("8.6")
+    assert jaxlib_cudnn_build(Version("0.3.25+cuda11.cudnn805")) == Version("8.0.5")
+    assert jaxlib_cudnn_build(Version("0.4.28+cuda12.cudnn89")) == Version("8.9")
+    assert jaxlib_cudnn_build(Version("0.1.65+cuda112")) is None
+    assert jaxlib_cudnn_build(Version("0.4.30")) is None
+    assert cudnn_meets_jaxlib_build(Version("8.6"), Version("8.5.0")).is_problem
+    assert cudnn_meets_jaxlib_build(Version("8.6"), Version("8.9.7")).is_ok
+    assert cudnn_meets_jaxlib_build(Version("8.6"), Version("9.1.0")).is_problem  # another major

@@ -10,6 +10,7 @@ For every torch release >= --min it prints:
   python          CPython minor versions with a manylinux x86_64 wheel (from wheel file names)
   python_aarch64  the same for manylinux aarch64 wheels
   python_macos_arm64  the same for macOS arm64 wheels
+  python_windows  the same for Windows amd64 wheels
   requires_python Requires-Python of the release's wheels
   pypi_default_cuda / pypi_default_evidence
                   CUDA major.minor of the manylinux x86_64 wheels, proven by their Requires-Dist pin on
@@ -219,7 +220,7 @@ def torch_release(files: list[dict], version: str, pool: ThreadPoolExecutor) -> 
     rec: dict = {"version": version}
     for key, os_tag, arch in (
         ("python", "manylinux", "x86_64"), ("python_aarch64", "manylinux", "aarch64"),
-        ("python_macos_arm64", "macosx", "arm64"),
+        ("python_macos_arm64", "macosx", "arm64"), ("python_windows", "win", "amd64"),
     ):  # fmt: skip
         pys = {_pyminor(m.group("py")) for f, m in wheels if os_tag in m.group("plat") and arch in m.group("plat")}
         pys.discard(None)
@@ -276,6 +277,7 @@ _CHECKED = {
     "python": "python",
     "python_aarch64": "python_aarch64",
     "python_macos_arm64": "python_macos_arm64",
+    "python_windows": "python_windows",
     "pypi_default_cuda": "pypi_default_cuda",
     "pypi_default_evidence": "pypi_default_evidence",
     "pypi_aarch64_cuda": "aarch64_cuda",

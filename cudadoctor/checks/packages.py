@@ -4,13 +4,14 @@
 #   CD401  every pinned dependency between the examined packages is installed at the pinned version
 #   CD402  (cpu_builds.py) the GPU frameworks are CUDA builds where an NVIDIA driver or GPU is present
 #   CD403  JAX's CUDA plugin matches jaxlib; the cuDNN wheel meets the plugin's minimum
-#   CD404  the installed torch and vLLM releases publish wheels for this Python
+#   CD404  the installed or requested torch, TensorFlow and vLLM releases publish wheels for this Python
 # CD5xx: vLLM
 #   CD501  every GPU meets the installed vLLM's minimum compute capability
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -21,11 +22,12 @@ from cudadoctor.bounded import parse_requirement
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, PythonEnv
+from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, LibraryCopy, PythonEnv
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes.packages import is_interesting
 from cudadoctor.rules.gpus import vllm_supports_gpu
-from cudadoctor.rules.wheels import torch_has_wheels, vllm_has_wheels, wheel_platform
+from cudadoctor.rules.jax import cudnn_meets_jaxlib_build, jaxlib_cudnn_build
+from cudadoctor.rules.wheels import PlatformWheels, release_has_wheels, vllm_has_wheels, wheel_platform
 
 __all__ = ["CD401", "CD403", "CD404", "CD501", "unmet_requirements"]
 
@@ -99,15 +101,18 @@ class CD401(Check):
 
 
 class CD403(Check):
-    """JAX's CUDA plugin matches jaxlib, and the cuDNN wheel meets the plugin's minimum.
+    """JAX's CUDA plugin matches jaxlib, and the cuDNN meets what the plugin or the CUDA jaxlib needs.
 
     What it checks: the jax-cudaNN-plugin / -pjrt version against jaxlib's (they are released together and
     must be equal), and the installed nvidia-cudnn-cuNN wheel against the minimum the plugin release asks for
-    (compat/ecosystem.toml, from the plugin's Requires-Dist).
+    (compat/ecosystem.toml, from the plugin's Requires-Dist). A jaxlib that bundles CUDA (before the plugins,
+    ``0.4.14+cuda11.cudnn86``) names the cuDNN it was built with in its local tag; some cuDNN copy of that major
+    must be at least as new (cudadoctor/rules/jax.py).
 
     Why it matters: a plugin from another jaxlib release fails to load, and JAX silently falls back to the CPU
     ("An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed"); a cuDNN below
-    the minimum fails at the first convolution. JAX's own cuDNN version check has compared the wrong units since
+    the minimum fails at the first convolution ("Loaded runtime CuDNN library: 8.5.0 but source was compiled
+    with: 8.6.0"). JAX's own cuDNN version check has compared the wrong units since
     2024 (https://github.com/jax-ml/jax/commit/0be07e6aec), so it does not catch this.
 
     How to fix: install matching versions: pip install -U "jax[cuda13]" (or cuda12).
@@ -116,9 +121,13 @@ class CD403(Check):
     name = "jax-plugin-matches-jaxlib"
     category = "python"
 
-    def check(self, packages: dict[str, InstalledPackage], matrix: CompatMatrix) -> Problem | None:
+    def check(
+        self, packages: dict[str, InstalledPackage], matrix: CompatMatrix, cudnn: tuple[LibraryCopy, ...] = ()
+    ) -> Problem | None:
         jaxlib = packages.get("jaxlib")
         plugins = [p for n, p in packages.items() if re.fullmatch(r"jax-cuda\d+-(plugin|pjrt)", n)]
+        if jaxlib is not None and not plugins and jaxlib.version.local:
+            return _bundled_jaxlib_cudnn(jaxlib, cudnn)
         if jaxlib is None or not plugins:
             raise NotApplicable("JAX's CUDA plugin is not installed")
         problems = [
@@ -130,10 +139,10 @@ class CD403(Check):
         for plugin in plugins:
             major = re.search(r"cuda(\d+)", plugin.name).group(1)  # type: ignore[union-attr]
             minimum = record.min_cudnn.get(f"cuda{major}") if record is not None else None
-            cudnn = packages.get(f"nvidia-cudnn-cu{major}")
-            if minimum and cudnn is not None and cudnn.version < minimum and plugin.name.endswith("plugin"):
+            wheel = packages.get(f"nvidia-cudnn-cu{major}")
+            if minimum and wheel is not None and wheel.version < minimum and plugin.name.endswith("plugin"):
                 problems.append(
-                    f"nvidia-cudnn-cu{major} {cudnn.version} is below {minimum}, the minimum of {plugin.name}"
+                    f"nvidia-cudnn-cu{major} {wheel.version} is below {minimum}, the minimum of {plugin.name}"
                 )
         if not problems:
             return None
@@ -143,6 +152,36 @@ class CD403(Check):
             {"jaxlib": str(jaxlib.version), **{p.name: str(p.version) for p in plugins}},
             Remediation("Install matching JAX packages.", (f"python -m pip install -U 'jax[cuda{major}]'",)),
         )
+
+
+def _bundled_jaxlib_cudnn(jaxlib: InstalledPackage, cudnn: tuple[LibraryCopy, ...]) -> Problem | None:
+    """A jaxlib that bundles CUDA (``+cuda11.cudnn86``) against the cuDNN copies of its major (rules/jax.py).
+
+    A problem only when every copy of that major is older than the build's: which copy the loader takes
+    first is not modelled here, so one copy that serves is enough. No copy at all is CD304's.
+    """
+    built = jaxlib_cudnn_build(jaxlib.version)
+    if built is None:
+        raise CannotJudge(f"the cuDNN jaxlib {jaxlib.version} was built against (its local tag does not say)")
+    copies = [c for c in cudnn if c.version is not None and c.version.major == built.major]
+    if not copies:
+        raise NotApplicable(f"no cuDNN {built.major} copy was found (CD304 judges a missing cuDNN)")
+    verdicts = [(c, cudnn_meets_jaxlib_build(built, c.version)) for c in copies if c.version is not None]
+    if any(v.is_ok for _c, v in verdicts):
+        return None
+    return Problem(
+        f"jaxlib {jaxlib.version} was built against cuDNN {built} and needs a cuDNN {built.major}.x at least that "
+        "new; "
+        + ", ".join(f"{c.origin} cuDNN {c.version} ({c.path})" for c, _v in verdicts)
+        + f" is older: XLA stops with 'Loaded runtime CuDNN library: {verdicts[0][0].version} but source was "
+        f"compiled with: {built}'",
+        {"jaxlib": f"{jaxlib.version} (local tag: cuDNN {built})", **{c.path: str(c.version) for c, _v in verdicts}},
+        Remediation(
+            f"Install a cuDNN {built.major}.x at least {built} where the loader finds it first, or reinstall JAX with "
+            "its pip-packaged CUDA libraries in a fresh virtual environment.",
+            ("python -m pip install -U 'jax[cuda12]'",),
+        ),
+    )
 
 
 class CD501(Check):
@@ -184,12 +223,14 @@ class CD501(Check):
 
 
 class CD404(Check):
-    """The installed or requested torch and vLLM releases publish wheels for this Python version.
+    """The installed or requested torch, TensorFlow and vLLM releases publish wheels for this Python version.
 
-    What it checks: the examined interpreter's Python version against the CPython versions the installed torch
-    and vLLM releases have wheels for on the package index (compat/torch.toml, compat/vllm.toml). Where the
-    install itself failed, the release that was asked for counts: a `--require 'torch==2.1.0'` assertion
-    for a package that is not installed is judged the same way (every release in the data it admits).
+    What it checks: the examined interpreter's Python version against the CPython versions the installed torch,
+    TensorFlow and vLLM releases have wheels for on the package index, on this platform (compat/torch.toml,
+    compat/ecosystem.toml, compat/vllm.toml: the cpXY tags of the wheel file names on PyPI). Where the install
+    itself failed, the release that was asked for counts: a `--require 'torch==2.1.0'` (or `tensorflow==…`)
+    assertion for a package that is not installed is judged the same way (every release in the data it admits).
+    A platform whose wheels are not in the data (PyPI had none, the project's own index may) is not judged.
 
     Why it matters: without a wheel, pip builds from source (hours, and usually without the CUDA kernels),
     resolves to an older release, or stops with "Could not find a version that satisfies the requirement";
@@ -215,45 +256,69 @@ class CD404(Check):
             raise CannotJudge("the Python version is unknown")
         short = f"{python.version.major}.{python.version.minor}"
         platform = wheel_platform(host.os, host.arch) if host is not None else "linux-x86_64"
-        missing: list[str] = []
-        unknown: list[str] = []
-        torch, vllm = packages.get("torch"), packages.get("vllm")
-        requested = _requested(requirements, packages, "torch")
-        if torch is None and vllm is None and not requested:
-            raise NotApplicable("neither torch nor vLLM is installed or required")
-        if torch is not None:
-            release = matrix.torch_release(torch.version)
-            if release is None:
-                unknown.append(f"torch {torch.version.public}: not in compat/torch.toml")
-            elif (verdict := torch_has_wheels(release, python.version, platform)).is_problem:
-                missing.append(f"torch {release.version} has wheels for Python {verdict.required}")
-            elif verdict.is_unknown:
-                unknown.append(f"torch {release.version}: {verdict.missing}")
-        if vllm is not None:
-            found = matrix.vllm_release(vllm.version)
-            wheels = vllm_has_wheels(found, python.version) if found is not None else None
-            if found is not None and wheels is not None and wheels.is_problem:
-                says = "requires" if wheels.detail == "requires-python" else "has wheels for"
-                missing.append(f"vLLM {found.version} {says} Python {wheels.required}")
-            elif wheels is None or wheels.is_unknown:
-                unknown.append(f"vLLM {vllm.version}: " + (wheels.missing if wheels else "not in compat/vllm.toml"))
-        for spec in requested:
-            problems, unjudged = _requested_torch(matrix, spec, python.version, platform)
-            missing += problems
-            unknown += unjudged
+        requested = {n: s for n in _REQUESTABLE if (s := _requested(requirements, packages, n))}
+        if not any(n in packages for n in (*_REQUESTABLE, "vllm")) and not requested:
+            raise NotApplicable("neither torch, TensorFlow nor vLLM is installed or required")
+        missing, unknown = _installed_wheels(packages, matrix, python.version, platform)
+        for name, specs in requested.items():
+            for spec in specs:
+                problems, unjudged = _requested_release(matrix, name, spec, python.version, platform)
+                missing += problems
+                unknown += unjudged
         if not missing and unknown:
             raise CannotJudge("; ".join(unknown))
         if not missing:
             return None
-        evidence = {"python": f"{python.version} ({python.executable})"}
+        evidence = {"python": f"{python.version} ({python.executable})", "platform": platform}
         if requested:
-            evidence["requested"] = ", ".join(f"torch{s}" for s in requested)
+            evidence["requested"] = ", ".join(f"{n}{s}" for n, specs in requested.items() for s in specs)
         return Problem(
             f"Python {short}: " + "; ".join(missing),
             evidence,
             Remediation("Use a Python version with wheels for these releases, or a release with wheels for "
-                        f"Python {short}.", _wheel_fix(matrix, python.version, platform, bool(requested))),
+                        f"Python {short}.", _wheel_fix(matrix, requested, python.version, platform)),
         )  # fmt: skip
+
+
+#: Packages whose requested release CD404 judges when the install failed (their wheels' Pythons are in data).
+_REQUESTABLE = ("torch", "tensorflow")
+#: Where each one's releases are.
+_TABLE = {"torch": "compat/torch.toml", "tensorflow": "compat/ecosystem.toml"}
+
+
+def _releases(matrix: CompatMatrix, name: str) -> Sequence[PlatformWheels]:
+    """The releases of a requestable package in the data."""
+    return matrix.torch_releases if name == "torch" else matrix.tensorflow_releases
+
+
+def _installed_wheels(
+    packages: dict[str, InstalledPackage], matrix: CompatMatrix, python: Version, platform: str
+) -> tuple[list[str], list[str]]:
+    """(installed releases with no wheels for this Python, what could not be judged) for torch, TF and vLLM."""
+    missing: list[str] = []
+    unknown: list[str] = []
+    for name in _REQUESTABLE:
+        installed = packages.get(name)
+        if installed is None:
+            continue
+        public = Version(installed.version.public)
+        release = next((r for r in _releases(matrix, name) if r.version == public), None)
+        if release is None:
+            unknown.append(f"{name} {public}: not in {_TABLE[name]}")
+        elif (verdict := release_has_wheels(release, python, platform)).is_problem:
+            missing.append(f"{name} {release.version} has wheels for Python {verdict.required}")
+        elif verdict.is_unknown:
+            unknown.append(f"{name} {release.version}: {verdict.missing}")
+    vllm = packages.get("vllm")
+    if vllm is not None:
+        found = matrix.vllm_release(vllm.version)
+        wheels = vllm_has_wheels(found, python) if found is not None else None
+        if found is not None and wheels is not None and wheels.is_problem:
+            says = "requires" if wheels.detail == "requires-python" else "has wheels for"
+            missing.append(f"vLLM {found.version} {says} Python {wheels.required}")
+        elif wheels is None or wheels.is_unknown:
+            unknown.append(f"vLLM {vllm.version}: " + (wheels.missing if wheels else "not in compat/vllm.toml"))
+    return missing, unknown
 
 
 def _requested(requirements: tuple[str, ...], packages: dict[str, InstalledPackage], name: str) -> list[SpecifierSet]:
@@ -271,33 +336,35 @@ def _requested(requirements: tuple[str, ...], packages: dict[str, InstalledPacka
     return found
 
 
-def _requested_torch(
-    matrix: CompatMatrix, spec: SpecifierSet, python: Version, platform: str
+def _requested_release(
+    matrix: CompatMatrix, name: str, spec: SpecifierSet, python: Version, platform: str
 ) -> tuple[list[str], list[str]]:
-    """(why no torch release the specifier admits installs on this Python, what could not be judged).
+    """(why no release of ``name`` the specifier admits installs on this Python, what could not be judged).
 
     Fine when one release has wheels; a problem when every release is known to have none; could not judge
-    when no release is in compat/torch.toml or the data lacks the Python versions of those it holds.
+    when no release is in the data or the data lacks the Python versions of those it holds.
     """
-    releases = [r for r in matrix.torch_releases if spec.contains(r.version, prereleases=True)]
+    releases = [r for r in _releases(matrix, name) if spec.contains(r.version, prereleases=True)]
     if not releases:
-        return [], [f"the wheels of the requested torch{spec} (not in compat/torch.toml)"]
-    verdicts = [(r, torch_has_wheels(r, python, platform)) for r in releases]
+        return [], [f"the wheels of the requested {name}{spec} (not in {_TABLE[name]})"]
+    verdicts = [(r, release_has_wheels(r, python, platform)) for r in releases]
     if any(v.is_ok for _r, v in verdicts):
         return [], []
     if not all(v.is_problem for _r, v in verdicts):
         unknown = next(v for _r, v in verdicts if not v.is_problem)
-        return [], [f"the requested torch{spec}: {unknown.missing or 'its wheels are not in data'}"]
+        return [], [f"the requested {name}{spec}: {unknown.missing or 'its wheels are not in data'}"]
     newest, verdict = max(verdicts, key=lambda rv: rv[0].version)
-    return [f"the requested torch{spec} ({newest.version}) has wheels for Python {verdict.required}"], []
+    return [f"the requested {name}{spec} ({newest.version}) has wheels for Python {verdict.required} on {platform}"], []
 
 
-def _wheel_fix(matrix: CompatMatrix, python: Version, platform: str, requested: bool) -> tuple[str, ...]:
-    """A pip command for the oldest torch release with wheels for this Python, when a torch was requested."""
-    if not requested:
-        return ()
-    fitting = [r for r in matrix.torch_releases if torch_has_wheels(r, python, platform).is_ok]
-    if not fitting:
-        return ()
-    first = min(fitting, key=lambda r: r.version)
-    return (f"python -m pip install 'torch>={first.version}'",)
+def _wheel_fix(
+    matrix: CompatMatrix, requested: dict[str, list[SpecifierSet]], python: Version, platform: str
+) -> tuple[str, ...]:
+    """A pip command for the oldest release with wheels for this Python, for each package that was requested."""
+    commands = []
+    for name in requested:
+        fitting = [r for r in _releases(matrix, name) if release_has_wheels(r, python, platform).is_ok]
+        if fitting:
+            first = min(fitting, key=lambda r: r.version)
+            commands.append(f"python -m pip install '{name}>={first.version}'")
+    return tuple(commands)

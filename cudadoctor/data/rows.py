@@ -171,6 +171,8 @@ class TorchRelease(Row):
     python_aarch64: tuple[str, ...] = ()
     #: CPython versions of its macOS arm64 wheels (PyPI; CPU and MPS builds)
     python_macos_arm64: tuple[str, ...] = ()
+    #: CPython versions of its Windows x86-64 wheels on PyPI (empty: none there, or not read)
+    python_windows: tuple[str, ...] = ()
     pypi_default_cuda: Version | None = None
     pypi_default_evidence: str | None = None
     pypi_aarch64_cuda: Version | None = None
@@ -442,6 +444,10 @@ class TensorflowRelease(Row):
     cudnn: Version | None = None
     tested_python: str | None = None  #: ``3.10-3.13``
     requires_python: SpecifierSet | None = None
+    python: tuple[str, ...] = ()  #: CPython versions of its manylinux x86_64 wheels on PyPI
+    python_aarch64: tuple[str, ...] = ()  #: … of its manylinux aarch64 wheels
+    python_macos_arm64: tuple[str, ...] = ()  #: … of its macOS arm64 wheels
+    python_windows: tuple[str, ...] = ()  #: … of its Windows x86-64 wheels
     and_cuda: Mapping[str, SpecifierSet] = _no_table()  #: the ``[and-cuda]`` extra's pins
 
 

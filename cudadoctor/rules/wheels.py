@@ -3,18 +3,31 @@
 A wheel's tags say which CPython versions it installs on (https://packaging.python.org/en/latest/specifications/platform-compatibility-tags/):
 ``cp312`` one version, ``cp38-abi3`` 3.8 and every newer one; ``Requires-Python``
 (https://packaging.python.org/en/latest/specifications/core-metadata/#requires-python) bounds them all.
-The Python versions of each release are in compat/torch.toml and compat/vllm.toml.
+The Python versions of each release are in compat/torch.toml, compat/vllm.toml and compat/ecosystem.toml
+(TensorFlow), read from the wheel file names on PyPI.
 """
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from cudadoctor.data.rows import TorchRelease, VllmRelease
+from cudadoctor.data.rows import TensorflowRelease, TorchRelease, VllmRelease
 from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
 
-__all__ = ["PLATFORMS", "python_has_wheels", "torch_has_wheels", "vllm_has_wheels", "wheel_platform"]
+__all__ = [
+    "PLATFORMS",
+    "PlatformWheels",
+    "platform_pythons",
+    "python_has_wheels",
+    "release_has_wheels",
+    "tensorflow_has_wheels",
+    "torch_has_wheels",
+    "vllm_has_wheels",
+    "wheel_platform",
+]
 
 #: The platforms compat data has wheels for.
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows", "macos-arm64")
@@ -62,11 +75,56 @@ def python_has_wheels(
     return cannot_judge("python", "the Python versions of its wheels", observed)
 
 
+class PlatformWheels(Protocol):
+    """A release row with the CPython versions of its PyPI wheels per platform (torch, TensorFlow)."""
+
+    @property
+    def version(self) -> Version: ...
+    @property
+    def python(self) -> tuple[str, ...]: ...
+    @property
+    def python_aarch64(self) -> tuple[str, ...]: ...
+    @property
+    def python_macos_arm64(self) -> tuple[str, ...]: ...
+    @property
+    def python_windows(self) -> tuple[str, ...]: ...
+    @property
+    def requires_python(self) -> SpecifierSet | None: ...
+
+
+def platform_pythons(release: PlatformWheels, platform: str) -> tuple[str, ...]:
+    """The CPython versions of a release's wheels on one platform (``python`` is manylinux x86_64)."""
+    by_platform = {
+        "linux-aarch64": release.python_aarch64,
+        "macos-arm64": release.python_macos_arm64,
+        "windows": release.python_windows,
+    }
+    return by_platform.get(platform, release.python)
+
+
+def release_has_wheels(release: PlatformWheels, python: Version, platform: str) -> Verdict[str]:
+    """Wheels on ``platform`` for ``python``: the platform's tags; without them, only a Requires-Python excluding it.
+
+    No tags for the platform is otherwise not judged: PyPI may lack them while the project's own index has
+    them (torch's Windows wheels before 1.7.0 were on download.pytorch.org only).
+    """
+    pythons = platform_pythons(release, platform)
+    if pythons:
+        return python_has_wheels(python, pythons=pythons)
+    requires = release.requires_python
+    if requires is not None and not requires.contains(python, prereleases=True):
+        return python_has_wheels(python, requires_python=requires)
+    return cannot_judge("python", f"the Python versions of its {platform} wheels", f"Python {_short(python)}")
+
+
 def torch_has_wheels(release: TorchRelease, python: Version, platform: str) -> Verdict[str]:
     """Does this torch release have wheels for ``python`` on ``platform`` (compat/torch.toml)?"""
-    by_platform = {"linux-aarch64": release.python_aarch64, "macos-arm64": release.python_macos_arm64}
-    pythons = by_platform.get(platform, release.python)
-    return python_has_wheels(python, pythons=pythons)
+    return release_has_wheels(release, python, platform)
+
+
+def tensorflow_has_wheels(release: TensorflowRelease, python: Version, platform: str) -> Verdict[str]:
+    """Does this TensorFlow release have wheels for ``python`` on ``platform`` (compat/ecosystem.toml)?"""
+    return release_has_wheels(release, python, platform)
 
 
 def vllm_has_wheels(release: VllmRelease, python: Version) -> Verdict[str]:

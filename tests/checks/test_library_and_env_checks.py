@@ -95,6 +95,29 @@ def test_cd403_cudnn_below_the_plugins_minimum(h200):
     assert "nvidia-cudnn-cu13 9.10.0.1 is below 9.12.0.46, the minimum of jax-cuda13-plugin" in finding.message
 
 
+def _bundled_jax(h200, jaxlib: str, *cudnn: str):
+    from cudadoctor.facts.model import LibraryCopy
+
+    packages = {n: p for n, p in h200.packages.items() if not n.startswith("jax")}
+    packages["jaxlib"] = _pkg("jaxlib", jaxlib)
+    copies = tuple(
+        LibraryCopy("cudnn", Version(v), "conda", f"/env{i}/lib/libcudnn.so.8", MD) for i, v in enumerate(cudnn)
+    )
+    return replace(h200, packages=packages, cudnn=copies)
+
+
+def test_cd403_bundled_jaxlib_needs_its_cudnn(h200):
+    # jax#16901: jaxlib 0.4.14+cuda11.cudnn86 with conda's cuDNN 8.5.0
+    finding = run_check("CD403", _bundled_jax(h200, "0.4.14+cuda11.cudnn86", "8.5.0"))
+    assert finding.status is Status.FAIL
+    assert "jaxlib 0.4.14+cuda11.cudnn86 was built against cuDNN 8.6" in finding.message
+    assert run_check("CD403", _bundled_jax(h200, "0.4.14+cuda11.cudnn86", "8.5.0", "8.9.2")).status is Status.OK
+    assert run_check("CD403", _bundled_jax(h200, "0.3.25+cuda11.cudnn805", "8.0.5")).status is Status.OK
+    # no cudnnXY in the tag: not judged; no cuDNN 8 copy at all: CD304's
+    assert run_check("CD403", _bundled_jax(h200, "0.1.65+cuda112", "8.0.5")).status is Status.UNKNOWN
+    assert run_check("CD403", _bundled_jax(h200, "0.4.14+cuda11.cudnn86")).status is Status.NOT_APPLICABLE
+
+
 def test_cd501_vllm_below_its_floor(h200):
     packages = {**h200.packages, "vllm": _pkg("vllm", "0.33.0")}
     facts = replace(h200, packages=packages, gpus=(GpuInfo(0, "Tesla V100-SXM2-16GB", "7.0", MD),))
@@ -214,9 +237,35 @@ def test_cd404_requested_release_when_the_install_failed(h200):
     assert finding.remediation.commands == ("python -m pip install 'torch>=2.2.0'",)  # first with cp312 wheels
     # a range one release of which has wheels is fine; a release the data does not hold cannot be judged
     assert _requested(facts, "torch>=2.1").status is Status.OK
-    assert _requested(facts, "torch==1.13.1").status is Status.UNKNOWN
+    assert _requested(facts, "torch==1.11.0").status is Status.UNKNOWN  # no 1.11 row in compat/torch.toml
     # an installed torch is judged as installed, never by the assertion
     assert _requested(replace(h200, python=python), "torch==2.1.0").status is Status.OK
+
+
+def test_cd404_judges_the_wheels_of_the_host_platform(h200):
+    # pytorch#92826: torch 1.13.1 had cp311 wheels for manylinux x86_64 but not for Windows (PyPI file names)
+    python = replace(h200.python, version=Version("3.11.1"))
+    facts = replace(h200, python=python, packages={k: v for k, v in h200.packages.items() if k != "torch"})
+    assert _requested(facts, "torch==1.13.1").status is Status.OK
+    windows = replace(facts, host=replace(h200.host, os="Windows"))
+    finding = _requested(windows, "torch==1.13.1")
+    assert finding.status is Status.WARN
+    assert "torch==1.13.1 (1.13.1) has wheels for Python 3.7, 3.8, 3.9, 3.10 on windows" in finding.message
+    assert finding.remediation.commands == ("python -m pip install 'torch>=2.0.0'",)
+    # PyPI had no Windows wheel of torch 1.6.0 (download.pytorch.org had): not judged as "no wheels"
+    assert _requested(windows, "torch==1.6.0").status is Status.UNKNOWN
+
+
+def test_cd404_requested_tensorflow(h200):
+    # tensorflow#62777: Python 3.12 and TensorFlow 2.15 (cp39-cp311 wheels only)
+    python = replace(h200.python, version=Version("3.12.1"))
+    facts = replace(h200, python=python, packages={k: v for k, v in h200.packages.items() if k != "torch"})
+    finding = _requested(facts, "tensorflow==2.15.0")
+    assert finding.status is Status.WARN
+    assert "the requested tensorflow==2.15.0 (2.15.0) has wheels for Python 3.9, 3.10, 3.11" in finding.message
+    assert finding.remediation.commands == ("python -m pip install 'tensorflow>=2.16.1'",)
+    assert _requested(facts, "tensorflow==2.16.1").status is Status.OK
+    assert _requested(facts, "tensorflow==2.11.0").status is Status.UNKNOWN  # before the data
 
 
 def test_cd902_names_a_corrupt_update_cache(h200, tmp_path, monkeypatch):

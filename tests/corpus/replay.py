@@ -16,7 +16,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.registry import probe_function, probed
 from cudadoctor.probes.collect import collect_facts
 from tests.conftest import make_ctx
-from tests.corpus.builder import build
+from tests.corpus.builder import Replay, build, env_os
 
 _SEVERITY = {"fail": Status.FAIL, "warn": Status.WARN}
 
@@ -46,7 +46,7 @@ def replay(case: dict[str, Any], matrix: CompatMatrix) -> Outcome:
         assert patcher.fs is not None
         machine.write("/")
         ctx = make_ctx(env=machine.env, runner=machine.runner, native=machine.native, python=machine.python,
-                       machine=machine.machine)  # fmt: skip
+                       machine=machine.machine, system=_system(machine))  # fmt: skip
         facts = collect_facts(ctx)
     # `[check] require`: the `check --require` assertions of a case whose install failed (issue #16 j)
     requirements = tuple(str(r) for r in case.get("check", {}).get("require", ()))
@@ -60,6 +60,12 @@ def replay(case: dict[str, Any], matrix: CompatMatrix) -> Outcome:
             missing.append(f"{expect['code']}:{expect.get('severity', 'fail')}")
     errors = tuple(f"{f.code}:{f.status.value}" for f in findings if f.status in (Status.FAIL, Status.ERROR))
     return Outcome(findings, tuple(missing), errors)
+
+
+def _system(machine: Replay) -> str:
+    """The OS the probes are told they run on: a case on Windows is replayed on a Linux layout, but wheel
+    platforms, environment markers and the driver's CUDA table are Windows ones there."""
+    return "Windows" if env_os(machine).startswith("Windows") else "Linux"
 
 
 def _has_fix(finding: Finding) -> bool:

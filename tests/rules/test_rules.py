@@ -18,7 +18,13 @@ from cudadoctor.rules.driver import (
 )
 from cudadoctor.rules.gpus import build_runs_on_gpu, cuda_knows_arch, cuda_major_supports_arch, vllm_supports_gpu
 from cudadoctor.rules.verdict import Outcome
-from cudadoctor.rules.wheels import python_has_wheels, torch_has_wheels, vllm_has_wheels, wheel_platform
+from cudadoctor.rules.wheels import (
+    python_has_wheels,
+    tensorflow_has_wheels,
+    torch_has_wheels,
+    vllm_has_wheels,
+    wheel_platform,
+)
 
 M = CompatMatrix(cache_dir=False)
 COMPAT = ForwardCompat(Version("13.0"), "/usr/local/cuda-13.0/compat/libcuda.so.580.95.05")
@@ -109,7 +115,31 @@ def test_python_wheels():
     torch = M.torch_release(Version("2.11.0"))
     assert torch_has_wheels(torch, py312, "linux-x86_64").is_ok
     assert torch_has_wheels(torch, Version("3.8"), "linux-x86_64").is_problem
+    # per platform: torch 2.5.1 had cp313 wheels for manylinux x86_64 only (PyPI file names)
+    torch251 = M.torch_release(Version("2.5.1"))
+    assert torch_has_wheels(torch251, Version("3.13"), "linux-x86_64").is_ok
+    assert torch_has_wheels(torch251, Version("3.13"), "windows").is_problem
+    # no Windows wheel on PyPI is not "no wheels" (the project's index had them); Requires-Python still rules
+    torch160 = M.torch_release(Version("1.6.0"))
+    assert torch_has_wheels(torch160, Version("3.8"), "windows").is_unknown
+    assert torch_has_wheels(torch160, Version("3.5"), "windows").detail == "requires-python"
+    tf = next(r for r in M.tensorflow_releases if r.version == Version("2.18.0"))
+    assert tensorflow_has_wheels(tf, Version("3.13"), "windows").is_problem
+    assert tensorflow_has_wheels(tf, py312, "linux-aarch64").is_ok
     vllm = next(r for r in M.vllm_releases if r.version == Version("0.4.0"))
     assert vllm_has_wheels(vllm, py312).is_problem  # cp38-cp311 wheels, though Requires-Python allows 3.12
     assert wheel_platform("Windows", "AMD64") == "windows"
     assert wheel_platform("Linux", "aarch64") == "linux-aarch64"
+
+
+def test_jaxlib_cudnn_build_from_the_local_tag():
+    from cudadoctor.rules.jax import cudnn_meets_jaxlib_build, jaxlib_cudnn_build
+
+    assert jaxlib_cudnn_build(Version("0.4.14+cuda11.cudnn86")) == Version("8.6")
+    assert jaxlib_cudnn_build(Version("0.3.25+cuda11.cudnn805")) == Version("8.0.5")
+    assert jaxlib_cudnn_build(Version("0.4.28+cuda12.cudnn89")) == Version("8.9")
+    assert jaxlib_cudnn_build(Version("0.1.65+cuda112")) is None
+    assert jaxlib_cudnn_build(Version("0.4.30")) is None
+    assert cudnn_meets_jaxlib_build(Version("8.6"), Version("8.5.0")).is_problem
+    assert cudnn_meets_jaxlib_build(Version("8.6"), Version("8.9.7")).is_ok
+    assert cudnn_meets_jaxlib_build(Version("8.6"), Version("9.1.0")).is_problem  # another major

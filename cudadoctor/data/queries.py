@@ -36,6 +36,7 @@ from cudadoctor.data.rows import (
     OnnxruntimeRelease,
     PytorchImage,
     PytorchImageScheme,
+    RuntimeLoad,
     TensorflowRelease,
     TensorrtRelease,
     TorchArchList,
@@ -547,6 +548,19 @@ class CompatMatrix:
             "evidence": row.evidence,
             "docs_builds": tuple((b.cuda, b.cudnn, b.pypi) for b in row.docs_builds),
         }
+
+    # --- libraries loaded by name at run time (compat/runtime_libraries.toml) ---------------------------
+
+    @property
+    def runtime_loads(self) -> tuple[RuntimeLoad, ...]:
+        return self._rows("runtime_libraries", "load")
+
+    def runtime_loads_for(self, package: str, version: Version, arch: str) -> tuple[RuntimeLoad, ...]:
+        """The rows saying what ``package`` ``version``'s wheel for ``arch`` opens by name at run time."""
+        return tuple(
+            r for r in self.runtime_loads
+            if r.package == package and r.arch == arch and r.versions.contains(version, prereleases=True)
+        )  # fmt: skip
 
     @property
     def cupy_packages(self) -> tuple[CupyPackage, ...]:

@@ -337,6 +337,11 @@ class NeededLibrary:
     other_majors: tuple[str, ...] = ()
     #: DT_VERNEED versions the needer wants from this soname (``libcudart.so.12``)
     versions: tuple[str, ...] = ()
+    #: how the needer asks for it: ``DT_NEEDED``, or ``dlopen`` (by name at run time, from
+    #: compat/runtime_libraries.toml: invisible in DT_NEEDED)
+    how: str = "DT_NEEDED"
+    #: the package works without it (a feature is off): it matters only when another major is installed
+    optional: bool = False
 
 
 @dataclass(frozen=True)

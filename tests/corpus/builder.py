@@ -588,6 +588,21 @@ def _onnxruntime_files(replay: Replay, site: str, version: str) -> None:
         )
 
 
+def _runtime_objects(replay: Replay, site: str, name: str, version: str) -> None:
+    """The wheel objects that open CUDA libraries by name at run time (ctranslate2's libctranslate2 and its
+    bundled cuDNN shim), named as in the wheel compat/runtime_libraries.toml read them from."""
+    from packaging.version import InvalidVersion, Version
+
+    from cudadoctor.data import CompatMatrix
+
+    try:
+        rows = CompatMatrix(cache_dir=False).runtime_loads_for(name, Version(version), replay.machine)
+    except InvalidVersion:
+        return
+    for row in rows:
+        replay.binaries[f"{site}/{row.object_read}"] = shared_object([], os.path.basename(row.object_read))
+
+
 def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
     if site is None:
         return
@@ -605,6 +620,7 @@ def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
             _onnxruntime_files(replay, site, version)
         elif name.lower().startswith("nvidia-"):
             _nvidia_wheel(replay, site, name.lower(), version)
+        _runtime_objects(replay, site, name.lower(), version)
 
 
 def build(case: dict[str, Any]) -> Replay:

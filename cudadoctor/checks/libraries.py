@@ -399,7 +399,7 @@ def _gap_problem(gaps: list[tuple[NeededLibrary, int, list[int]]], packages: dic
 
 
 class CD303(Check):
-    """CuPy, TensorRT and the packages whose objects need CUDA libraries find the CUDA major they were built for.
+    """CuPy, TensorRT and packages needing CUDA libraries find the CUDA major they were built for.
 
     What it checks: cupy-cudaNNx and tensorrt-cuNN against the CUDA majors this environment provides:
     installed toolkits and the CUDA runtime pip wheels; and, from the loader's view, every CUDA library

@@ -555,6 +555,12 @@ class CompatMatrix:
     def runtime_loads(self) -> tuple[RuntimeLoad, ...]:
         return self._rows("runtime_libraries", "load")
 
+    @staticmethod
+    def runtime_load_file(row: RuntimeLoad) -> tuple[str, str | None]:
+        """(the loading object's path under site-packages, the wheel file) as the row was read: what a
+        replay of that wheel lays out (tests/corpus/builder.py)."""
+        return row.object_read, row.wheel_read
+
     def runtime_loads_for(self, package: str, version: Version, arch: str) -> tuple[RuntimeLoad, ...]:
         """The rows saying what ``package`` ``version``'s wheel for ``arch`` opens by name at run time."""
         return tuple(

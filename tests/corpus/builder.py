@@ -600,7 +600,8 @@ def _runtime_objects(replay: Replay, site: str, name: str, version: str) -> None
     except InvalidVersion:
         return
     for row in rows:
-        replay.binaries[f"{site}/{row.object_read}"] = shared_object([], os.path.basename(row.object_read))
+        path, _wheel = CompatMatrix.runtime_load_file(row)
+        replay.binaries[f"{site}/{path}"] = shared_object([], os.path.basename(path))
 
 
 def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:

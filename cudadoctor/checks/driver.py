@@ -32,6 +32,7 @@ from cudadoctor.facts.derive import (
     host_driver_version,
     loaded_libcuda,
     picked_libcuda,
+    with_data_builds,
 )
 from cudadoctor.facts.model import (
     DriverInfo,
@@ -508,6 +509,7 @@ class CD111(Check):
     ) -> Problem | None:
         if driver.version is None:
             raise CannotJudge("the driver version is unknown")
+        packages = with_data_builds(packages, matrix, host.arch)
         garbled = [
             (p.name, p.cuda_build) for p in packages.values() if p.cuda_build and not version_or_none(p.cuda_build)
         ]

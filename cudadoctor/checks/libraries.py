@@ -6,7 +6,7 @@
 # CD3xx: libraries
 #   CD301  one CUDA major per nvidia-* library (not both -cu12 and -cu13 of one library)
 #   CD302  no other cuDNN / NCCL copy on LD_LIBRARY_PATH shadows the pip wheel a framework pins
-#   CD303  CuPy, TensorRT and onnxruntime-gpu find CUDA libraries of the major they were built for
+#   CD303  CuPy, TensorRT and packages needing (or opening by name) CUDA libraries find the major they were built for
 
 from __future__ import annotations
 
@@ -547,17 +547,83 @@ def _available_majors(toolkits: tuple[ToolkitInstall, ...], wheels: CudaWheels |
     return majors
 
 
+#: CUDA libraries whose soname number is the CUDA major (libcublas.so.12 is CUDA 12's cuBLAS).
+_CUDA_NUMBERED = ("cudart", "cublas", "cublasLt", "nvJitLink", "cusparse", "nvrtc")
+_NEEDED_SONAME = re.compile(r"^lib([A-Za-z]+?)(?:_[a-z_]+)?\.so\.(\d+)")
+
+
+def _cuda_number(soname: str) -> tuple[str, int] | None:
+    """(stem, CUDA major) of a library numbered by the CUDA major: ``libcudart.so.11.0`` -> (cudart, 11)."""
+    match = _NEEDED_SONAME.match(posixpath.basename(soname))
+    return (match.group(1), int(match.group(2))) if match and match.group(1) in _CUDA_NUMBERED else None
+
+
+def _major_gaps(loader: LoaderView | None) -> list[tuple[NeededLibrary, int, list[int]]]:
+    """(need, the CUDA major it asks for, the majors installed instead) for each CUDA library a package
+    needs (DT_NEEDED or opened by name) that resolves nowhere while copies of other majors exist."""
+    gaps = []
+    for need in loader.needs if loader else ():
+        wanted = _cuda_number(need.soname)
+        if need.loaded is not None or wanted is None or not need.other_majors:
+            continue
+        found = sorted({n[1] for p in need.other_majors if (n := _cuda_number(p)) and n[1] != wanted[1]})
+        if found:
+            gaps.append((need, wanted[1], found))
+    return gaps
+
+
+def _gap_problem(gaps: list[tuple[NeededLibrary, int, list[int]]], packages: dict[str, InstalledPackage]) -> Problem:
+    from cudadoctor.checks.loader import dlopen_commands, wheel_for
+
+    grouped: dict[tuple[str, int, str], list[str]] = {}  # (package, major, majors found) -> sonames
+    evidence: dict[str, str] = {}
+    commands: dict[str, None] = {}
+    for need, major, found in gaps:
+        others = ", ".join(f"CUDA {m}" for m in found)
+        grouped.setdefault((need.package, major, others), []).append(need.soname)
+        evidence[f"{need.package}: {need.soname}"] = (
+            f"{'opened by name' if need.how == 'dlopen' else 'needed'} by {need.needer}; found instead: "
+            + ", ".join(need.other_majors[:3])
+        )
+        wheel = wheel_for(need.soname, major)
+        if wheel:
+            commands.update(dict.fromkeys(dlopen_commands(need, wheel)))
+    parts = []
+    for (name, major, others), sonames in grouped.items():
+        pkg = packages.get(name)
+        label = f"{name} {pkg.version}" if pkg else name
+        names = ", ".join(sonames)
+        parts.append(f"{label} was built for CUDA {major} ({names}), but only {others} copies are installed")
+    majors = sorted({m for _n, m, _f in gaps})
+    return Problem(
+        "; ".join(parts),
+        evidence,
+        Remediation(
+            f"Install the CUDA {', '.join(map(str, majors))} libraries these packages load (pip wheels, with their "
+            "directory on LD_LIBRARY_PATH when the package opens them by name), or install the package release "
+            "built for the CUDA you have.",
+            tuple(commands),
+        ),
+        status=Status.FAIL if any(not n.optional for n, _m, _f in gaps) else Status.WARN,
+    )
+
+
 class CD303(Check):
-    """CuPy and TensorRT find CUDA libraries of the major they were built for.
+    """CuPy, TensorRT and packages needing CUDA libraries find the CUDA major they were built for.
 
     What it checks: cupy-cudaNNx and tensorrt-cuNN against the CUDA majors this environment provides:
-    installed toolkits and the CUDA runtime pip wheels.
+    installed toolkits and the CUDA runtime pip wheels; and, from the loader's view, every CUDA library
+    numbered by the CUDA major (cudart, cuBLAS, cuSPARSE, nvJitLink, NVRTC) that a package's objects need
+    or open by name at run time (ctranslate2's libcublas.so.N, compat/runtime_libraries.toml) and that
+    resolves nowhere while copies of another major are installed.
 
     Why it matters: these packages load the CUDA runtime (and math libraries) from the system or from
     nvidia-* wheels; with none of their major present, importing or first use fails with
-    "libcudart.so.12: cannot open shared object file".
+    "libcudart.so.12: cannot open shared object file" or "Library libcublas.so.12 is not found or cannot
+    be loaded".
 
-    How to fix: install the CUDA runtime wheels of that major (for CuPy: pip install "cupy-cudaNNx[ctk]"),
+    How to fix: install the CUDA libraries of that major (for CuPy: pip install "cupy-cudaNNx[ctk]"; the
+    nvidia-*-cuNN wheels, with their directory on LD_LIBRARY_PATH for a package that opens them by name),
     a toolkit of that major, or the package variant for the CUDA you have.
     """
 
@@ -569,7 +635,11 @@ class CD303(Check):
         packages: dict[str, InstalledPackage],
         toolkits: tuple[ToolkitInstall, ...] = (),
         cuda_wheels: CudaWheels | None = None,
+        loader: LoaderView | None = None,
     ) -> Problem | None:
+        gaps = _major_gaps(loader)
+        if gaps:
+            return _gap_problem(gaps, packages)
         needing = []
         for name, pkg in packages.items():
             match = _NEEDS_MAJOR.match(name)

@@ -13,7 +13,7 @@ from cudadoctor.checks._base import Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.facts.model import LoaderView, NeededLibrary
 
-__all__ = ["CD304", "CD306", "wheel_for"]
+__all__ = ["CD304", "CD306", "dlopen_commands", "wheel_dir", "wheel_for"]
 
 #: Library stem -> the pip wheel that ships it, without the CUDA suffix (NVIDIA's wheels on PyPI:
 #: https://pypi.org/project/nvidia-cublas-cu12/, https://pypi.org/project/nvidia-cudnn-cu12/ …).
@@ -62,12 +62,36 @@ def wheel_for(soname: str, cuda_major: int | None) -> str | None:
     return name
 
 
+_SITE = re.compile(r"^(.*/(?:site|dist)-packages)/")
+
+
+def wheel_dir(needer: str, wheel: str) -> str | None:
+    """Where pip puts ``wheel``'s libraries in the site directory of ``needer``: ``nvidia/cublas/lib`` for
+    ``nvidia-cublas-cu12``, ``nvidia/cu13/lib`` for the CUDA 13 wheels (https://pypi.org/project/nvidia-cublas/)."""
+    site = _SITE.match(needer)
+    match = re.match(r"^nvidia-([a-z-]+?)(?:-cu(\d+))?(?:==.*)?$", wheel)
+    if site is None or match is None:
+        return None
+    component = match.group(1).replace("-", "_") if match.group(2) and match.group(2) != "13" else "cu13"
+    return f"{site.group(1)}/nvidia/{component}/lib"
+
+
+def dlopen_commands(need: NeededLibrary, wheel: str) -> tuple[str, ...]:
+    """pip's command for ``wheel`` and, for a library opened by name (dlopen searches no wheel directory
+    unless LD_LIBRARY_PATH names it), the export of its directory, as faster-whisper's README says."""
+    commands = [f"python -m pip install '{wheel}'"]
+    directory = wheel_dir(need.needer, wheel)
+    if need.how == "dlopen" and directory:
+        commands.append(f"export LD_LIBRARY_PATH={directory}:$LD_LIBRARY_PATH")
+    return tuple(commands)
+
+
 def _fix(view: LoaderView, need: NeededLibrary) -> tuple[str, tuple[str, ...]]:
     wheel = wheel_for(need.soname, _cuda_major(view, need.package))
     same_elsewhere = [p for p in need.other_majors if posixpath.basename(p) == need.soname]
     commands: list[str] = []
     if wheel:
-        commands.append(f"python -m pip install '{wheel}'")
+        commands += dlopen_commands(need, wheel)
     text = f"Install {need.soname}" + (f" (pip install '{wheel}')" if wheel else "")
     text += f", or install the {need.package} build made for the CUDA libraries you have"
     if same_elsewhere:
@@ -99,11 +123,11 @@ class CD304(Check):
     severity = Status.FAIL
 
     def check(self, loader: LoaderView) -> Problem | None:
-        missing = [n for n in loader.needs if n.loaded is None]
+        missing = [n for n in loader.needs if n.loaded is None and not n.optional]
         if not loader.needs:
             raise NotApplicable("no installed package needs a CUDA library")
         if not missing:
-            return None
+            return _off_search_path(loader)
         first = missing[0]
         parts = []
         evidence: dict[str, str] = {"loader cache": loader.cache}
@@ -117,7 +141,29 @@ class CD304(Check):
                 f"; other copies: {', '.join(need.other_majors[:4])}" if need.other_majors else ""
             )
         text, commands = _fix(loader, first)
+        for need in missing[1:]:  # every missing library's wheel, in order, once
+            commands += tuple(c for c in _fix(loader, need)[1] if c not in commands)
         return Problem("; ".join(parts), evidence, Remediation(text, commands))
+
+
+def _off_search_path(loader: LoaderView) -> Problem | None:
+    """A library opened by name that only a pip wheel off the opener's search path has: it loads only when
+    another package (torch) has loaded that copy first, so it depends on import order: a warning."""
+    off = [(n, n.loaded) for n in loader.needs if n.how == "dlopen" and not n.optional and n.loaded is not None
+           and n.loaded.distribution and n.loaded.via.startswith("wheel")]  # fmt: skip
+    if not off:
+        return None
+    commands: dict[str, None] = {}
+    for need, copy in off:
+        commands.update(dict.fromkeys(dlopen_commands(need, copy.distribution or "")[1:]))
+    names = ", ".join(sorted({f"{n.soname} ({c.distribution})" for n, c in off}))
+    return Problem(
+        f"{off[0][0].package} opens {names} by name at run time, but that copy is in a pip wheel directory "
+        "outside its search path: it loads only if another package (torch) has loaded it first",
+        {f"{n.package}: {n.soname}": f"opened by {n.needer}; only copy {c.path}" for n, c in off},
+        Remediation("Add the wheel's library directory to LD_LIBRARY_PATH before starting Python.", tuple(commands)),
+        status=Status.WARN,
+    )
 
 
 class CD306(Check):

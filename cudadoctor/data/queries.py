@@ -38,6 +38,7 @@ from cudadoctor.data.rows import (
     OnnxruntimeRelease,
     PytorchImage,
     PytorchImageScheme,
+    RuntimeLoad,
     TensorflowRelease,
     TensorrtRelease,
     TorchArchList,
@@ -569,6 +570,25 @@ class CompatMatrix:
             "evidence": row.evidence,
             "docs_builds": tuple((b.cuda, b.cudnn, b.pypi) for b in row.docs_builds),
         }
+
+    # --- libraries loaded by name at run time (compat/runtime_libraries.toml) ---------------------------
+
+    @property
+    def runtime_loads(self) -> tuple[RuntimeLoad, ...]:
+        return self._rows("runtime_libraries", "load")
+
+    @staticmethod
+    def runtime_load_file(row: RuntimeLoad) -> tuple[str, str | None]:
+        """(the loading object's path under site-packages, the wheel file) as the row was read: what a
+        replay of that wheel lays out (tests/corpus/builder.py)."""
+        return row.object_read, row.wheel_read
+
+    def runtime_loads_for(self, package: str, version: Version, arch: str) -> tuple[RuntimeLoad, ...]:
+        """The rows saying what ``package`` ``version``'s wheel for ``arch`` opens by name at run time."""
+        return tuple(
+            r for r in self.runtime_loads
+            if r.package == package and r.arch == arch and r.versions.contains(version, prereleases=True)
+        )  # fmt: skip
 
     @property
     def cupy_packages(self) -> tuple[CupyPackage, ...]:

@@ -48,6 +48,7 @@ __all__ = [
     "OnnxruntimeRelease",
     "PytorchImage",
     "PytorchImageScheme",
+    "RuntimeLoad",
     "TensorflowRelease",
     "TensorrtRelease",
     "TorchArchList",
@@ -451,6 +452,29 @@ class TensorflowRelease(Row):
     and_cuda: Mapping[str, SpecifierSet] = _no_table()  #: the ``[and-cuda]`` extra's pins
 
 
+# --- compat/runtime_libraries.toml (runtime-libraries) ---------------------------------------------
+
+
+@row(kw_only=True)
+class RuntimeLoad(Row):
+    """CUDA libraries one object of a package's wheel loads by name at run time (``dlopen``), not through
+    DT_NEEDED, for a range of the package's releases."""
+
+    package: str  #: the distribution (``ctranslate2``)
+    versions: SpecifierSet  #: the releases the row covers (``>=4.0.0,<4.5.0``)
+    arch: str  #: the wheels' machine (``x86_64``): other machines' wheels may be CPU-only
+    #: the loading object, a glob relative to site-packages (``ctranslate2.libs/libctranslate2-*.so*``)
+    object: str
+    object_read: str  #: that object's name in the wheel the row was read from
+    sonames: tuple[str, ...]  #: what it passes to dlopen (``libcublas.so.12``)
+    cuda_build: Version | None = None  #: the CUDA the release was built with (its static cudart)
+    #: packages whose presence makes the libraries required; without them (or with ``optional``) a
+    #: library that loads nowhere only matters when another major of it is installed
+    required_with: tuple[str, ...] = ()
+    optional: bool = False  #: the package works without them (a feature is off)
+    wheel_read: str | None = None  #: the wheel file the names were read from
+
+
 # --- compat/images.toml (container-images) ----------------------------------------------------------
 
 
@@ -579,6 +603,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "tensorflow": TensorflowRelease,
             }
         ),
+        "runtime-libraries": Layout({"load": RuntimeLoad}),
         "container-images": Layout(
             {
                 "nvidia_cuda_tag": NvidiaCudaTag,

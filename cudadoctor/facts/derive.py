@@ -7,6 +7,7 @@ Each function is pure: facts in, value out; ``None`` (or an empty collection) me
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ __all__ = [
     "gpu_segments",
     "ld_library_path",
     "loaded_libcuda",
+    "with_data_builds",
 ]
 
 
@@ -126,6 +128,24 @@ def frameworks_by_cuda_major(packages: dict[str, InstalledPackage]) -> dict[int,
         major = int(head)
         by_major.setdefault(major, []).append(pkg)
     return by_major
+
+
+def with_data_builds(
+    packages: dict[str, InstalledPackage], matrix: CompatMatrix, arch: str
+) -> dict[str, InstalledPackage]:
+    """The packages, where a release's CUDA build shows nowhere in its files but is known from the data
+    (ctranslate2 links cudart statically: compat/runtime_libraries.toml ``cuda_build``) carrying that build."""
+    out = dict(packages)
+    for name, pkg in packages.items():
+        if pkg.cuda_build:
+            continue
+        build = next((r.cuda_build for r in matrix.runtime_loads_for(name, pkg.version, arch) if r.cuda_build), None)
+        if build is not None:
+            out[name] = dataclasses.replace(
+                pkg, cuda_build=f"{build.major}.{build.minor}", cuda_variant=f"cu{build.major}{build.minor}",
+                cuda_variant_source="compat/runtime_libraries.toml",
+            )  # fmt: skip
+    return out
 
 
 def forward_compat(driver: DriverInfo) -> ForwardCompat | None:

@@ -352,6 +352,11 @@ class NeededLibrary:
     versions: tuple[str, ...] = ()
     #: for a cuDNN shim (``libcudnn.so.N``) that loads: the sub-libraries found beside it or on the loader's path
     sublibraries: tuple[SubLibrary, ...] = ()
+    #: how the needer asks for it: ``DT_NEEDED``, or ``dlopen`` (by name at run time, from
+    #: compat/runtime_libraries.toml: invisible in DT_NEEDED)
+    how: str = "DT_NEEDED"
+    #: the package works without it (a feature is off): it matters only when another major is installed
+    optional: bool = False
 
 
 @dataclass(frozen=True)

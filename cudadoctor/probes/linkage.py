@@ -22,20 +22,23 @@ what the threads in tests/corpus describe (LD_LIBRARY_PATH winning over the whee
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
+from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import LinkedFile, LoaderView, NeededLibrary, SubLibrary
 from cudadoctor.probes import ldcache, loader, scancache
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.elf import ElfDynamic
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from cudadoctor.data.rows import RuntimeLoad
     from cudadoctor.probes.packages import Distribution
 
 __all__ = [
@@ -46,6 +49,7 @@ __all__ = [
     "record_owner",
     "resolve",
     "resolve_plain",
+    "runtime_load_rows",
 ]
 
 #: The CUDA libraries whose copies are resolved: the CUDA runtime and math libraries, cuDNN (with
@@ -360,8 +364,8 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
 
     sites = tuple(packages.site_paths(ctx))
     # Versions are needed only for NVIDIA's wheels (the copies they ship); names for every distribution.
-    dists = {n: _dist_version(d.dir_version) if n.startswith("nvidia-") else None
-             for n, d in packages.distributions(ctx).items()}  # fmt: skip
+    installed = {n: _dist_version(d.dir_version) for n, d in packages.distributions(ctx).items()}
+    dists = {n: v if n.startswith("nvidia-") else None for n, v in installed.items()}
     versions = _Versions(ctx, sites, dists)
     cache = scancache.ScanCache()
     objects = [(site, path, host) for site in sites for path, host in _objects(ctx, cache, site)]
@@ -389,6 +393,8 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
             others = () if loaded else majors[soname]
             subs = _shim_sublibraries(ctx, search, versions, soname, loaded)
             needs.append(NeededLibrary(package, path, soname, loaded, shadowed, others, wanted, subs))
+    loads = _RuntimeLoads(installed, scanned, majors, sites)
+    needs += runtime_needs(ctx, search, versions, loads)
     if not needs and not search.preloaded:
         return None
     return LoaderView(tuple(search.preloaded.values()), tuple(needs), note, len(objects))
@@ -502,3 +508,83 @@ def _recorded_size(ctx: ProbeContext, dist: Distribution, path: str) -> int | No
             size = rest.rpartition(",")[2]
             return int(size) if size.isdigit() else None
     return None
+
+
+# --- libraries loaded by name at run time ----------------------------------------------------------
+#
+# Some packages open CUDA libraries with dlopen("libcublas.so.12") instead of linking them (CTranslate2
+# with CUDA_DYNAMIC_LOADING, and the cuDNN shim its wheel bundles, which opens cuDNN's sub-libraries):
+# DT_NEEDED does not show them, so compat/runtime_libraries.toml says which object opens which names.
+# glibc's dlopen of a name without a slash searches like ld.so for a DT_NEEDED entry of the calling
+# object: its DT_RPATH (when it has no DT_RUNPATH), LD_LIBRARY_PATH, its DT_RUNPATH, /etc/ld.so.cache,
+# the default directories (dlopen(3), https://man7.org/linux/man-pages/man3/dlopen.3.html), after an
+# already loaded object with that soname. That last case (torch, imported first, has loaded its wheel's
+# libcublas.so.12) depends on import order: such a need keeps the wheel's copy as ``loaded`` with
+# ``via`` saying it is off the search path, and CD304 warns rather than fails.
+
+
+@functools.cache
+def runtime_load_rows() -> tuple[RuntimeLoad, ...]:
+    """compat/runtime_libraries.toml's rows, read once per process."""
+    from cudadoctor.data import CompatMatrix
+
+    return CompatMatrix(cache_dir=False).runtime_loads
+
+
+@dataclass(frozen=True)
+class _RuntimeLoads:
+    """What the run-time needs are resolved against."""
+
+    installed: dict[str, Version | None]  #: every distribution's version
+    scanned: dict[str, ElfDynamic]  #: the dynamic sections read by the scan, by path
+    majors: dict[str, tuple[str, ...]]  #: soname -> files of its other majors (shared memo)
+    sites: tuple[str, ...]
+
+
+def runtime_needs(ctx: ProbeContext, search: _Search, versions: _Versions, loads: _RuntimeLoads) -> list[NeededLibrary]:
+    """The CUDA libraries installed packages open by name at run time, resolved as dlopen would."""
+    try:
+        rows = runtime_load_rows()
+    except CompatDataError as exc:
+        where = "compat/runtime_libraries.toml"
+        ctx.fail("linkage", f"libraries loaded by name at run time not resolved: {exc}", where)
+        return []
+    needs: list[NeededLibrary] = []
+    for row in rows:
+        version = loads.installed.get(row.package)
+        if version is None or row.arch != ctx.machine or not row.versions.contains(version, prereleases=True):
+            continue
+        optional = row.optional or bool(row.required_with and not any(p in loads.installed for p in row.required_with))
+        for obj in _loading_objects(ctx, loads.sites, row.object):
+            dyn = _absolute_paths(loads.scanned.get(obj, ElfDynamic()))
+            for soname in row.sonames:
+                loaded, shadowed = resolve(ctx, search, versions, soname, dyn, obj)
+                if loaded is None and soname not in loads.majors:
+                    loads.majors[soname] = _other_majors(ctx, search, loads.sites, soname)
+                others = () if loaded else loads.majors[soname]
+                needs.append(
+                    NeededLibrary(
+                        row.package, obj, soname, loaded, shadowed, others, (), how="dlopen", optional=optional
+                    )
+                )
+    return needs
+
+
+def _loading_objects(ctx: ProbeContext, sites: tuple[str, ...], pattern: str) -> list[str]:
+    """The files matching a row's ``object`` glob (``dir/name-*.so*``) in the first site that has any."""
+    directory, name = posixpath.split(pattern)
+    for site in sites:
+        found = sorted(p for p in ctx.fs.glob(posixpath.join(site, directory), name) if ctx.fs.is_file(p))
+        if found:
+            return found[:1]
+    return []
+
+
+def _absolute_paths(dyn: ElfDynamic) -> ElfDynamic:
+    """The dynamic section without relative RPATH/RUNPATH entries, which ld.so takes relative to the
+    process's working directory (the ``ctranslate2.libs`` RPATH of the bundled cuDNN shim): unknowable here."""
+
+    def keep(entries: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(e for e in entries if e.startswith(("/", "$ORIGIN", "${ORIGIN}")))
+
+    return replace(dyn, rpath=keep(dyn.rpath), runpath=keep(dyn.runpath))

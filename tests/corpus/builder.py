@@ -638,6 +638,22 @@ def _onnxruntime_files(replay: Replay, site: str, version: str) -> None:
         )
 
 
+def _runtime_objects(replay: Replay, site: str, name: str, version: str) -> None:
+    """The wheel objects that open CUDA libraries by name at run time (ctranslate2's libctranslate2 and its
+    bundled cuDNN shim), named as in the wheel compat/runtime_libraries.toml read them from."""
+    from packaging.version import InvalidVersion, Version
+
+    from cudadoctor.data import CompatMatrix
+
+    try:
+        rows = CompatMatrix(cache_dir=False).runtime_loads_for(name, Version(version), replay.machine)
+    except InvalidVersion:
+        return
+    for row in rows:
+        path, _wheel = CompatMatrix.runtime_load_file(row)
+        replay.binaries[f"{site}/{path}"] = shared_object([], os.path.basename(path))
+
+
 def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
     if site is None:
         return
@@ -658,6 +674,7 @@ def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
             _nvidia_wheel(replay, site, name.lower(), version)
             written = {p for p, b in replay.binaries.items() if before.get(p) != b}
             _wheel_record(replay, site, dist, name.lower(), version, written)
+        _runtime_objects(replay, site, name.lower(), version)
 
 
 def build(case: dict[str, Any]) -> Replay:
@@ -689,12 +706,14 @@ def _compat_answer(replay: Replay, env: dict[str, Any]) -> None:
         real = directory.rstrip("/")
         for link, target in replay.links.items():  # /usr/local/cuda -> cuda-X.Y
             if real == link or real.startswith(link + "/"):
-                real = target + real[len(link):] if target.startswith("/") else real
+                real = target + real[len(link) :] if target.startswith("/") else real
         root = real[: -len("/compat")] if real.endswith("/compat") else None
         if root in compat:
             version = compat[root]
-            replay.native = FakeNative(replay.native.nvml_result, LibcudaResult(
-                path=f"{root}/compat/libcuda.so.{version}", returncode=0, version=_cuda_api(version)))
+            replay.native = FakeNative(
+                replay.native.nvml_result,
+                LibcudaResult(path=f"{root}/compat/libcuda.so.{version}", returncode=0, version=_cuda_api(version)),
+            )
             return
         if f"{real}/libcuda.so.1" in replay.links:
             return  # the driver's own copy comes first

@@ -126,7 +126,7 @@ def _pkg(name: str, version: str) -> InstalledPackage:
 
 def _dlopen(soname: str, loaded: LinkedFile | None = None, others: tuple[str, ...] = (), optional: bool = False):
     needer = f"{CT2}/libctranslate2-d3638643.so.4.4.0"
-    return NeededLibrary("ctranslate2", needer, soname, loaded, (), others, (), "dlopen", optional)
+    return NeededLibrary("ctranslate2", needer, soname, loaded, (), others, (), how="dlopen", optional=optional)
 
 
 def test_cd303_fails_for_a_cuda_major_that_is_not_installed(h200):

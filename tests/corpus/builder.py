@@ -522,9 +522,13 @@ def _torch_files(replay: Replay, site: str, package: dict[str, Any], env: dict[s
         replay.files[f"{site}/torch/lib/libtorch_cuda.so"] = ""
         linked = _pinned_sonames(package.get("requires", []))
         if linked:
-            runpath = [f"$ORIGIN/../../nvidia/{c}/lib" for c in sorted({c for c, _s in linked})] + ["$ORIGIN"]
+            # The wheels' libraries carry DT_RPATH, not DT_RUNPATH, so LD_LIBRARY_PATH cannot override the
+            # nvidia-* wheels they pin: forced in pytorch/builder PRs #1150 and #1183 (2022-09/10, the first
+            # releases with pip CUDA dependencies); `readelf -d` of torch 2.11.0+cu130's libtorch_cuda.so on
+            # the H200 device shows (RPATH) $ORIGIN/../../nvidia/cudnn/lib:…:$ORIGIN.
+            rpath = [f"$ORIGIN/../../nvidia/{c}/lib" for c in sorted({c for c, _s in linked})] + ["$ORIGIN"]
             replay.binaries[f"{site}/torch/lib/libtorch_cuda.so"] = shared_object(
-                [s for _c, s in linked], "libtorch_cuda.so", runpath
+                [s for _c, s in linked], "libtorch_cuda.so", rpath=rpath
             )
     if cuda and not _pinned_sonames(package.get("requires", [])):
         _torch_bundled_cudnn(replay, site, version, cuda)

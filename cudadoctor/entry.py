@@ -62,7 +62,10 @@ def main() -> None:
         cli_main()
         return
     from cudadoctor.commands import check_command, closed_pipe, guard
+    from cudadoctor.probes.native import start_early
 
+    # Every fast form examines this machine: NVML can start answering while the checks are imported.
+    start_early(health=not options.no_health)
     try:
         code = guard(lambda: check_command(options))
     except BrokenPipeError:

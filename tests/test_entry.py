@@ -92,9 +92,12 @@ def test_fast_path_errors_exit_like_typer_path(
     def fail(options: CheckOptions) -> int:
         raise UsageError("the env file is unreadable")
 
+    started: list[bool] = []
     monkeypatch.setattr("cudadoctor.commands.check_command", fail)
+    monkeypatch.setattr("cudadoctor.probes.native.start_early", lambda *, health: started.append(health))
     monkeypatch.setattr(sys, "argv", ["cudadoctor", "check"])
     with pytest.raises(SystemExit) as exit_info:
         entry.main()
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == "cudadoctor: error: the env file is unreadable"
+    assert started == [True]  # the NVML queries were started before the checks were imported

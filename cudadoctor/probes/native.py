@@ -26,6 +26,8 @@ __all__ = [
     "call_with_timeout",
     "decode_cuda_version",
     "load_nvml_library",
+    "start_early",
+    "take_early",
 ]
 
 #: Seconds allowed for NVML init + queries, and for loading libcuda.
@@ -119,6 +121,46 @@ def call_with_timeout(func: Callable[[], T], timeout: float, on_timeout: T) -> T
     return box[0] if box else on_timeout
 
 
+class _Early:
+    """A native query started before the probes run, in a daemon thread of its own."""
+
+    def __init__(self, func: Callable[[], object]) -> None:
+        self._box: list[object] = []
+        self._thread = threading.Thread(target=lambda: self._box.append(func()), name="cudadoctor-early", daemon=True)
+        self._thread.start()
+
+    def result(self, timeout: float, on_timeout: T) -> T:
+        self._thread.join(timeout)
+        return self._box[0] if self._box else on_timeout  # type: ignore[return-value]
+
+
+_EARLY: dict[str, _Early] = {}
+_EARLY_LOCK = threading.Lock()
+
+
+def start_early(*, health: bool) -> None:
+    """Start the NVML and libcuda queries (and NVML's health answers) now, for this machine's probes.
+
+    The queries mostly wait in C code with the GIL released, so started before the checks are imported
+    they overlap that import instead of following it (``cudadoctor check`` on an H200: the NVML calls
+    take ~50 ms). Only for a live run: a probe that finds no early query asks itself, as before.
+    """
+    from cudadoctor.probes.nvml_health import query_health
+
+    with _EARLY_LOCK:
+        _EARLY.setdefault("nvml", _Early(_query_nvml))
+        _EARLY.setdefault("libcuda", _Early(_query_libcuda))
+        if health:
+            _EARLY.setdefault("health", _Early(query_health))
+
+
+def take_early(name: str, timeout: float, on_timeout: T) -> T | None:
+    """The result of the early query ``name`` (once; None when none was started)."""
+    with _EARLY_LOCK:
+        early = _EARLY.pop(name, None)
+    return early.result(timeout, on_timeout) if early is not None else None
+
+
 class RealNative:
     """NVML through NVIDIA's binding (``nvidia-ml-py``), libcuda through ctypes."""
 
@@ -131,19 +173,17 @@ class RealNative:
     def nvml(self) -> NvmlResult:
         with self._lock:
             if self._nvml is None:
-                self._nvml = call_with_timeout(
-                    _query_nvml, self.timeout, NvmlResult(error=f"NVML timed out after {self.timeout:g} s")
-                )
+                timed_out = NvmlResult(error=f"NVML timed out after {self.timeout:g} s")
+                early = take_early("nvml", self.timeout, timed_out)
+                self._nvml = early or call_with_timeout(_query_nvml, self.timeout, timed_out)
             return self._nvml
 
     def libcuda_version(self) -> LibcudaResult:
         with self._lock:
             if self._libcuda is None:
-                self._libcuda = call_with_timeout(
-                    _query_libcuda,
-                    self.timeout,
-                    LibcudaResult(error=f"loading libcuda timed out after {self.timeout:g} s"),
-                )
+                timed_out = LibcudaResult(error=f"loading libcuda timed out after {self.timeout:g} s")
+                early = take_early("libcuda", self.timeout, timed_out)
+                self._libcuda = early or call_with_timeout(_query_libcuda, self.timeout, timed_out)
             return self._libcuda
 
 

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from cudadoctor.probes.native import call_with_timeout, load_nvml_library
+from cudadoctor.probes.native import call_with_timeout, load_nvml_library, take_early
 
 __all__ = [
     "HEALTH_TIMEOUT",
@@ -95,6 +95,8 @@ class RealHealthSource:
     def query(self, *, utilization: bool = False, sample_seconds: float = 0.0) -> Record:
         deadline = self.timeout + sample_seconds
         timed_out = {"schema": RECORD_SCHEMA, "init": {"e": f"NVML did not answer within {deadline:g} s", "c": -1}}
+        if not utilization and sample_seconds <= 0 and (early := take_early("health", deadline, timed_out)):
+            return early
         return call_with_timeout(lambda: query_health(utilization, sample_seconds), deadline, timed_out)
 
 

@@ -34,6 +34,7 @@ class RootFS:
     def __init__(self, root: str = "/") -> None:
         self.root = os.path.abspath(root)
         self.is_live = self.root == "/"
+        self._real_cache: dict[str, str] = {}
 
     # --- paths ------------------------------------------------------------------------------------
 
@@ -52,7 +53,7 @@ class RootFS:
         as written, as :func:`os.path.realpath` does.
         """
         if self.is_live:
-            return os.path.realpath(safe_path(path))
+            return self._live_real(safe_path(path))
         parts = [p for p in posixpath.normpath("/" + path.lstrip("/")).split("/") if p]
         resolved = "/"
         links = 0
@@ -74,6 +75,26 @@ class RootFS:
                 resolved = "/"
             parts = [p for p in target.split("/") if p and p != "."] + parts
         return resolved
+
+    def _live_real(self, path: str) -> str:
+        """:func:`os.path.realpath` on the live machine, with each directory's answer kept for the run.
+
+        realpath lstats every component of every path; the loader view asks for hundreds of paths in
+        the same few directories, so each directory is resolved once and a path costs one lstat.
+        """
+        if not path.startswith("/") or path.startswith("//") or "/.." in path:
+            return os.path.realpath(path)  # relative, POSIX's "//", or ".." that must follow links first
+        parts = [p for p in path.split("/") if p and p != "."]
+        real = "/"
+        for depth in range(len(parts)):
+            prefix = "/" + "/".join(parts[: depth + 1])
+            cached = self._real_cache.get(prefix)
+            if cached is None:
+                candidate = posixpath.join(real, parts[depth])
+                cached = os.path.realpath(candidate) if os.path.islink(candidate) else candidate
+                self._real_cache[prefix] = cached
+            real = cached
+        return real
 
     # --- queries ----------------------------------------------------------------------------------
 

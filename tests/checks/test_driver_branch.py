@@ -105,3 +105,21 @@ def test_cd115_driver_branch_fields_are_typed():
     row = M.driver_branch(580)
     assert row is not None and row.designation == "long-term" and row.end_of_life == "2028-06"
     assert Version(str(M.driver_branches[0].branch)) >= Version("620")
+
+
+def test_cuda_minimum_drivers_are_complete_from_cuda_7():
+    """Every CUDA minor of NVIDIA's Table 3 from 7.0 has a Linux floor, and a Windows one before 13.x."""
+    minors = ["7.0", "7.5", "8.0", "9.0", "9.1", "9.2", "10.0", "10.1", "10.2"]
+    minors += (
+        [f"11.{m}" for m in range(9)] + [f"12.{m}" for m in (0, 1, 2, 3, 4, 5, 6, 8, 9)] + ["13.0", "13.1", "13.2"]
+    )
+    by_minor: dict[str, list] = {}
+    for release in M.cuda_releases:
+        by_minor.setdefault(f"{release.version.major}.{release.version.minor}", []).append(release)
+    assert sorted(by_minor, key=Version) == minors
+    for minor, releases in by_minor.items():
+        assert all(r.min_driver_linux is not None for r in releases), minor
+        if Version(minor) < Version("13.0"):
+            assert all(r.min_driver_windows is not None for r in releases), minor
+    assert str(M.min_driver_for_cuda(Version("10.0"))) == "410.48"
+    assert str(M.min_driver_for_cuda(Version("7.0"), windows=True)) == "347.62"

@@ -22,7 +22,7 @@ from cudadoctor.facts.model import (
     SourceKind,
 )
 from cudadoctor.planning import HostFlags, constraints_for, parse_target
-from cudadoctor.rules.branches import branch_status
+from cudadoctor.rules.branches import branch_status, supported_branches
 from cudadoctor.suggest import Constraints, Gpu, suggest_torch, suggest_vllm
 from cudadoctor.suggest.upgrades import with_upgrades
 
@@ -210,7 +210,10 @@ def test_a_470_driver_is_never_sent_to_an_end_of_life_branch():
     s = with_upgrades(M, _c("470.82.01", ("RTX 3090", "8.6")), suggest_vllm)
     assert not s.plans
     assert not any("525." in a for a in s.advice)
-    assert s.advice[0].startswith("to unlock a plan: driver >= 535.")
+    # the oldest supported long-term branch today (R535 was one until June 2026: compat/cuda.toml driver_branch)
+    lts = supported_branches(M)[0]
+    assert lts.designation == "long-term"
+    assert s.advice[0].startswith(f"to unlock a plan: driver >= {lts.branch}.")
 
 
 def test_b300_on_570_is_promised_what_580_really_plans():

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 
 from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     access,
+    branches,
     container,
     cpu_builds,
     driver,

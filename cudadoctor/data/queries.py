@@ -24,6 +24,7 @@ from cudadoctor.data.rows import (
     CudnnRelease,
     CudnnSublibrary,
     CupyPackage,
+    DriverBranch,
     FlashAttnRelease,
     ForwardCompat,
     ForwardCompatPackage,
@@ -150,6 +151,14 @@ class CompatMatrix:
     @property
     def forward_compat_packages(self) -> tuple[ForwardCompatPackage, ...]:
         return self._rows("cuda", "forward_compat_package")
+
+    @property
+    def driver_branches(self) -> tuple[DriverBranch, ...]:
+        """Driver branches with their type and end of life (NVIDIA's data center driver lifecycle), newest first."""
+        return self._rows("cuda", "driver_branch")
+
+    def driver_branch(self, branch: int) -> DriverBranch | None:
+        return next((r for r in self.driver_branches if r.branch == branch), None)
 
     def minor_compat_limits(self, cuda_major: int) -> tuple[str, ...]:
         """What minor-version compatibility does not cover for a CUDA major (NVIDIA's list)."""

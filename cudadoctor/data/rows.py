@@ -20,7 +20,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.data.row import Row, row
-from cudadoctor.data.types import Branch, Cc, PlainCc, in_data
+from cudadoctor.data.types import Branch, BranchDesignation, Cc, PlainCc, YearMonth, in_data
 from cudadoctor.facts.model import DriverVersion
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "CudnnRelease",
     "CudnnSublibrary",
     "CupyPackage",
+    "DriverBranch",
     "FlashAttnExclusion",
     "FlashAttnRelease",
     "ForwardCompat",
@@ -116,6 +117,18 @@ class ForwardCompat(Row):
     supported_driver_branches: tuple[Branch, ...]
     unsupported_features: tuple[str, ...] = ()
     error_codes: tuple[str, ...] = ()
+
+
+@row(kw_only=True)
+class DriverBranch(Row):
+    """A driver branch's type and end of life (NVIDIA Data Center Drivers, "Supported Drivers and CUDA Toolkit
+    Versions")."""
+
+    branch: Branch
+    designation: BranchDesignation | None = None  #: long-term / production / new-feature / evaluation
+    end_of_life: YearMonth | None = None  #: ``"2028-06"``: the branch is end of life once that month is over
+    listed_end_of_life: bool = False  #: NVIDIA lists it among the end-of-life branches (no date)
+    older_unlisted_end_of_life: bool = False  #: every older branch not in the table is end of life
 
 
 # --- compat/gpus.toml (gpu-models) and compat/gpu_archs.toml (gpu-architectures) -----------------------
@@ -569,7 +582,12 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
     {
         "gpu-models": Layout({"gpu": GpuModel}),
         "cuda-toolkit-drivers": Layout(
-            {"release": CudaRelease, "minor_compat": MinorCompat, "forward_compat_package": ForwardCompatPackage},
+            {
+                "release": CudaRelease,
+                "minor_compat": MinorCompat,
+                "forward_compat_package": ForwardCompatPackage,
+                "driver_branch": DriverBranch,
+            },
             {"forward_compat": ForwardCompat},
         ),
         "gpu-architectures": Layout({"arch": GpuArch}),

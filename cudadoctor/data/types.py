@@ -12,7 +12,7 @@ import dataclasses
 import re
 from typing import Annotated, Any, NamedTuple
 
-__all__ = ["Branch", "Cc", "Digits", "Pattern", "PlainCc", "in_data"]
+__all__ = ["Branch", "BranchDesignation", "Cc", "Digits", "Pattern", "PlainCc", "YearMonth", "in_data"]
 
 
 class Pattern(NamedTuple):
@@ -33,6 +33,13 @@ class Digits(NamedTuple):
 Cc = Annotated[str, Pattern(re.compile(r"^\d+\.\d+[af]?$"), "a compute capability")]
 #: A GPU model's compute capability: "X.Y" only (a model has no suffix; the suffix selects code, not GPUs).
 PlainCc = Annotated[str, Pattern(re.compile(r"^[0-9]{1,9}\.[0-9]{1,9}$"), 'a compute capability ("X.Y")')]
+#: A driver branch's type in NVIDIA's lifecycle (https://docs.nvidia.com/datacenter/tesla/drivers/): Long Term
+#: Support, Production, New Feature, or the Evaluation/Developer branch of 2020-2021.
+BranchDesignation = Annotated[
+    str, Pattern(re.compile(r"^(long-term|production|new-feature|evaluation)$"), "a branch designation")
+]
+#: A month as NVIDIA gives end-of-life dates ("June 2028" is written "2028-06").
+YearMonth = Annotated[str, Pattern(re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$"), 'a month ("YYYY-MM")')]
 #: A driver branch ("R580" is written "580"), compared as an integer.
 Branch = Annotated[int, Digits("a driver branch")]
 

@@ -1,19 +1,44 @@
 """NVIDIA driver branches: the oldest release of a branch compat data knows, and whether a branch is supported.
 
-A driver branch is the major number of its version (R580 for 580.95.05). NVIDIA's forward-compatibility
-table lists the branches it supports and states that "branches not in the table are end of life"
-(https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html; compat/cuda.toml
-``forward_compat.supported_driver_branches``). The oldest release of a branch is the oldest driver any
-CUDA release in the release notes' driver table names in it (compat/cuda.toml ``release``).
+A driver branch is the major number of its version (R580 for 580.95.05). NVIDIA's data center driver
+lifecycle gives each branch a type (Long Term Support, Production, New Feature) and an end-of-life month,
+and states that every previous branch not in its table is end of life
+(https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html;
+compat/cuda.toml ``driver_branch``). The branch to move to is a supported long-term branch, else a supported
+production branch; a new feature branch is never advised (short-lived, and no target of forward
+compatibility: https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html). The oldest
+release of a branch is the oldest driver any CUDA release in the release notes' driver table names in it
+(compat/cuda.toml ``release``).
 """
 
 from __future__ import annotations
 
+import datetime
+
 from cudadoctor.data import CompatMatrix
+from cudadoctor.data.rows import DriverBranch
 from cudadoctor.facts.model import DriverVersion
 from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
 
-__all__ = ["branch_status", "known_branches", "oldest_of_branch", "supported_upgrades"]
+__all__ = [
+    "branch_ended",
+    "branch_label",
+    "branch_status",
+    "known_branches",
+    "oldest_of_branch",
+    "recommended_branch",
+    "supported_branches",
+    "supported_upgrades",
+]
+
+_TYPES = {
+    "long-term": "long-term support branch",
+    "production": "production branch",
+    "new-feature": "new feature branch",
+    "evaluation": "evaluation/developer branch",
+}
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")  # fmt: skip
 
 
 def known_branches(matrix: CompatMatrix) -> dict[int, DriverVersion]:
@@ -37,28 +62,96 @@ def oldest_of_branch(matrix: CompatMatrix, branch: int) -> DriverVersion | None:
     return known_branches(matrix).get(branch)
 
 
-def branch_status(matrix: CompatMatrix, branch: int) -> Verdict[None]:
-    """Is ``branch`` a supported branch (in NVIDIA's forward-compatibility table), or end of life?"""
-    general = matrix.forward_compat
-    if general is None or not general.supported_driver_branches:
-        return cannot_judge("driver-branch-eol", "the supported driver branches", f"R{branch}")
-    supported = set(general.supported_driver_branches)
-    if branch in supported:
-        return fits("driver-branch-eol", f"R{branch} is a supported branch")
-    newest = max(supported)
-    if branch > newest:
-        return cannot_judge("driver-branch-eol", f"R{branch} in the supported-branch table", f"R{branch}")
-    listed = ", ".join(f"R{b}" for b in sorted(supported))
-    return fails("driver-branch-eol", f"R{branch}", f"a supported branch ({listed}); others are end of life")
+def _month(value: str) -> str:
+    """``"2028-06"`` -> ``"June 2028"``, as NVIDIA writes it."""
+    year, month = value.split("-")
+    return f"{_MONTHS[int(month) - 1]} {year}"
 
 
-def supported_upgrades(matrix: CompatMatrix, driver: DriverVersion | None) -> list[tuple[int, DriverVersion]]:
-    """The supported branches newer than ``driver``'s, each with its oldest known release, oldest first."""
-    general = matrix.forward_compat
-    supported = set(general.supported_driver_branches) if general is not None else set()
+def branch_ended(row: DriverBranch, today: datetime.date) -> bool:
+    """Is the branch end of life on ``today``: listed so, or its end-of-life month is over."""
+    if row.listed_end_of_life:
+        return True
+    if row.end_of_life is None:
+        return False
+    year, month = (int(part) for part in row.end_of_life.split("-"))
+    return (today.year, today.month) > (year, month)
+
+
+def branch_label(row: DriverBranch) -> str:
+    """``R580 (long-term support branch, end of life June 2028)``."""
+    parts = [_TYPES[row.designation]] if row.designation else []
+    if row.end_of_life:
+        parts.append(f"end of life {_month(row.end_of_life)}")
+    elif row.listed_end_of_life:
+        parts.append("end of life")
+    return f"R{row.branch}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def supported_branches(matrix: CompatMatrix, today: datetime.date | None = None) -> list[DriverBranch]:
+    """The long-term and production branches still supported on ``today``: long-term first, each oldest first."""
+    day = today or datetime.date.today()
+    live = [
+        r
+        for r in matrix.driver_branches
+        if r.designation in ("long-term", "production") and r.end_of_life is not None and not branch_ended(r, day)
+    ]
+    return sorted(live, key=lambda r: (r.designation != "long-term", r.branch))
+
+
+def recommended_branch(
+    matrix: CompatMatrix, newer_than: int, today: datetime.date | None = None, *, last: int | None = None
+) -> DriverBranch | None:
+    """The supported branch to move to from ``newer_than``: the oldest supported long-term branch newer than
+    it, else a production one; ``last`` is the newest branch the GPUs allow (a legacy GPU's last branch)."""
+    return next(
+        (r for r in supported_branches(matrix, today) if r.branch > newer_than and (last is None or r.branch <= last)),
+        None,
+    )
+
+
+def _unlisted_ended(matrix: CompatMatrix, branch: int) -> DriverBranch | None:
+    """The table whose note makes ``branch`` end of life: an older branch it does not list."""
+    if matrix.driver_branch(branch) is not None:
+        return None
+    return next((r for r in matrix.driver_branches if r.older_unlisted_end_of_life and branch < r.branch), None)
+
+
+def branch_status(
+    matrix: CompatMatrix, branch: int, today: datetime.date | None = None, *, last: int | None = None
+) -> Verdict[DriverBranch]:
+    """Is ``branch`` supported on ``today`` (NVIDIA's data center driver lifecycle), or end of life?
+
+    A problem's ``required`` names the branch to move to (:func:`recommended_branch`); ``detail`` is the
+    branch's row, or the row whose "older branches not listed are end of life" note covers it.
+    """
+    day = today or datetime.date.today()
+    row = matrix.driver_branch(branch)
+    covering = _unlisted_ended(matrix, branch)
+    if row is None and covering is None:
+        return cannot_judge(
+            "driver-branch-eol", f"R{branch}'s lifecycle (compat/cuda.toml driver_branch)", f"R{branch}"
+        )
+    if row is not None and not branch_ended(row, day):
+        if row.end_of_life is None:
+            return cannot_judge("driver-branch-eol", f"R{branch}'s end of life", branch_label(row))
+        return fits("driver-branch-eol", f"{branch_label(row)} is supported", row)
+    target = recommended_branch(matrix, branch, day, last=last)
+    required = f"a supported branch: {branch_label(target)}" if target else "a supported branch (none in the data)"
+    if row is not None:
+        return fails("driver-branch-eol", branch_label(row), required, row)
+    older = f"R{branch} (older than R{covering.branch}, and absent from NVIDIA's table)" if covering else ""
+    return fails("driver-branch-eol", older, required, covering)
+
+
+def supported_upgrades(
+    matrix: CompatMatrix, driver: DriverVersion | None, today: datetime.date | None = None
+) -> list[tuple[int, DriverVersion]]:
+    """The supported branches newer than ``driver``'s, each with its oldest known release: long-term branches
+    first, then production ones, each oldest first (a new feature or end-of-life branch is never proposed)."""
     known = known_branches(matrix)
     return [
-        (branch, known[branch])
-        for branch in sorted(supported)
-        if branch in known and (driver is None or known[branch] > driver)
+        (row.branch, known[row.branch])
+        for row in supported_branches(matrix, today)
+        if row.branch in known and (driver is None or known[row.branch] > driver)
     ]

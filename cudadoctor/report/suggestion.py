@@ -8,12 +8,19 @@ from cudadoctor.facts.codec import encode
 from cudadoctor.suggest import Constraints, Suggestion
 from cudadoctor.suggest.constraints import pin
 
-__all__ = ["SUGGEST_KIND", "render_commands", "render_dockerfile", "render_suggestion_json", "render_suggestion_text"]
+__all__ = [
+    "SUGGEST_KIND",
+    "constraints_line",
+    "render_commands",
+    "render_dockerfile",
+    "render_suggestion_json",
+    "render_suggestion_text",
+]
 
 SUGGEST_KIND = "cudadoctor-suggestion"
 
 
-def _constraints_line(c: Constraints) -> str:
+def constraints_line(c: Constraints) -> str:
     parts = [
         f"driver {c.driver}" + (f" (CUDA {c.driver_cuda})" if c.driver_cuda else "") if c.driver else "driver unknown",
         ", ".join(f"{g.name} ({g.compute_capability})" for g in c.gpus) or _no_nvidia_gpu(c),
@@ -42,7 +49,7 @@ def _no_nvidia_gpu(c: Constraints) -> str:
 
 
 def render_suggestion_text(s: Suggestion, c: Constraints, *, verbose: bool = False) -> str:
-    out = [f"cudadoctor suggest --target {s.requirement}", f"for: {_constraints_line(c)}", ""]
+    out = [f"cudadoctor suggest --target {s.requirement}", f"for: {constraints_line(c)}", ""]
     notes = [*_assumptions(c), *s.notes]
     out.extend(f"note: {note}" for note in notes)
     if notes:
@@ -118,7 +125,7 @@ def render_dockerfile(s: Suggestion, c: Constraints) -> str:
     plan = s.plans[0]
     python = f"{c.python.major}.{c.python.minor}" if c.python else "3.12"
     install = plan.commands[0].replace("python -m pip install", "python3 -m pip install --no-cache-dir")
-    head = f"# cudadoctor suggest {s.requirement} ({_constraints_line(c)})\n"
+    head = f"# cudadoctor suggest {s.requirement} ({constraints_line(c)})\n"
     image = plan.images[0][0] if plan.images else None
     if image is None or not image.startswith("nvidia/cuda:"):
         base = image or f"python:{python}"

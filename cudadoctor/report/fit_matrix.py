@@ -8,10 +8,11 @@ and exclusions.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from cudadoctor.facts.codec import encode
-from cudadoctor.report.suggestion import constraints_line
+from cudadoctor.report.suggestion import assumptions, constraints_line
 from cudadoctor.suggest import Constraints, Exclusion
 from cudadoctor.suggest.matrix import Cell, FitMatrix, MatrixRow
 
@@ -46,13 +47,16 @@ def _reason(e: Exclusion) -> str:
     return f"{e.rule}: {e.observed}; requires {e.required}"
 
 
-def _shown(m: FitMatrix, verbose: bool) -> tuple[tuple[MatrixRow, ...], list[str]]:
+def _shown(m: FitMatrix, verbose: bool) -> tuple[FitMatrix, list[str]]:
+    """The matrix cut to the newest rows (unless verbose), with the columns those rows have."""
     if verbose or len(m.rows) <= SHOWN_ROWS:
-        return m.rows, []
+        return m, []
     hidden = len(m.rows) - SHOWN_ROWS
     oldest = m.rows[SHOWN_ROWS - 1].version
     note = f"{hidden} older release(s) not shown: -v shows them, or name a range ('{m.target}<{oldest}')"
-    return m.rows[:SHOWN_ROWS], [note]
+    rows = m.rows[:SHOWN_ROWS]
+    used = {cell.build for row in rows for cell in row.cells}
+    return replace(m, rows=rows, builds=tuple(b for b in m.builds if b in used)), [note]
 
 
 def _header(m: FitMatrix, c: Constraints) -> list[str]:
@@ -76,17 +80,17 @@ def _row_cells(m: FitMatrix, row: MatrixRow) -> list[Cell | None]:
 
 def render_matrix_text(m: FitMatrix, c: Constraints, *, verbose: bool = False) -> str:
     """The matrix as an aligned terminal table, a legend, and the reasons as numbered footnotes."""
-    rows, notes = _shown(m, verbose)
+    m, notes = _shown(m, verbose)
     footnotes: dict[str, int] = {}
     table = [["release", *m.builds]]
-    for row in rows:
+    for row in m.rows:
         cells = [_text_cell(cell, footnotes) for cell in _row_cells(m, row)]
         if row.reasons:  # nothing laid out for this release: its reasons span the row
             numbers = [footnotes.setdefault(_reason(e), len(footnotes) + 1) for e in row.reasons]
             cells = [f"✗ [{','.join(str(n) for n in dict.fromkeys(numbers))}]"] + [""] * (len(m.builds) - 1)
         table.append([row.version, *cells])
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
-    out = _header(m, c) + [f"note: {n}" for n in (*m.notes, *notes)]
+    out = _header(m, c) + [f"note: {n}" for n in (*assumptions(c), *m.notes, *notes)]
     out += ["", *("  ".join(t.ljust(w) for t, w in zip(line, widths, strict=True)).rstrip() for line in table)]
     out += ["", _legend("reasons below")]
     out += [f"[{n}] {text}" for text, n in footnotes.items()]
@@ -103,16 +107,16 @@ def _markdown_cell(cell: Cell | None) -> str:
 
 def render_matrix_markdown(m: FitMatrix, c: Constraints, *, verbose: bool = False) -> str:
     """The matrix as a GitHub Markdown table, each excluded cell with its reasons in full."""
-    rows, notes = _shown(m, verbose)
+    m, notes = _shown(m, verbose)
     out = [f"**`cudadoctor suggest {m.requirement} --matrix`** for {constraints_line(c)}", ""]
     out += [f"| release | {' | '.join(m.builds)} |", "|---|" + "---|" * len(m.builds)]
-    for row in rows:
+    for row in m.rows:
         cells = [_markdown_cell(cell) for cell in _row_cells(m, row)]
         if row.reasons:
             cells = [_markdown_cell(Cell("", None, row.reasons))] + [""] * (len(m.builds) - 1)
         out.append(f"| {row.version} | {' | '.join(cells)} |")
     out += ["", _legend("rule: observed; requirement")]
-    out += [f"- note: {n}" for n in (*m.notes, *notes)]
+    out += [f"- note: {n}" for n in (*assumptions(c), *m.notes, *notes)]
     return "\n".join(out) + "\n"
 
 

@@ -10,6 +10,7 @@ from cudadoctor.suggest.constraints import pin
 
 __all__ = [
     "SUGGEST_KIND",
+    "assumptions",
     "constraints_line",
     "render_commands",
     "render_dockerfile",
@@ -50,7 +51,7 @@ def _no_nvidia_gpu(c: Constraints) -> str:
 
 def render_suggestion_text(s: Suggestion, c: Constraints, *, verbose: bool = False) -> str:
     out = [f"cudadoctor suggest --target {s.requirement}", f"for: {constraints_line(c)}", ""]
-    notes = [*_assumptions(c), *s.notes]
+    notes = [*assumptions(c), *s.notes]
     out.extend(f"note: {note}" for note in notes)
     if notes:
         out.append("")
@@ -87,7 +88,7 @@ def render_suggestion_text(s: Suggestion, c: Constraints, *, verbose: bool = Fal
     return "\n".join(out).rstrip() + "\n"
 
 
-def _assumptions(c: Constraints) -> list[str]:
+def assumptions(c: Constraints) -> list[str]:
     """Assumptions the flags made, stated (a driver branch taken as its oldest release)."""
     origin = c.origins.get("driver", "")
     return [f"assumed driver: {origin.removeprefix('--driver ')}"] if origin.startswith("--driver ") else []

@@ -115,27 +115,38 @@ def render_commands(s: Suggestion) -> str:
 
 
 def render_dockerfile(s: Suggestion, c: Constraints) -> str:
-    """The top plan as a Dockerfile: the first image the text shows for it, else the official Python image.
+    """The top plan as a Dockerfile, from the first image the text shows for it (else the official Python image).
 
-    The python:X.Y image (not -slim) has gcc (it builds on buildpack-deps, https://hub.docker.com/_/python),
-    which Triton and torch.compile need at run time; an nvidia/cuda image has no Python, so it installs the
-    distribution's python3 and pip.
+    A python:X.Y image has the plan's Python (and, not -slim, gcc and its headers); an nvidia/cuda image has no
+    Python, so the distribution's python3 is installed where it is the plan's, else the plan's version from the
+    deadsnakes PPA (as vLLM's own docker/Dockerfile does), with gcc and Python's headers wherever something is
+    compiled (:func:`~cudadoctor.suggest.images.compiler_need`). Written to pass hadolint's apt and pip rules.
     """
+    from cudadoctor.suggest.images import OS_PYTHON, compiler_need
+
     if not s.plans:
         return ""
     plan = s.plans[0]
     python = f"{c.python.major}.{c.python.minor}" if c.python else "3.12"
-    install = plan.commands[0].replace("python -m pip install", "python3 -m pip install --no-cache-dir")
     head = f"# cudadoctor suggest {s.requirement} ({constraints_line(c)})\n"
-    image = plan.images[0][0] if plan.images else None
-    if image is None or not image.startswith("nvidia/cuda:"):
-        base = image or f"python:{python}"
-        return head + f"FROM {base}\nRUN {install}\n"
+    image = plan.images[0][0] if plan.images else f"python:{python}"
+    if not image.split(":")[0].endswith("nvidia/cuda"):
+        pip = plan.commands[0].replace("python -m pip install", "python -m pip install --no-cache-dir")
+        return head + f"FROM {image}\nRUN {pip}\n"
+    need, _why = compiler_need(c, plan)
+    os_python = OS_PYTHON.get(image.rsplit("-", 1)[-1])
+    binary = "python3" if os_python == python else f"python{python}"
+    packages = [f"{binary}", f"{binary}-dev", f"{binary}-venv", *(["build-essential"] if need else [])]
+    ppa = "" if binary == "python3" else (
+        "RUN apt-get update && apt-get install -y --no-install-recommends software-properties-common \\\n"
+        "    && add-apt-repository -y ppa:deadsnakes/ppa && rm -rf /var/lib/apt/lists/*\n"
+    )  # fmt: skip
+    pip = plan.commands[0].replace("python -m pip install", "python -m pip install --no-cache-dir")
     return head + (
-        f"FROM {image}\n"
-        "RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pip python3-venv \\\n"
+        f"FROM {image}\n{ppa}"
+        f"RUN apt-get update && apt-get install -y --no-install-recommends {' '.join(packages)} \\\n"
         "    && rm -rf /var/lib/apt/lists/*\n"
-        "RUN python3 -m venv /opt/venv\n"
+        f"RUN {binary} -m venv /opt/venv\n"
         'ENV PATH="/opt/venv/bin:$PATH"\n'
-        f"RUN {install}\n"
+        f"RUN {pip}\n"
     )

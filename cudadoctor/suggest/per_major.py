@@ -17,6 +17,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.rules.wheels import python_has_wheels
 from cudadoctor.suggest.advice import advice
 from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion
+from cudadoctor.suggest.images import with_images
 from cudadoctor.suggest.judge import (
     DRIVER_RULES,
     Reason,
@@ -111,7 +112,15 @@ def _judge(
     commands = (f"python -m pip install '{install}=={version}'", f"uv pip install '{install}=={version}'")
     pins = ((install, str(version)),)
     plan = Plan(target, pins, f"cuda{major}", cuda, None, commands, tuple(why), tuple(caveats))
+    if target in _CUDA_FROM_PIP:
+        plan = with_images(matrix, c, plan)
     run.plans.append(((version, major), plan))
+
+
+#: targets whose install brings every CUDA library from pip, so a slim Python image is enough:
+#: jax[cudaNN] (https://docs.jax.dev/en/latest/installation.html, "CUDA and cuDNN from pip wheels") and
+#: tensorflow[and-cuda] (https://www.tensorflow.org/install/pip, which installs NVIDIA's libraries from pip)
+_CUDA_FROM_PIP = ("jax", "tensorflow")
 
 
 def _spec(specifier: SpecifierSet | None) -> str | None:

@@ -27,6 +27,7 @@ from cudadoctor.errors import UsageError
 from cudadoctor.report import Format
 
 if TYPE_CHECKING:
+    from cudadoctor.planning import HostFlags
     from cudadoctor.report.document import Report
 
 __all__ = ["app", "main"]
@@ -287,6 +288,29 @@ class SuggestFormat(str, enum.Enum):
     JSON = "json"
     COMMANDS = "commands"
     DOCKERFILE = "dockerfile"
+    MARKDOWN = "markdown"
+
+
+def _suggest_matrix(
+    target: str, flags: HostFlags, output_format: SuggestFormat, *, matrix: bool, verbose: bool
+) -> None:
+    """``suggest --matrix``: the table of releases x builds, as text, JSON or Markdown."""
+    from cudadoctor.planning import matrix_plan
+    from cudadoctor.report.fit_matrix import render_matrix_json, render_matrix_markdown, render_matrix_text
+
+    if not matrix:
+        raise UsageError("--format markdown: give --matrix (the plans themselves are text, json, commands, dockerfile)")
+    if output_format in (SuggestFormat.COMMANDS, SuggestFormat.DOCKERFILE):
+        raise UsageError(f"--matrix --format {output_format.value}: expected text, json or markdown")
+    found, constraints = matrix_plan(target, flags)
+    if output_format is SuggestFormat.JSON:
+        sys.stdout.write(render_matrix_json(found, constraints))
+    elif output_format is SuggestFormat.MARKDOWN:
+        sys.stdout.write(render_matrix_markdown(found, constraints, verbose=verbose))
+    else:
+        sys.stdout.write(render_matrix_text(found, constraints, verbose=verbose))
+    if not any(cell.fits for row in found.rows for cell in row.cells):
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -337,10 +361,16 @@ def suggest(
             "--format",
             "-f",
             help="text; json (every exclusion explained); commands (top plan's command only); "
-            "dockerfile (FROM and RUN lines).",
+            "dockerfile (FROM and RUN lines); markdown (--matrix only).",
         ),
     ] = SuggestFormat.TEXT,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every excluded candidate.")] = False,
+    matrix: Annotated[
+        bool,
+        typer.Option(
+            "--matrix", help="Every release x CUDA build of the target: fits, or why not (text, json, markdown)."
+        ),
+    ] = False,
 ) -> None:
     """Plan the wheels that fit this machine, or one described by flags, offline; exit 1 when nothing fits.
 
@@ -362,6 +392,9 @@ def suggest(
     )  # fmt: skip
     if (what is None) == (target is None):
         raise UsageError("suggest: give one target, as an argument or --target (e.g. cudadoctor suggest torch)")
+    if matrix or output_format is SuggestFormat.MARKDOWN:
+        _suggest_matrix(what or target or "", flags, output_format, matrix=matrix, verbose=verbose)
+        return
     result, constraints = plan(what or target or "", flags)
     if output_format is SuggestFormat.JSON:
         sys.stdout.write(render_suggestion_json(result, constraints))

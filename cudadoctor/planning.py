@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier
 from packaging.version import InvalidVersion, Version
@@ -33,6 +34,9 @@ from cudadoctor.suggest import (
     suggest_vllm,
 )
 
+if TYPE_CHECKING:
+    from cudadoctor.suggest.matrix import FitMatrix
+
 __all__ = [
     "PLANNERS",
     "HostFlags",
@@ -40,6 +44,7 @@ __all__ = [
     "constraints",
     "constraints_for",
     "constraints_from_facts",
+    "matrix_plan",
     "other_accelerator",
     "parse_target",
     "plan",
@@ -310,6 +315,25 @@ def plan(target: str, flags: HostFlags) -> tuple[Suggestion, Constraints]:
         if c.accelerator in NON_CUDA and name != "torch":
             return without_cuda(name, c, requirement), c
         return with_upgrades(matrix, c, PLANNERS[name], requirement), c
+    except InvalidSpecifier:
+        raise UsageError(f"target {target!r}: not a requirement such as 'torch>=2.6'") from None
+
+
+def matrix_plan(target: str, flags: HostFlags) -> tuple[FitMatrix, Constraints]:
+    """``suggest --matrix``: every release x build of a target on the machine the flags describe, each cell
+    judged by the planner ``suggest`` uses (a machine without CUDA: what ``suggest`` answers there)."""
+    from cudadoctor.suggest.accelerators import NON_CUDA
+    from cudadoctor.suggest.matrix import FitMatrix, fit_matrix
+
+    name, requirement, variant = parse_target(target)
+    if variant is not None:
+        raise UsageError(f"--matrix {target!r}: the matrix shows every build; name a release without +{variant}")
+    matrix = CompatMatrix()
+    c = constraints(matrix, flags)
+    try:
+        if c.accelerator in NON_CUDA and name != "torch":
+            return FitMatrix(name, requirement, (), (), without_cuda(name, c, requirement).advice), c
+        return fit_matrix(matrix, c, name, PLANNERS[name], requirement), c
     except InvalidSpecifier:
         raise UsageError(f"target {target!r}: not a requirement such as 'torch>=2.6'") from None
 

@@ -42,3 +42,13 @@ def test_phases_are_the_same_steps_as_the_command():
         capture_output=True, text=True, timeout=120, env=env, check=False,
     ).stdout  # fmt: skip
     assert phases.split("\n{")[0] == command.rstrip("\n")
+
+
+def test_suggest_bench_prints_each_command_and_the_aim():
+    proc = subprocess.run(
+        [sys.executable, os.path.join(REPO, "bench", "bench_suggest.py"), "--runs", "1"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^torch --matrix, GTX 1080 Ti on 580 +\d+\.\d{3}s$", proc.stdout, re.MULTILINE), proc.stdout
+    assert re.search(r"^slowest \d+\.\d{3}s; aim 0\.3s: (met|missed)$", proc.stdout, re.MULTILINE)

@@ -666,6 +666,8 @@ class CompatMatrix:
 
     def nvidia_cuda_references(self, tag: NvidiaCudaTag) -> tuple[str, ...]:
         """Every registry reference of an nvidia/cuda tag (Docker Hub and NGC publish the same tags)."""
+        if tag.registry is not None:  # its source shows it in that repository only
+            return (f"{tag.registry}:{tag.tag}",)
         scheme = self.nvidia_cuda_scheme
         repositories = scheme.repositories if scheme is not None else ("docker.io/nvidia/cuda",)
         return tuple(f"{repository}:{tag.tag}" for repository in repositories)

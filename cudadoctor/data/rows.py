@@ -512,6 +512,8 @@ class NvidiaCudaTag(Row):
     os: str | None = None
     flavour: str | None = None
     variant: str | None = None
+    #: the one repository its source shows it in (``nvcr.io/nvidia/cuda``); None: every [nvidia_cuda] repository
+    registry: str | None = None
 
 
 @row(kw_only=True)

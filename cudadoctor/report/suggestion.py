@@ -8,12 +8,20 @@ from cudadoctor.facts.codec import encode
 from cudadoctor.suggest import Constraints, Suggestion
 from cudadoctor.suggest.constraints import pin
 
-__all__ = ["SUGGEST_KIND", "render_commands", "render_dockerfile", "render_suggestion_json", "render_suggestion_text"]
+__all__ = [
+    "SUGGEST_KIND",
+    "assumptions",
+    "constraints_line",
+    "render_commands",
+    "render_dockerfile",
+    "render_suggestion_json",
+    "render_suggestion_text",
+]
 
 SUGGEST_KIND = "cudadoctor-suggestion"
 
 
-def _constraints_line(c: Constraints) -> str:
+def constraints_line(c: Constraints) -> str:
     parts = [
         f"driver {c.driver}" + (f" (CUDA {c.driver_cuda})" if c.driver_cuda else "") if c.driver else "driver unknown",
         ", ".join(f"{g.name} ({g.compute_capability})" for g in c.gpus) or _no_nvidia_gpu(c),
@@ -42,8 +50,8 @@ def _no_nvidia_gpu(c: Constraints) -> str:
 
 
 def render_suggestion_text(s: Suggestion, c: Constraints, *, verbose: bool = False) -> str:
-    out = [f"cudadoctor suggest --target {s.requirement}", f"for: {_constraints_line(c)}", ""]
-    notes = [*_assumptions(c), *s.notes]
+    out = [f"cudadoctor suggest --target {s.requirement}", f"for: {constraints_line(c)}", ""]
+    notes = [*assumptions(c), *s.notes]
     out.extend(f"note: {note}" for note in notes)
     if notes:
         out.append("")
@@ -80,7 +88,7 @@ def render_suggestion_text(s: Suggestion, c: Constraints, *, verbose: bool = Fal
     return "\n".join(out).rstrip() + "\n"
 
 
-def _assumptions(c: Constraints) -> list[str]:
+def assumptions(c: Constraints) -> list[str]:
     """Assumptions the flags made, stated (a driver branch taken as its oldest release)."""
     origin = c.origins.get("driver", "")
     return [f"assumed driver: {origin.removeprefix('--driver ')}"] if origin.startswith("--driver ") else []
@@ -107,27 +115,38 @@ def render_commands(s: Suggestion) -> str:
 
 
 def render_dockerfile(s: Suggestion, c: Constraints) -> str:
-    """The top plan as a Dockerfile: the first image the text shows for it, else the official Python image.
+    """The top plan as a Dockerfile, from the first image the text shows for it (else the official Python image).
 
-    The python:X.Y image (not -slim) has gcc (it builds on buildpack-deps, https://hub.docker.com/_/python),
-    which Triton and torch.compile need at run time; an nvidia/cuda image has no Python, so it installs the
-    distribution's python3 and pip.
+    A python:X.Y image has the plan's Python (and, not -slim, gcc and its headers); an nvidia/cuda image has no
+    Python, so the distribution's python3 is installed where it is the plan's, else the plan's version from the
+    deadsnakes PPA (as vLLM's own docker/Dockerfile does), with gcc and Python's headers wherever something is
+    compiled (:func:`~cudadoctor.suggest.images.compiler_need`). Written to pass hadolint's apt and pip rules.
     """
+    from cudadoctor.suggest.images import OS_PYTHON, compiler_need
+
     if not s.plans:
         return ""
     plan = s.plans[0]
     python = f"{c.python.major}.{c.python.minor}" if c.python else "3.12"
-    install = plan.commands[0].replace("python -m pip install", "python3 -m pip install --no-cache-dir")
-    head = f"# cudadoctor suggest {s.requirement} ({_constraints_line(c)})\n"
-    image = plan.images[0][0] if plan.images else None
-    if image is None or not image.startswith("nvidia/cuda:"):
-        base = image or f"python:{python}"
-        return head + f"FROM {base}\nRUN {install}\n"
+    head = f"# cudadoctor suggest {s.requirement} ({constraints_line(c)})\n"
+    image = plan.images[0][0] if plan.images else f"python:{python}"
+    if not image.split(":")[0].endswith("nvidia/cuda"):
+        pip = plan.commands[0].replace("python -m pip install", "python -m pip install --no-cache-dir")
+        return head + f"FROM {image}\nRUN {pip}\n"
+    need, _why = compiler_need(c, plan)
+    os_python = OS_PYTHON.get(image.rsplit("-", 1)[-1])
+    binary = "python3" if os_python == python else f"python{python}"
+    packages = [f"{binary}", f"{binary}-dev", f"{binary}-venv", *(["build-essential"] if need else [])]
+    ppa = "" if binary == "python3" else (
+        "RUN apt-get update && apt-get install -y --no-install-recommends software-properties-common \\\n"
+        "    && add-apt-repository -y ppa:deadsnakes/ppa && rm -rf /var/lib/apt/lists/*\n"
+    )  # fmt: skip
+    pip = plan.commands[0].replace("python -m pip install", "python -m pip install --no-cache-dir")
     return head + (
-        f"FROM {image}\n"
-        "RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pip python3-venv \\\n"
+        f"FROM {image}\n{ppa}"
+        f"RUN apt-get update && apt-get install -y --no-install-recommends {' '.join(packages)} \\\n"
         "    && rm -rf /var/lib/apt/lists/*\n"
-        "RUN python3 -m venv /opt/venv\n"
+        f"RUN {binary} -m venv /opt/venv\n"
         'ENV PATH="/opt/venv/bin:$PATH"\n'
-        f"RUN {install}\n"
+        f"RUN {pip}\n"
     )

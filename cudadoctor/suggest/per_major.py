@@ -17,6 +17,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.rules.wheels import python_has_wheels
 from cudadoctor.suggest.advice import advice
 from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion
+from cudadoctor.suggest.images import with_images
 from cudadoctor.suggest.judge import (
     DRIVER_RULES,
     Reason,
@@ -28,7 +29,15 @@ from cudadoctor.suggest.judge import (
     start,
 )
 
-__all__ = ["suggest_cupy", "suggest_jax", "suggest_onnxruntime_gpu", "suggest_tensorflow", "suggest_tensorrt"]
+__all__ = [
+    "RELEASES",
+    "Release",
+    "suggest_cupy",
+    "suggest_jax",
+    "suggest_onnxruntime_gpu",
+    "suggest_tensorflow",
+    "suggest_tensorrt",
+]
 
 
 class Release(NamedTuple):
@@ -51,6 +60,10 @@ def _plans(
     for release in releases:
         if run.spec.contains(release.version, prereleases=True) and _admissible(target, c, run, release):
             for major, install in sorted(release.majors, reverse=True):
+                if c.wanted_variant is not None and f"cuda{major}" != c.wanted_variant:
+                    who = f"{target} {release.version} (CUDA {major})"
+                    run.excluded.append(Exclusion(who, "variant", f"cuda{major}", f"{c.wanted_variant} (the target)"))
+                    continue
                 _judge(target, matrix, c, run, release.version, major, install)
     ranked = sorted(run.plans, key=lambda item: item[0], reverse=True)
     chosen = tuple(plan for _key, plan in ranked[:limit])
@@ -99,7 +112,15 @@ def _judge(
     commands = (f"python -m pip install '{install}=={version}'", f"uv pip install '{install}=={version}'")
     pins = ((install, str(version)),)
     plan = Plan(target, pins, f"cuda{major}", cuda, None, commands, tuple(why), tuple(caveats))
+    if target in _CUDA_FROM_PIP:
+        plan = with_images(matrix, c, plan)
     run.plans.append(((version, major), plan))
+
+
+#: targets whose install brings every CUDA library from pip, so a slim Python image is enough:
+#: jax[cudaNN] (https://docs.jax.dev/en/latest/installation.html, "CUDA and cuDNN from pip wheels") and
+#: tensorflow[and-cuda] (https://www.tensorflow.org/install/pip, which installs NVIDIA's libraries from pip)
+_CUDA_FROM_PIP = ("jax", "tensorflow")
 
 
 def _spec(specifier: SpecifierSet | None) -> str | None:
@@ -107,8 +128,8 @@ def _spec(specifier: SpecifierSet | None) -> str | None:
     return str(specifier) if specifier is not None else None
 
 
-def suggest_jax(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
-    """``jax[cudaNN]`` plans from compat/ecosystem.toml (the CUDA plugins published per release)."""
+def jax_releases(matrix: CompatMatrix) -> list[Release]:
+    """JAX releases with the CUDA plugins each publishes (compat/ecosystem.toml)."""
     releases = []
     for r in matrix.jax_releases:
         if r.yanked:
@@ -120,11 +141,16 @@ def suggest_jax(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, 
                 majors.append((int(match.group(1)), f"jax[cuda{match.group(1)}]"))
         if majors:
             releases.append(Release(r.version, _spec(r.requires_python), (), majors))
-    return _plans("jax", matrix, c, requirement, releases, limit)
+    return releases
 
 
-def suggest_tensorrt(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
-    """``tensorrt-cuNN`` plans from compat/tensorrt.toml (the per-CUDA packages published per release)."""
+def suggest_jax(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
+    """``jax[cudaNN]`` plans from compat/ecosystem.toml (the CUDA plugins published per release)."""
+    return _plans("jax", matrix, c, requirement, jax_releases(matrix), limit)
+
+
+def tensorrt_releases(matrix: CompatMatrix) -> list[Release]:
+    """TensorRT releases with their per-CUDA packages (compat/tensorrt.toml), early-access ones left out."""
     releases = []
     for r in matrix.tensorrt_releases:
         if r.early_access:
@@ -136,36 +162,63 @@ def suggest_tensorrt(matrix: CompatMatrix, c: Constraints, requirement: str = ""
                 majors.append((int(match.group(1)), package))
         if majors:
             releases.append(Release(r.version, _spec(r.requires_python), tuple(r.python), majors))
-    return _plans("tensorrt", matrix, c, requirement, releases, limit)
+    return releases
 
 
-def suggest_cupy(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
-    """``cupy-cudaNNx`` plans (compat/ecosystem.toml: one package per CUDA major, its newest release)."""
-    releases = [
+def suggest_tensorrt(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
+    """``tensorrt-cuNN`` plans from compat/tensorrt.toml (the per-CUDA packages published per release)."""
+    return _plans("tensorrt", matrix, c, requirement, tensorrt_releases(matrix), limit)
+
+
+def cupy_releases(matrix: CompatMatrix) -> list[Release]:
+    """One per ``cupy-cudaNNx`` package: its newest release (compat/ecosystem.toml)."""
+    return [
         Release(r.last_version, _spec(r.latest_requires_python), (), [(r.cuda_major, r.package)])
         for r in matrix.cupy_packages
         if r.last_version is not None
     ]
-    return _plans("cupy", matrix, c, requirement, releases, limit)
+
+
+def suggest_cupy(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
+    """``cupy-cudaNNx`` plans (compat/ecosystem.toml: one package per CUDA major, its newest release)."""
+    return _plans("cupy", matrix, c, requirement, cupy_releases(matrix), limit)
+
+
+def onnxruntime_releases(matrix: CompatMatrix) -> list[Release]:
+    """onnxruntime-gpu releases with the CUDA major of each one's PyPI wheel (compat/ecosystem.toml)."""
+    return [
+        Release(r.version, _spec(r.requires_python), (), [(r.cuda_major, "onnxruntime-gpu")])
+        for r in matrix.onnxruntime_releases
+        if r.cuda_major
+    ]
 
 
 def suggest_onnxruntime_gpu(
     matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3
 ) -> Suggestion:
     """``onnxruntime-gpu`` plans (compat/ecosystem.toml: the CUDA major of each release's PyPI wheel)."""
-    releases = [
-        Release(r.version, _spec(r.requires_python), (), [(r.cuda_major, "onnxruntime-gpu")])
-        for r in matrix.onnxruntime_releases
-        if r.cuda_major
-    ]
-    return _plans("onnxruntime-gpu", matrix, c, requirement, releases, limit)
+    return _plans("onnxruntime-gpu", matrix, c, requirement, onnxruntime_releases(matrix), limit)
 
 
-def suggest_tensorflow(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
-    """``tensorflow[and-cuda]`` plans (compat/ecosystem.toml: the CUDA each release was tested with)."""
-    releases = [
+def tensorflow_releases(matrix: CompatMatrix) -> list[Release]:
+    """TensorFlow releases with the CUDA major each was tested with (compat/ecosystem.toml)."""
+    return [
         Release(r.version, _spec(r.requires_python), (), [(r.cuda.major, "tensorflow[and-cuda]")])
         for r in matrix.tensorflow_releases
         if r.cuda is not None
     ]
-    return _plans("tensorflow", matrix, c, requirement, releases, limit)
+
+
+def suggest_tensorflow(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
+    """``tensorflow[and-cuda]`` plans (compat/ecosystem.toml: the CUDA each release was tested with)."""
+    return _plans("tensorflow", matrix, c, requirement, tensorflow_releases(matrix), limit)
+
+
+#: each target's releases with the CUDA majors they are published for, as its planner reads them
+RELEASES = {
+    "jax": jax_releases,
+    "tensorrt": tensorrt_releases,
+    "cupy": cupy_releases,
+    "onnxruntime-gpu": onnxruntime_releases,
+    "tensorflow": tensorflow_releases,
+}

@@ -54,11 +54,7 @@ def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *
                     Exclusion(f"torch {release.version}", "python", verdict.observed, "one of " + verdict.required)
                 )
                 continue
-        for candidate in torch_candidates(matrix, release, c.platform, run.excluded):
-            if c.wanted_variant is not None and candidate.variant != c.wanted_variant:
-                who = f"torch {release.version} {candidate.label}"
-                run.excluded.append(Exclusion(who, "variant", candidate.variant, f"{c.wanted_variant} (the target)"))
-                continue
+        for candidate in torch_candidates(matrix, release, c.platform, run.excluded, wanted=c.wanted_variant):
             _judge(matrix, c, run, release, candidate)
     ranked = sorted(run.plans, key=lambda item: item[0], reverse=True)
     chosen = tuple(with_images(matrix, c, plan) for _key, plan in ranked[:limit])
@@ -88,9 +84,27 @@ def _judge(matrix: CompatMatrix, c: Constraints, run: Run, release: TorchRelease
 
 
 def torch_candidates(
+    matrix: CompatMatrix, release: TorchRelease, platform: str, excluded: list[Exclusion], *, wanted: str | None = None
+) -> list[Candidate]:
+    """Every CUDA build of a release on ``platform``; builds the data cannot place are excluded, said why.
+
+    ``wanted``: the build the target names (``cu126``); every other build is excluded by the rule ``variant``.
+    """
+    mine: list[Exclusion] = []
+    found = _all_candidates(matrix, release, platform, mine)
+    if wanted is None:
+        excluded += mine
+        return found
+    name = f"torch {release.version}"
+    excluded += [e for e in mine if e.candidate in (name, f"{name} {wanted}")]
+    others = [Exclusion(f"{name} {c.label}", "variant", c.variant, f"{wanted} (the target)") for c in found]
+    excluded += [e for e, c in zip(others, found, strict=True) if c.variant != wanted]
+    return [c for c in found if c.variant == wanted]
+
+
+def _all_candidates(
     matrix: CompatMatrix, release: TorchRelease, platform: str, excluded: list[Exclusion]
 ) -> list[Candidate]:
-    """Every CUDA build of a release on ``platform``; builds the data cannot place are excluded, said why."""
     name = f"torch {release.version}"
     if platform == "linux-aarch64":
         # Only the default PyPI wheel is sourced for aarch64 (compat/torch.toml pypi_aarch64_cuda).

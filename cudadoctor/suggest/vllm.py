@@ -23,7 +23,7 @@ from cudadoctor.suggest.judge import (
 )
 from cudadoctor.suggest.torch import suggest_torch
 
-__all__ = ["suggest_vllm"]
+__all__ = ["suggest_vllm", "vllm_build"]
 
 
 def suggest_vllm(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
@@ -114,6 +114,14 @@ def _judge(matrix: CompatMatrix, c: Constraints, run: Run, release: VllmRelease)
         needs = [n for n in (needed_driver(matrix, c, cuda) for cuda in cudas) if n]
         if needs:
             run.driver_only.append((release.version, who, max(needs, key=lambda n: n[0])))
+
+
+def vllm_build(matrix: CompatMatrix, release: VllmRelease) -> Version | None:
+    """The CUDA a release's PyPI wheel is planned with: the newer of its own kernels' and its torch's (None:
+    neither is in data)."""
+    torch = _pinned_torch(matrix, release)
+    cudas = [v for v in (release.cuda, torch.pypi_default_cuda if torch else None) if v is not None]
+    return max(cudas) if cudas else None
 
 
 def _pinned_torch(matrix: CompatMatrix, release: VllmRelease) -> TorchRelease | None:

@@ -1,0 +1,202 @@
+"""Images that fit a plan (issue #12, item 5): one test per story, and the Dockerfile parsed and linted."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import replace
+
+from packaging.version import Version
+from typer.testing import CliRunner
+
+from cudadoctor.cli import app
+from cudadoctor.data import CompatMatrix
+from cudadoctor.facts.model import DriverVersion
+from cudadoctor.suggest import Constraints, Gpu, Plan, suggest_jax, suggest_torch, suggest_vllm
+from cudadoctor.suggest.images import compiler_need
+
+M = CompatMatrix()
+
+
+def _c(driver: str, gpu: tuple[str, str] = ("H100", "9.0"), python: str = "3.12", **kw: object) -> Constraints:
+    drv = DriverVersion(driver)
+    return Constraints(
+        driver=drv,
+        driver_cuda=M.cuda_for_driver(drv),
+        gpus=(Gpu(gpu[0], gpu[1], "--gpu"),),
+        python=Version(python),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _images(plan: Plan) -> dict[str, str]:
+    return dict(plan.images)
+
+
+# --- fresh tags ------------------------------------------------------------------------------------------------
+
+
+def test_a_cuda_13_2_plan_gets_a_13_2_base_image_not_13_0() -> None:
+    """The supported-tags list read ends at 13.0.0; NVIDIA's own builds show 13.1-13.3 base tags on nvcr.io."""
+    c = replace(_c("595.45.04"), wanted_variant="cu132")
+    plan = suggest_torch(M, c, "torch==2.15.0").plans[0]
+    assert plan.cuda == Version("13.2")
+    base = next(i for i in _images(plan) if "/cuda:" in i)
+    assert base.startswith("nvcr.io/nvidia/cuda:13.2.") and base.endswith("-base-ubuntu24.04"), base
+    assert not any(i.startswith("nvidia/cuda:13.0") for i in _images(plan))
+
+
+def test_no_image_is_newer_than_the_driver_runs() -> None:
+    plan = suggest_torch(M, _c("580.65.06"), limit=1).plans[0]  # driver CUDA 13.0
+    for image in _images(plan):
+        if match := re.search(r"/cuda:(\d+)\.(\d+)\.", image):
+            assert (int(match.group(1)), int(match.group(2))) <= (13, 0), image
+
+
+# --- end-of-life OS ----------------------------------------------------------------------------------------------
+
+
+def test_an_ubuntu_past_its_support_is_said_so() -> None:
+    plan = suggest_torch(M, _c("470.82.01", ("RTX 3090", "8.6"), python="3.8"), limit=1).plans[0]
+    old = [why for image, why in plan.images if "ubuntu20.04" in image]
+    assert old and all("20.04's standard support ended in May 2025" in why for why in old)
+
+
+# --- what the plan compiles -------------------------------------------------------------------------------------
+
+
+def test_a_torch_plan_starts_from_python_with_gcc_for_triton_not_a_cuda_runtime_image() -> None:
+    plan = suggest_torch(M, _c("580.65.06"), limit=1).plans[0]
+    first, why = plan.images[0]
+    assert first == "python:3.12" and "gcc" in why and "Triton" in why
+    assert not any("-runtime-" in image for image in _images(plan))  # the wheels bring their CUDA
+
+
+def test_a_toolkit_the_user_builds_with_gets_a_devel_image_of_its_major() -> None:
+    c = _c("550.54.14", python="3.10", cuda_ceiling=Version("12.4"))
+    plan = suggest_torch(M, c, limit=1).plans[0]
+    first, why = plan.images[0]
+    assert re.fullmatch(r"nvidia/cuda:12\.4\.\d+-devel-ubuntu22\.04", first), first
+    assert "nvcc" in why and "python3 is the plan's 3.10" in why
+
+
+def test_an_installed_flash_attn_needs_nvcc() -> None:
+    c = _c("580.65.06", installed_ecosystem=(("flash-attn", "2.8.3"),))
+    plan = suggest_torch(M, c, limit=1).plans[0]
+    assert compiler_need(c, plan)[0] == "nvcc"
+    assert "-devel-" in plan.images[0][0]
+
+
+def test_jax_brings_every_cuda_library_from_pip_so_a_slim_image_is_enough() -> None:
+    plan = suggest_jax(M, _c("580.65.06"), limit=1).plans[0]
+    first, why = plan.images[0]
+    assert first == "python:3.12-slim" and "nothing to compile" in why
+
+
+# --- the base's Python -------------------------------------------------------------------------------------------
+
+
+def test_the_nvidia_image_is_on_the_ubuntu_whose_python_is_the_plans() -> None:
+    for python, ubuntu in (("3.12", "ubuntu24.04"), ("3.10", "ubuntu22.04")):
+        plan = suggest_torch(M, _c("570.86.10", python=python), limit=1).plans[0]  # CUDA 12.8: both have tags
+        base = next(i for i in _images(plan) if "/cuda:" in i)
+        assert base.endswith(ubuntu) and f"python3 is the plan's {python}" in _images(plan)[base]
+
+
+# --- framework images with their CUDA and driver floors ----------------------------------------------------------
+
+
+def test_a_vllm_image_the_driver_cannot_start_is_a_caveat_not_an_image() -> None:
+    plan = suggest_vllm(M, _c("550.54.14"), limit=1).plans[0]  # runs the CUDA 12.9 wheel by minor-version compat
+    assert not any(i.startswith("vllm/vllm-openai") for i in _images(plan))
+    assert any(c.startswith("vllm/vllm-openai:v") and "it will not start" in c for c in plan.caveats)
+    fine = suggest_vllm(M, _c("580.65.06"), limit=1).plans[0]
+    image = next(i for i in _images(fine) if i.startswith("vllm/vllm-openai"))
+    assert "requires a driver with CUDA >= 13.0" in _images(fine)[image] and "inferred" in _images(fine)[image]
+
+
+def test_ngc_pytorch_is_offered_only_where_the_driver_runs_its_cuda() -> None:
+    ngc = "nvcr.io/nvidia/pytorch:25.12-py3"  # CUDA 13.1.0 (compat/images.toml)
+    on_595 = suggest_torch(M, _c("595.45.04"), limit=1).plans[0]
+    assert ngc in _images(on_595) and "CUDA 13.1.0" in _images(on_595)[ngc]
+    on_580 = suggest_torch(M, _c("580.65.06"), limit=1).plans[0]  # CUDA 13.0 < 13.1
+    assert ngc not in _images(on_580)
+
+
+# --- the Dockerfile ----------------------------------------------------------------------------------------------
+
+
+def _instructions(text: str) -> list[tuple[str, str]]:
+    """(instruction, arguments) of a Dockerfile, continuation lines joined, comments dropped."""
+    out, pending = [], ""
+    for line in text.splitlines():
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        pending += line.rstrip("\\").strip() + " "
+        if not line.endswith("\\"):
+            keyword, _sep, rest = pending.strip().partition(" ")
+            out.append((keyword, rest))
+            pending = ""
+    assert not pending, "a continuation line runs off the end"
+    return out
+
+
+def _lint(text: str) -> list[str]:
+    """hadolint's rules that a generated Dockerfile can break (DL3006/7, DL3009, DL3015, DL3042, DL3059 …)."""
+    problems = []
+    steps = _instructions(text)
+    if not steps or steps[0][0] != "FROM":
+        problems.append("the first instruction is not FROM")
+    for keyword, args in steps:
+        if keyword not in {"FROM", "RUN", "ENV"}:
+            problems.append(f"unexpected {keyword}")
+        if keyword == "FROM" and (":" not in args or args.endswith(":latest")):
+            problems.append(f"FROM without a pinned tag: {args}")
+        if keyword == "RUN":
+            shlex.split(args)  # quotes balance
+            if "apt-get install" in args and not all(
+                part in args
+                for part in ("apt-get update", " -y ", "--no-install-recommends", "rm -rf /var/lib/apt/lists/*")
+            ):
+                problems.append(f"apt-get install without update/-y/--no-install-recommends/cleanup: {args}")
+            if "pip install" in args and "--no-cache-dir" not in args:
+                problems.append(f"pip install without --no-cache-dir: {args}")
+        if keyword == "ENV" and "=" not in args:
+            problems.append(f"legacy ENV form: {args}")
+    return problems
+
+
+def _both(*args: str) -> tuple[str, str]:
+    base = ["suggest", "--no-probe", *args]
+    return CliRunner().invoke(app, base).stdout, CliRunner().invoke(app, [*base, "-f", "dockerfile"]).stdout
+
+
+def test_every_dockerfile_starts_from_the_first_image_and_passes_the_lint() -> None:
+    machines = [
+        ("torch", "--driver", "580", "--gpu", "H100", "--python", "3.12"),
+        ("torch", "--driver", "550", "--gpu", "H100", "--python", "3.10", "--cuda", "12.4"),
+        ("torch", "--driver", "580", "--gpu", "H100", "--python", "3.11", "--cuda", "13.0"),
+        ("vllm", "--driver", "580", "--gpu", "H100", "--python", "3.12"),
+        ("jax", "--driver", "580", "--gpu", "H100", "--python", "3.12"),
+    ]
+    for args in machines:
+        text, docker = _both(*args)
+        first = text.split("  images:\n")[1].split()[0]
+        steps = _instructions(docker)
+        assert steps[0] == ("FROM", first), (args, docker)
+        assert _lint(docker) == [], (args, docker)
+        command = text.split("  install:\n")[1].splitlines()[0].strip().removeprefix("$ ")
+        pinned = command.replace("python -m pip install", "python -m pip install --no-cache-dir")
+        assert steps[-1] == ("RUN", pinned), (args, docker)  # the text's own command
+
+
+def test_a_devel_image_whose_python_is_not_the_plans_gets_the_plans_python() -> None:
+    _text, docker = _both("torch", "--driver", "580", "--gpu", "H100", "--python", "3.11", "--cuda", "13.0")
+    assert "add-apt-repository -y ppa:deadsnakes/ppa" in docker
+    assert "python3.11 python3.11-dev python3.11-venv build-essential" in docker
+    assert "RUN python3.11 -m venv /opt/venv" in docker
+
+
+def test_the_lint_catches_what_it_is_for() -> None:
+    bad = "FROM nvidia/cuda:latest\nRUN apt-get install -y gcc\nRUN pip install torch\nENV PATH /x\n"
+    assert len(_lint(bad)) == 4

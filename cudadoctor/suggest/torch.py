@@ -129,7 +129,9 @@ def _aarch64_candidates(matrix: CompatMatrix, release: TorchRelease, excluded: l
         if variant is None or variant.cuda is None or variant.cuda == cuda:
             continue  # PyPI's wheel is that build already
         if variant.index_url is None:
-            excluded.append(Exclusion(f"{name} {tag}", "data", "index URL not in compat/torch.toml", "a sourced index URL"))
+            excluded.append(
+                Exclusion(f"{name} {tag}", "data", "index URL not in compat/torch.toml", "a sourced index URL")
+            )
         else:
             out.append(Candidate(tag, variant.cuda, variant.index_url, f"{tag} from PyTorch's index (aarch64)"))
     if not out:

@@ -65,8 +65,11 @@ def test_aarch64_only_builds_published_for_it():
     s = suggest_torch(M, _c("580.95.05", ("GH200", "9.0"), platform="linux-aarch64"))
     assert s.plans
     for plan in s.plans:
-        assert plan.index_url is None  # the aarch64 CUDA wheels in data are PyPI's
-        assert M.torch_release(Version(plan.packages[0][1])).pypi_aarch64_cuda == plan.cuda
+        release = M.torch_release(Version(plan.packages[0][1]))
+        if plan.index_url is None:  # PyPI's aarch64 wheel, where it is a CUDA build
+            assert release.pypi_aarch64_cuda == plan.cuda
+        else:  # a variant whose index has aarch64 wheels of that release
+            assert plan.variant in release.variants_aarch64
     assert any(e.rule == "platform" for e in s.excluded)
 
 

@@ -646,7 +646,7 @@ class CD113(Check):
     category = "gpus"
 
     def check(
-        self, packages: dict[str, InstalledPackage], gpus: tuple[GpuInfo, ...], matrix: CompatMatrix
+        self, packages: dict[str, InstalledPackage], gpus: tuple[GpuInfo, ...], matrix: CompatMatrix, host: HostInfo
     ) -> Problem | None:
         builds = [p for p in packages.values() if _judged_build(p)]
         if not builds:
@@ -658,7 +658,7 @@ class CD113(Check):
         problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]] = []
         for pkg in builds:
             for gpu in judged:
-                verdict = _build_verdict(pkg, gpu, matrix)
+                verdict = _build_verdict(pkg, gpu, matrix, aarch64=host.arch == "aarch64")
                 if verdict.is_problem:
                     problems.append((pkg, verdict, gpu))
                 elif verdict.is_unknown:
@@ -680,12 +680,13 @@ def _judged_build(pkg: InstalledPackage) -> bool:
     return bool(pkg.cuda_build) and own
 
 
-def _build_verdict(pkg: InstalledPackage, gpu: GpuInfo, matrix: CompatMatrix) -> Verdict[object]:
-    """Does this build hold code for the GPU: torch's published arch list, else inferred from its CUDA."""
+def _build_verdict(pkg: InstalledPackage, gpu: GpuInfo, matrix: CompatMatrix, *, aarch64: bool) -> Verdict[object]:
+    """Does this build hold code for the GPU: torch's published arch list (the one of the machine's
+    platform: PyTorch's aarch64 wheels have their own), else inferred from its CUDA."""
     cc = gpu.compute_capability or ""
     if pkg.name == "torch" and pkg.cuda_variant:
         version = pkg.torch_build.version if pkg.torch_build and pkg.torch_build.version else pkg.version
-        archs, inherited = matrix.torch_arch_list_or_inherited(version, pkg.cuda_variant)
+        archs, inherited = matrix.torch_arch_list_or_inherited(version, pkg.cuda_variant, aarch64=aarch64)
         if archs is not None and inherited:
             # a release known only from `cudadoctor update`: an earlier release's list, labelled inferred
             verdict = build_covers_gpu(archs, cc, matrix.gpu_archs, gpu.name)

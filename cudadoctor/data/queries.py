@@ -310,23 +310,28 @@ class CompatMatrix:
         public = Version(version.public)
         return next((r for r in self.torch_releases if r.version == public), None)
 
-    def torch_arch_list(self, version: Version, variant: str) -> tuple[str, ...] | None:
-        """The GPU targets of a release's variant wheels, when the data has them."""
+    def torch_arch_list(self, version: Version, variant: str, *, aarch64: bool = False) -> tuple[str, ...] | None:
+        """The GPU targets of a release's variant wheels (Linux x86_64, or aarch64), when the data has them."""
         public = Version(version.public)
         entries: tuple[TorchArchList, ...] = self._rows("torch", "arch_list")
         for entry in entries:
-            if entry.variant == variant and entry.releases.contains(public, prereleases=True):
+            if entry.aarch64 != aarch64 or entry.variant != variant:
+                continue
+            if entry.releases.contains(public, prereleases=True):
                 return entry.archs
         return None
 
-    def torch_arch_list_or_inherited(self, version: Version, variant: str) -> tuple[tuple[str, ...] | None, str]:
+    def torch_arch_list_or_inherited(
+        self, version: Version, variant: str, *, aarch64: bool = False
+    ) -> tuple[tuple[str, ...] | None, str]:
         """(the GPU targets of a release's variant, "" or why they are *inferred*).
 
         Curated lists first; a release known only from the package index has its default wheel's list
-        inherited from an earlier curated release (``TorchRelease.inherited``), and that reason comes back.
+        inherited from an earlier curated release (``TorchRelease.inherited``), and that reason comes back
+        (Linux x86_64 only: nothing is inherited for aarch64).
         """
-        archs = self.torch_arch_list(version, variant)
-        if archs is not None:
+        archs = self.torch_arch_list(version, variant, aarch64=aarch64)
+        if archs is not None or aarch64:
             return archs, ""
         release = self.torch_release(version)
         if release is None or release.inherited is None or not release.inherited_archs:

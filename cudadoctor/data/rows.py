@@ -202,6 +202,10 @@ class TorchRelease(Row):
     inherited_archs: tuple[str, ...] = ()
     #: a derived row only: what was inherited from which release (the *inferred* label); None: nothing
     inherited: str | None = None
+    #: the variants whose index on download.pytorch.org has Linux aarch64 (SBSA) wheels of the release
+    variants_aarch64: tuple[str, ...] = ()
+    #: the default PyPI Linux aarch64 wheel is a CPU build (its torch/version.py says ``cuda = None``)
+    pypi_aarch64_cpu: bool = False
 
 
 @row(kw_only=True)
@@ -211,6 +215,7 @@ class TorchArchList(Row):
     releases: SpecifierSet
     variant: str
     archs: tuple[str, ...]
+    aarch64: bool = False  #: the list of the Linux aarch64 (SBSA) wheels; False: the Linux x86_64 ones
 
 
 @row(kw_only=True)

@@ -71,7 +71,8 @@ def _judge(matrix: CompatMatrix, c: Constraints, run: Run, release: TorchRelease
     if c.cuda_ceiling is not None and cuda > c.cuda_ceiling:
         problems.append(("cuda-ceiling", f"CUDA {short(cuda)}", f"CUDA <= {c.cuda_ceiling} (--cuda)"))
     problems += driver_reasons(matrix, c, cuda)
-    archs, inherited = matrix.torch_arch_list_or_inherited(release.version, candidate.variant)
+    aarch64 = c.platform == "linux-aarch64"
+    archs, inherited = matrix.torch_arch_list_or_inherited(release.version, candidate.variant, aarch64=aarch64)
     problems += [reason for gpu in c.gpus if (reason := gpu_reason(matrix, archs, cuda, gpu))]
     if inherited:  # an exclusion that rests on an inherited list says so
         problems = [(rule, seen, f"{needed} (inferred: {inherited})") for rule, seen, needed in problems]
@@ -107,12 +108,7 @@ def _all_candidates(
 ) -> list[Candidate]:
     name = f"torch {release.version}"
     if platform == "linux-aarch64":
-        # Only the default PyPI wheel is sourced for aarch64 (compat/torch.toml pypi_aarch64_cuda).
-        cuda = release.pypi_aarch64_cuda
-        if cuda is None:
-            excluded.append(Exclusion(name, "platform", "linux-aarch64", "a CUDA wheel for aarch64 (none in data)"))
-            return []
-        return [Candidate(f"cu{cuda.major}{cuda.minor}", cuda, None, "from PyPI (aarch64)")]
+        return _aarch64_candidates(matrix, release, excluded)
     if not release.variants and release.pypi_default_cuda is None:
         excluded.append(Exclusion(name, "data", "no CUDA variants in compat/torch.toml", "a sourced variant list"))
     out: list[Candidate] = []
@@ -131,6 +127,30 @@ def _all_candidates(
     default = release.pypi_default_cuda
     if platform == "linux-x86_64" and default is not None and not any(c.index_url is None for c in out):
         out.append(Candidate(f"cu{default.major}{default.minor}", default, None, f"from PyPI (CUDA {short(default)})"))
+    return out
+
+
+def _aarch64_candidates(matrix: CompatMatrix, release: TorchRelease, excluded: list[Exclusion]) -> list[Candidate]:
+    """The CUDA builds of a release for Linux aarch64 (SBSA): the default PyPI wheel when it is one
+    (``pypi_aarch64_cuda``), and the variants whose index has aarch64 wheels (``variants_aarch64``)."""
+    name = f"torch {release.version}"
+    out: list[Candidate] = []
+    cuda = release.pypi_aarch64_cuda
+    if cuda is not None:
+        out.append(Candidate(f"cu{cuda.major}{cuda.minor}", cuda, None, "from PyPI (aarch64)"))
+    for tag in release.variants_aarch64:
+        variant = matrix.torch_variants.get(tag)
+        if variant is None or variant.cuda is None or variant.cuda == cuda:
+            continue  # PyPI's wheel is that build already
+        if variant.index_url is None:
+            excluded.append(
+                Exclusion(f"{name} {tag}", "data", "index URL not in compat/torch.toml", "a sourced index URL")
+            )
+        else:
+            out.append(Candidate(tag, variant.cuda, variant.index_url, f"{tag} from PyTorch's index (aarch64)"))
+    if not out:
+        seen = "PyPI's aarch64 wheel is a CPU build" if release.pypi_aarch64_cpu else "linux-aarch64"
+        excluded.append(Exclusion(name, "platform", seen, "a CUDA wheel for aarch64 (none in data)"))
     return out
 
 

@@ -169,3 +169,34 @@ def test_system_cudnn_listed_before_the_wheels_directory(h200):
 
 def test_the_wheels_directory_first_is_fine(h200):
     assert run_check("CD302", _tf_facts(h200, "$W:/usr/local/cuda-11.2/lib64")).status is Status.OK
+
+
+def _sibling_need(major: int, wheel_version: str, system_version: str, *, beside: bool) -> NeededLibrary:
+    """The wheel's libcudnn_adv.so.N needing libcudnn_graph.so.N, with a system cuDNN first on LD_LIBRARY_PATH."""
+    graph = f"libcudnn_graph.so.{major}" if major >= 9 else f"libcudnn_ops_infer.so.{major}"
+    adv = f"libcudnn_adv.so.{major}" if major >= 9 else f"libcudnn_adv_infer.so.{major}"
+    dist = f"nvidia-cudnn-cu{major + 4}"
+    system = LinkedFile(f"{SYSTEM}/{graph}", "LD_LIBRARY_PATH", Version(system_version))
+    wheel = LinkedFile(f"{WHEEL}/{graph}", "RUNPATH", Version(wheel_version), dist)
+    hidden = (wheel,) if beside else (replace(wheel, path=f"{SITE}/elsewhere/{graph}"),)
+    return NeededLibrary(dist, f"{WHEEL}/{adv}", graph, system, hidden)
+
+
+def test_cudnn9_sub_library_needing_its_sibling_gets_the_sibling(h200):
+    """Measured on the H200 (LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu, system cuDNN 9.14, the cu13 wheel's 9.19):
+    the wheel's libcudnn_adv.so.9 needs libcudnn_graph.so.9, which cuDNN 9 already loaded from its own directory,
+    so the older system copy never loads — no error (it was a false alarm on the real machine)."""
+    need = _sibling_need(9, "9.19.0.56", "9.14.0", beside=True)
+    assert run_check("CD302", replace(h200, loader=LoaderView(needs=(need,)))).status is not Status.FAIL
+
+
+def test_cudnn8_sub_library_needing_its_sibling_takes_the_older_copy(h200):
+    """cuDNN 8 searches the loader's path first (pytorch/pytorch#119989): the older system copy does load."""
+    need = _sibling_need(8, "8.9.2.26", "8.9.0", beside=True)
+    assert run_check("CD302", replace(h200, loader=LoaderView(needs=(need,)))).status is Status.FAIL
+
+
+def test_cudnn9_sibling_rule_needs_the_sibling_beside_it(h200):
+    """Without a copy beside the needer, nothing was loaded from its own directory: the older copy loads."""
+    need = _sibling_need(9, "9.19.0.56", "9.14.0", beside=False)
+    assert run_check("CD302", replace(h200, loader=LoaderView(needs=(need,)))).status is Status.FAIL

@@ -282,6 +282,40 @@ def snapshot(
     print(f"cudadoctor: wrote {output}", file=sys.stderr)
 
 
+class UsageFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+
+
+@app.command()
+@_guarded
+def usage(
+    sample: Annotated[
+        float,
+        typer.Option(
+            "--sample",
+            metavar="SECONDS",
+            help="Measure GPM's SM activity and occupancy over this window (Hopper and newer); 0 reads only the "
+            "driver's sample buffer.",
+        ),
+    ] = 1.0,
+    output_format: Annotated[UsageFormat, typer.Option("--format", "-f", help="text or json.")] = UsageFormat.TEXT,
+) -> int:
+    """Show how busy each GPU really is: utilization.gpu next to SM activity, and memory held by idle processes.
+
+    utilization.gpu counts the time any kernel runs, even one that fills a single SM; this view puts the
+    driver's last ~14 s of it next to GPM's SM activity (Hopper and newer) and each process's memory and
+    activity, and says what one look can and cannot tell. Exit status: 0 shown, 2 usage error, 3 NVML did
+    not answer.
+    """
+    from cudadoctor.probes.nvml_health import RealHealthSource
+    from cudadoctor.usage import usage_command
+
+    text, code = usage_command(RealHealthSource(), sample, output_format.value)
+    sys.stdout.write(text)
+    return code
+
+
 class SuggestFormat(str, enum.Enum):
     TEXT = "text"
     JSON = "json"

@@ -24,7 +24,10 @@ import time
 
 from cudadoctor.probes.nvml_health import query_health
 
-HOLD = "import torch,time; x=torch.empty(4<<30, dtype=torch.uint8, device='cuda'); torch.cuda.synchronize(); time.sleep(600)"
+HOLD = (
+    "import torch,time; x=torch.empty(4<<30, dtype=torch.uint8, device='cuda'); torch.cuda.synchronize(); "
+    "time.sleep(600)"
+)
 SPIN = "import torch\nwhile True:\n    torch.cuda._sleep(1<<30)\n    torch.cuda.synchronize()"
 GEMM = (
     "import torch\na=torch.randn(8192,8192,dtype=torch.bfloat16,device='cuda'); b=a.clone()\n"

@@ -51,7 +51,7 @@ def main() -> int:
     holder = _start(HOLD)
     children = [holder]
     try:
-        time.sleep(20)  # torch import + context, then 16 s of nothing: the buffer sees only idleness
+        time.sleep(22)  # torch import + context, then ~16 s of nothing: the buffer sees only idleness
         _record("held", scenarios)
         children.append(_start(SPIN))
         time.sleep(12)

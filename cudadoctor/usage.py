@@ -11,8 +11,8 @@ So this view puts three things side by side, per GPU:
 * SM activity and occupancy over a short measured window, from GPM (``nvmlGpmMetricsGet``, Hopper and
   newer: https://docs.nvidia.com/deploy/nvml-api/group__nvmlGpmFunctions.html), the same counters DCGM
   exports as ``DCGM_FI_PROF_SM_ACTIVE``/``_SM_OCCUPANCY``;
-* each process's memory and whether it ran a kernel in the buffer's span (``nvmlDeviceGetProcessUtilization``):
-  memory allocated by a process that ran nothing is the waste a one-shot look can name.
+* each process's memory and its latest utilization sample (``nvmlDeviceGetProcessUtilization``): memory
+  allocated by a process that runs nothing is the waste a one-shot look can name.
 
 Everything here is pure over the record :func:`cudadoctor.probes.nvml_health.query_health` writes
 (``utilization=True``), so a capture from a real GPU replays in tests.
@@ -21,6 +21,7 @@ Everything here is pure over the record :func:`cudadoctor.probes.nvml_health.que
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -63,7 +64,7 @@ CAN_TELL = (
     "seconds, about 14 s on an H200)",
     "with GPM (Hopper and newer): how much of the GPU those kernels fill (SM activity and occupancy) over "
     "the measured window",
-    "which processes hold GPU memory, and whether each ran a kernel within the buffer's span",
+    "which processes hold GPU memory, and whether the driver's latest sample saw each one's kernels running",
 )
 CANNOT_TELL = (
     "whether a GPU was idle for minutes or hours: that needs monitoring over time (DCGM, dcgm-exporter, "
@@ -79,18 +80,16 @@ class ProcessUse:
     """One compute process on one GPU."""
 
     pid: int
-    name: str | None
+    name: str | None  #: the executable's file name (the path is left out)
     memory_mib: int | None  #: None: NVML did not say (a process of another PID namespace, or MIG)
-    #: samples of the buffer in which this process ran a kernel, of those NVML kept for it
-    active_samples: int | None = None
-    samples: int | None = None
+    #: the driver's latest per-process reading (nvmlDeviceGetProcessUtilization): percent of its sample period
+    #: during which this process's kernels ran; None: NVML kept no sample for it
+    sm_percent: int | None = None
 
     @property
     def idle(self) -> bool | None:
-        """True: it holds memory and ran no kernel in the buffer's span; None: NVML kept no samples."""
-        if self.active_samples is None:
-            return None
-        return self.active_samples == 0
+        """True: its latest sample saw no kernel of it running; None: no sample."""
+        return None if self.sm_percent is None else self.sm_percent == 0
 
 
 @dataclass(frozen=True)
@@ -113,7 +112,8 @@ class GpuUse:
     memory_total_mib: int | None = None
     mig: bool | None = None
     processes: tuple[ProcessUse, ...] = ()
-    verdict: str = "unknown"  #: idle | busy | busy-but-light | busy-unmeasured | allocated-but-idle | unknown
+    #: idle | allocated-but-idle | partly-busy | busy | busy-but-light | busy-unmeasured | unknown
+    verdict: str = "unknown"
     explanation: tuple[str, ...] = ()
 
 
@@ -139,21 +139,21 @@ def _processes(record: Mapping[str, Any]) -> tuple[ProcessUse, ...]:
     names = _value(record, "process_names")
     names = names if isinstance(names, dict) else {}
     rows = _value(record, "process_samples")
-    samples = rows if isinstance(rows, list) else None
+    # one row per process: [pid, timestamp µs, smUtil, memUtil] (measured on the H200: the latest sample only)
+    latest = {r[0]: r[2] for r in rows if isinstance(r, list) and len(r) >= 3} if isinstance(rows, list) else {}
     found = []
     for proc in procs:
         if not isinstance(proc, dict) or not isinstance(proc.get("pid"), int):
             continue
         pid = int(proc["pid"])
         used = proc.get("usedGpuMemory")
-        mine = [r for r in samples or [] if isinstance(r, list) and len(r) >= 3 and r[0] == pid]
+        name = names.get(str(pid))
         found.append(
             ProcessUse(
                 pid=pid,
-                name=names.get(str(pid)),
+                name=os.path.basename(name) if isinstance(name, str) else None,
                 memory_mib=int(used) // (1 << 20) if isinstance(used, int) else None,
-                active_samples=sum(1 for r in mine if r[2] > 0) if samples is not None else None,
-                samples=len(mine) if samples is not None else None,
+                sm_percent=int(latest[pid]) if isinstance(latest.get(pid), int) else None,
             )
         )
     return tuple(found)
@@ -208,9 +208,11 @@ def usage_view(record: Mapping[str, Any], sample_seconds: float = 0.0) -> UsageV
     return UsageView(gpus=gpus, sample_seconds=sample_seconds, driver_version=driver)
 
 
-def _duty(g: GpuUse) -> float | None:
-    """The duty cycle to judge by: the buffer's mean, else the current reading."""
-    return g.duty_mean if g.duty_mean is not None else (float(g.util_now) if g.util_now is not None else None)
+def _now(g: GpuUse) -> float | None:
+    """utilization.gpu now: NVML's current reading, else the buffer's newest sample."""
+    if g.util_now is not None:
+        return float(g.util_now)
+    return None if g.duty_mean is None else float(g.duty_mean)
 
 
 def _pct(value: float) -> str:
@@ -218,29 +220,41 @@ def _pct(value: float) -> str:
 
 
 def judge(g: GpuUse) -> tuple[str, tuple[str, ...]]:
-    """The verdict for one GPU and the sentences that explain it."""
-    duty = _duty(g)
-    sm = g.gpm.get("sm")
-    holders = [p for p in g.processes if p.memory_mib]
-    if duty is None:
+    """The verdict for one GPU and the sentences that explain it.
+
+    idle, allocated-but-idle, partly-busy (kernels ran in the buffer's span, none now), busy, busy-but-light
+    (busy by utilization.gpu, SMs nearly empty), busy-unmeasured (no GPM), unknown.
+    """
+    now = _now(g)
+    if now is None:
         missing = "NVML did not report utilization for this GPU"
         return "unknown", (missing + (" (MIG mode: per-GPU utilization is not reported)" if g.mig else ""),)
-    if duty < BUSY_DUTY:
-        return _judge_quiet(g, duty, sm, holders)
-    verdict, why = _judge_busy(g, duty, sm)
+    if now < BUSY_DUTY:
+        return _judge_quiet(g, now)
+    verdict, why = _judge_busy(g, now)
     return verdict, (*why, *_idle_holders(g))
 
 
-def _judge_busy(g: GpuUse, duty: float, sm: float | None) -> tuple[str, tuple[str, ...]]:
+def _recent(g: GpuUse) -> str:
+    return (
+        f" (mean {_pct(g.duty_mean)} over the last {g.window_s:.0f} s)"
+        if g.duty_mean is not None and g.window_s
+        else ""
+    )
+
+
+def _judge_busy(g: GpuUse, now: float) -> tuple[str, tuple[str, ...]]:
+    sm = g.gpm.get("sm")
+    window = f"the {g.gpm.get('seconds', 0):g} s window"
     if sm is not None and sm < LIGHT_SM:
         return "busy-but-light", (
-            f"utilization.gpu reads {_pct(duty)}, but SMs had work only {_pct(sm)} of the window: a kernel runs "
-            "almost all the time, and it fills a small part of the GPU. utilization.gpu counts the time any "
-            "kernel runs, however few of the SMs it uses (one SM of 132 on an H200 reads 100 %).",
+            f"utilization.gpu reads {_pct(now)} now{_recent(g)}, but SMs had work only {_pct(sm)} of {window}: a "
+            "kernel runs almost all the time, and it fills a small part of the GPU. utilization.gpu counts the "
+            "time any kernel runs, however few of the SMs it uses (one SM of 132 on an H200 reads 100 %).",
         )
     if sm is not None:
-        return "busy", (f"utilization.gpu reads {_pct(duty)} and SMs had work {_pct(sm)} of the window.",)
-    return "busy-unmeasured", _unmeasured(g, duty)
+        return "busy", (f"utilization.gpu reads {_pct(now)} now{_recent(g)}, and SMs had work {_pct(sm)} of {window}.",)
+    return "busy-unmeasured", _unmeasured(g, now)
 
 
 def _unmeasured(g: GpuUse, duty: float) -> tuple[str, ...]:
@@ -257,25 +271,32 @@ def _unmeasured(g: GpuUse, duty: float) -> tuple[str, ...]:
     return tuple(why)
 
 
-def _judge_quiet(g: GpuUse, duty: float, sm: float | None, holders: list[ProcessUse]) -> tuple[str, tuple[str, ...]]:
+def _judge_quiet(g: GpuUse, now: float) -> tuple[str, tuple[str, ...]]:
     span = f"the last {g.window_s:.0f} s" if g.window_s else "the last sample period"
-    if duty == 0 and (sm is None or sm < 1) and holders:
+    sm = g.gpm.get("sm")
+    holders = [p for p in g.processes if p.memory_mib]
+    quiet = (g.duty_max or 0) == 0 and now == 0 and (sm is None or sm < 1)
+    if quiet and holders:
         held = sum(p.memory_mib or 0 for p in holders)
         return "allocated-but-idle", (
             f"{len(holders)} process(es) hold {held / 1024:.1f} GiB of GPU memory, and no kernel ran in {span}: "
             "the GPU is reserved but does no work.",
         )
-    if duty == 0:
+    if quiet:
         return "idle", (f"No kernel ran in {span}.",)
-    return "idle", (f"Kernels ran {_pct(duty)} of {span}: mostly idle.", *_idle_holders(g))
+    mean = g.duty_mean if g.duty_mean is not None else now
+    return "partly-busy", (
+        f"utilization.gpu reads {_pct(now)} now; kernels ran {_pct(mean)} of {span} on average.",
+        *_idle_holders(g),
+    )
 
 
 def _idle_holders(g: GpuUse) -> tuple[str, ...]:
     """Processes that hold memory and ran no kernel while others on the same GPU did."""
     idle = [p for p in g.processes if p.memory_mib and p.idle]
     return tuple(
-        f"Process {p.pid} ({p.name or '?'}) holds {p.memory_mib / 1024:.1f} GiB and ran no kernel in the "
-        "buffer's span: allocated but idle."
+        f"Process {p.pid} ({p.name or '?'}) holds {p.memory_mib / 1024:.1f} GiB and its latest sample saw no "
+        "kernel of it running: allocated but idle while others work."
         for p in idle
         if p.memory_mib is not None
     )
@@ -311,13 +332,13 @@ def _gpu_lines(g: GpuUse) -> list[str]:
 
 def _process_line(p: ProcessUse) -> str:
     memory = f"{p.memory_mib / 1024:.1f} GiB" if p.memory_mib is not None else "memory unknown"
-    if p.active_samples is None:
-        ran = "no per-process samples from NVML"
-    elif p.samples == 0:
-        ran = "ran no kernel in the buffer's span"
+    if p.sm_percent is None:
+        ran = "no per-process sample from NVML"
+    elif p.sm_percent == 0:
+        ran = "its latest sample saw no kernel of it running"
     else:
-        ran = f"ran kernels in {p.active_samples} of {p.samples} samples"
-    return f"  process {p.pid} {p.name or '?'}: {memory}, {ran}"
+        ran = f"its kernels ran {p.sm_percent} % of its latest sample"
+    return f"  process {p.pid} {p.name or '?'}: {memory}; {ran}"
 
 
 def render_usage_text(view: UsageView) -> str:

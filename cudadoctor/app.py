@@ -196,10 +196,12 @@ def run_check(request: CheckRequest, warn: Callable[[str], None]) -> Report:
     matrix = CompatMatrix()
     findings = tuple(run_checks(facts, matrix, select=codes, requirements=request.require))
     code = exit_code(findings, request.fail_on, fail_on_unknown=request.fail_on_unknown)
-    return build_report(facts, findings, matrix, exit_code=code)
+    return build_report(facts, findings, matrix, exit_code=code, fail_on=request.fail_on)
 
 
-def build_report(facts: Facts, findings: Sequence[Finding], matrix: CompatMatrix, *, exit_code: int = 0) -> Report:
+def build_report(
+    facts: Facts, findings: Sequence[Finding], matrix: CompatMatrix, *, exit_code: int = 0, fail_on: str = "error"
+) -> Report:
     """The report of a run: the data dates are those of the data shipped (and of ``cudadoctor update``),
     whichever checks were selected."""
     index = matrix.index_data
@@ -209,6 +211,7 @@ def build_report(facts: Facts, findings: Sequence[Finding], matrix: CompatMatrix
         exit_code=exit_code,
         compat_data_as_of=matrix.curated_as_of,
         index_data_as_of=index.updated if index is not None else None,
+        fail_on=fail_on,
     )
 
 

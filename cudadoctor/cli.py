@@ -140,7 +140,8 @@ def check(
             "--format",
             "-f",
             help="text for people; json for tools (all facts with sources); github for workflow annotations; "
-            "markdown for a bug report or PR comment.",
+            "markdown for a bug report or PR comment; slurm, npd (one line) and health-json for schedulers: the "
+            "node's GPU health verdict, exit 0 ok, 1 problem, 2 could not judge.",
         ),
     ] = Format.TEXT,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every fact and where it was read.")] = False,

@@ -159,4 +159,15 @@ def check_command(o: CheckOptions) -> int:
         print(f"cudadoctor: wrote the {fmt.value} report to {o.output}", file=sys.stderr)
     else:
         sys.stdout.write(render_report(report, fmt, verbose=o.verbose, to_terminal=True, snapshot=snapshot))
-    return report.exit_code
+    return _exit_code(report, fmt)
+
+
+def _exit_code(report: Report, fmt: Format) -> int:
+    """The report's exit code; for a scheduler format, the node's verdict (0 ok, 1 problem, 2 unknown)."""
+    from cudadoctor.report import SCHEDULER_FORMATS
+
+    if fmt not in SCHEDULER_FORMATS:
+        return report.exit_code
+    from cudadoctor.report.scheduler import node_verdict
+
+    return node_verdict(report).exit_code

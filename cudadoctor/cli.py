@@ -225,6 +225,24 @@ def check(
             "PCIe, NVLink, NCCL host prerequisites).",
         ),
     ] = False,
+    dcgm_diag: Annotated[
+        int | None,
+        typer.Option(
+            "--dcgm-diag",
+            metavar="LEVEL",
+            help="Also run NVIDIA DCGM's active diagnostic, dcgmi diag -r LEVEL (1: seconds of software checks; "
+            "2: adds memory and PCIe tests, about two minutes), through the running nv-hostengine, and report its "
+            "verdict as CD167. Never run unless given.",
+        ),
+    ] = None,
+    dcgm_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--dcgm-timeout",
+            metavar="SECONDS",
+            help="Time allowed to dcgmi diag (default 90 s for level 1, 300 s for level 2).",
+        ),
+    ] = None,
 ) -> int:
     """Examine this machine (or an image root, or a snapshot) and judge whether its CUDA stack fits together.
 
@@ -240,7 +258,7 @@ def check(
             python=python, assume_driver=assume_driver, assume_gpu=_tuple(assume_gpu), no_redact=no_redact,
             select=_tuple(select), ignore=_tuple(ignore), require=_tuple(require), fail_on=fail_on, strict=strict,
             fail_on_unknown=fail_on_unknown, output=output, deep=deep, timeout=timeout, nccl=nccl,
-            no_health=no_health,
+            no_health=no_health, dcgm_diag=dcgm_diag, dcgm_timeout=dcgm_timeout,
         )
     )  # fmt: skip
 

@@ -26,6 +26,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     access,
     container,
     cpu_builds,
+    dcgm,
     driver,
     extensions,
     health,

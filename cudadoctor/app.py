@@ -82,12 +82,12 @@ def _validate(source: FactSource) -> None:
 
 
 def _validate_dcgm(source: FactSource) -> None:
-    from cudadoctor.probes.dcgm import DCGM_LEVELS
-
     if source.dcgm_level is None:
         if source.dcgm_timeout is not None:
             raise UsageError("--dcgm-timeout applies to --dcgm-diag: give both")
         return
+    from cudadoctor.probes.dcgm import DCGM_LEVELS  # only when asked: check's default path imports nothing new
+
     if source.dcgm_level not in DCGM_LEVELS:
         raise UsageError(
             f"--dcgm-diag {source.dcgm_level}: give 1 or 2 (levels 3 and 4 run 15 minutes and more: run dcgmi yourself)"

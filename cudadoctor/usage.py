@@ -316,7 +316,8 @@ def _gpu_lines(g: GpuUse) -> list[str]:
     lines.append(f"  utilization.gpu   {now}")
     if g.gpm:
         parts = [f"{label} {_pct(g.gpm[key])}" for key, label in _GPM_LABELS if key in g.gpm]
-        lines.append(f"  GPM over {g.gpm.get('seconds', 0):g} s   " + " · ".join(parts))
+        label = f"GPM over {g.gpm.get('seconds', 0):g} s"
+        lines.append(f"  {label:<18}" + " · ".join(parts))
     elif g.gpm_supported is False:
         lines.append("  GPM               not supported on this GPU (Hopper and newer)")
     if g.power_w is not None:

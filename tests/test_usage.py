@@ -211,3 +211,18 @@ def test_gpm_window_is_shared_by_all_gpus(monkeypatch: pytest.MonkeyPatch):
     assert slept == [1.0]
     assert nv.calls == ["sample 0", "sample 1", "sample 2", "metrics 0", "metrics 1", "metrics 2"]
     assert "gpm" not in devices[3] and all(d["gpm"] == {"v": {}} for d in devices[:3])
+
+
+def test_the_recorder_itself_on_the_h200():
+    """This branch's RealHealthSource on the device: GPM and fabric come back as objects, one window, ~1.1 s."""
+    with open(os.path.join(os.path.dirname(FIXTURE), "usage-h200-live.json"), encoding="utf-8") as handle:
+        record = json.load(handle)
+    device = record["devices"][0]
+    assert isinstance(device["gpm"]["v"], dict) and isinstance(device["fabric"]["v"], dict)
+    assert record["took_s"] < 1.5
+    (gpu,) = usage_view(record, 1.0).gpus
+    assert gpu.verdict == "busy-but-light" and gpu.util_now == 100 and gpu.gpm["sm"] < 1
+    assert sorted(p.sm_percent or 0 for p in gpu.processes) == [0, 41]
+    from cudadoctor.probes.health_parse import parse_gpu
+
+    assert parse_gpu(device).fabric_state == 0

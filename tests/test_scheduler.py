@@ -85,7 +85,7 @@ def test_recovery_action_fails_the_node_with_its_code_first():
     assert slurm.startswith("cudadoctor: FAIL CD151: the driver asks for recovery: GPU 0 (00000000:00:06.0): GPU reset")
     assert slurm.count("\n") == 1
     npd = line(rep, Format.NPD).rstrip("\n")
-    assert len(npd) <= NPD_MAX and npd.startswith("cudadoctor: FAIL CD151: ") and npd.endswith("…")
+    assert len(npd.encode()) <= NPD_MAX and npd.startswith("cudadoctor: FAIL CD151: ") and npd.endswith("...")
     document = json.loads(line(rep, Format.HEALTH_JSON))
     assert document["codes"] == ["CD151"] and document["problems"][0]["commands"] == ["sudo nvidia-smi -r -i 0"]
 
@@ -163,3 +163,13 @@ def test_fast_path_takes_the_scheduler_formats():
     for name in ("slurm", "npd", "health-json"):
         options = fast_check_options(["check", "-f", name])
         assert options is not None and options.output_format is Format(name)
+
+
+def test_npd_line_is_cut_in_bytes_not_characters():
+    from cudadoctor.report.scheduler import NodeVerdict
+
+    finding = dataclasses.replace(
+        next(f for f in report(_health()).findings if f.code == "CD151"), status=Status.FAIL, message="×" * 100
+    )
+    cut = reason_line(NodeVerdict("problem", 1, (finding,)), NPD_MAX)
+    assert len(cut.encode()) <= NPD_MAX and cut.startswith("cudadoctor: FAIL CD151: ×") and cut.endswith("...")

@@ -18,7 +18,7 @@ class Format(str, enum.Enum):
     GITHUB = "github"
     MARKDOWN = "markdown"
     SLURM = "slurm"  #: one line for Slurm's HealthCheckProgram (exit 0 ok, 1 problem, 2 unknown)
-    NPD = "npd"  #: one line of <= 80 characters for a node-problem-detector custom plugin (same exit codes)
+    NPD = "npd"  #: one line of <= 80 bytes for a node-problem-detector custom plugin (same exit codes)
     HEALTH_JSON = "health-json"  #: the node's health verdict and counters as JSON (same exit codes)
 
 

@@ -14,7 +14,7 @@ exit  status      meaning
 node-problem-detector's custom plugins speak exactly this: exit 0 OK, 1 NonOK, any other status Unknown, the
 message read from stdout and cut to ``max_output_length``, 80 bytes by default
 (https://github.com/kubernetes/node-problem-detector/blob/master/pkg/custompluginmonitor/types/config.go,
-``.../plugin/plugin.go``), so the ``npd`` line is at most 80 characters with the codes before the words.
+``.../plugin/plugin.go``), so the ``npd`` line is at most 80 bytes with the codes before the words.
 Slurm runs ``HealthCheckProgram`` as root and leaves every action to it ("execute scontrol update
 NodeName=foo State=drain Reason=..." to drain, https://slurm.schedmd.com/slurm.conf.html); the ``slurm``
 line is meant to be that Reason, prefixed ``cudadoctor:`` the way NHC prefixes its own (README shows the
@@ -113,12 +113,12 @@ def _words(verdict: NodeVerdict) -> str:
 
 def reason_line(verdict: NodeVerdict, limit: int | None = None) -> str:
     """``cudadoctor: FAIL CD151,CD153: the driver asks for recovery: …`` — the codes before the words, so
-    a cut keeps them."""
+    a cut keeps them; ``limit`` counts UTF-8 bytes."""
     label = {"ok": "OK", "problem": "FAIL", "unknown": "UNKNOWN"}[verdict.status]
     codes = ",".join(verdict.codes)
     line = f"cudadoctor: {label}{' ' + codes if codes else ''}: {_words(verdict)}"
-    if limit is not None and len(line) > limit:
-        line = line[: limit - 1] + "…"
+    if limit is not None and len(line.encode()) > limit:  # node-problem-detector cuts bytes, not characters
+        line = line.encode()[: limit - 3].decode("utf-8", "ignore") + "..."
     return line
 
 
@@ -128,7 +128,7 @@ def render_slurm(report: Report, options: RenderOptions) -> str:
 
 
 def render_npd(report: Report, options: RenderOptions) -> str:
-    """One line of at most 80 characters for a node-problem-detector custom plugin."""
+    """One line of at most 80 bytes for a node-problem-detector custom plugin."""
     return reason_line(node_verdict(report), NPD_MAX) + "\n"
 
 

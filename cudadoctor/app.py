@@ -53,6 +53,8 @@ class FactSource:
     deep_timeout: float | None = None  #: ``--deep``: seconds per child; None: no runtime probes
     nccl: bool = False
     health: bool = True  #: ask NVML for hardware health (``--no-health``: skip it and the CD15x-CD19x checks)
+    dcgm_level: int | None = None  #: ``--dcgm-diag``: run ``dcgmi diag -r LEVEL``; None: never
+    dcgm_timeout: float | None = None  #: ``--dcgm-timeout``; None: the level's default
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,26 @@ def _validate(source: FactSource) -> None:
         raise UsageError("--nccl is part of the runtime checks: use it with --deep")
     if source.deep_timeout is not None and (source.root is not None or source.from_file is not None):
         raise UsageError("--deep runs code on this machine: it cannot be combined with --root or --from")
+    _validate_dcgm(source)
+
+
+def _validate_dcgm(source: FactSource) -> None:
+    if source.dcgm_level is None:
+        if source.dcgm_timeout is not None:
+            raise UsageError("--dcgm-timeout applies to --dcgm-diag: give both")
+        return
+    from cudadoctor.probes.dcgm import DCGM_LEVELS  # only when asked: check's default path imports nothing new
+
+    if source.dcgm_level not in DCGM_LEVELS:
+        raise UsageError(
+            f"--dcgm-diag {source.dcgm_level}: give 1 or 2 (levels 3 and 4 run 15 minutes and more: run dcgmi yourself)"
+        )
+    if source.root is not None or source.from_file is not None:
+        raise UsageError("--dcgm-diag tests this machine's GPUs: it cannot be combined with --root or --from")
+    if not source.health:
+        raise UsageError("--dcgm-diag is a GPU health check: it cannot be combined with --no-health")
+    if source.dcgm_timeout is not None and not 0 < source.dcgm_timeout < float("inf"):
+        raise UsageError("--dcgm-timeout must be a positive number of seconds")
 
 
 def read_snapshot(path: str) -> Facts:
@@ -121,6 +143,11 @@ def _probed(source: FactSource, warn: Callable[[str], None]) -> Facts:
 
     ctx = _context(source, warn)
     facts = collect_facts(ctx)
+    if source.dcgm_level is not None:
+        from cudadoctor.probes.dcgm import probe_dcgm_diag
+
+        warn(f"running dcgmi diag -r {source.dcgm_level}…")
+        facts = replace(facts, dcgm=probe_dcgm_diag(ctx, source.dcgm_level, source.dcgm_timeout))
     if source.deep_timeout is None:
         return facts
     from cudadoctor.probes.runtime import probe_nccl_smoke, probe_runtime, visible_gpus
@@ -196,10 +223,12 @@ def run_check(request: CheckRequest, warn: Callable[[str], None]) -> Report:
     matrix = CompatMatrix()
     findings = tuple(run_checks(facts, matrix, select=codes, requirements=request.require))
     code = exit_code(findings, request.fail_on, fail_on_unknown=request.fail_on_unknown)
-    return build_report(facts, findings, matrix, exit_code=code)
+    return build_report(facts, findings, matrix, exit_code=code, fail_on=request.fail_on)
 
 
-def build_report(facts: Facts, findings: Sequence[Finding], matrix: CompatMatrix, *, exit_code: int = 0) -> Report:
+def build_report(
+    facts: Facts, findings: Sequence[Finding], matrix: CompatMatrix, *, exit_code: int = 0, fail_on: str = "error"
+) -> Report:
     """The report of a run: the data dates are those of the data shipped (and of ``cudadoctor update``),
     whichever checks were selected."""
     index = matrix.index_data
@@ -209,6 +238,7 @@ def build_report(facts: Facts, findings: Sequence[Finding], matrix: CompatMatrix
         exit_code=exit_code,
         compat_data_as_of=matrix.curated_as_of,
         index_data_as_of=index.updated if index is not None else None,
+        fail_on=fail_on,
     )
 
 

@@ -141,7 +141,8 @@ def check(
             "--format",
             "-f",
             help="text for people; json for tools (all facts with sources); github for workflow annotations; "
-            "markdown for a bug report or PR comment.",
+            "markdown for a bug report or PR comment; slurm, npd (one line) and health-json for schedulers: the "
+            "node's GPU health verdict, exit 0 ok, 1 problem, 2 could not judge.",
         ),
     ] = Format.TEXT,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every fact and where it was read.")] = False,
@@ -225,6 +226,24 @@ def check(
             "PCIe, NVLink, NCCL host prerequisites).",
         ),
     ] = False,
+    dcgm_diag: Annotated[
+        int | None,
+        typer.Option(
+            "--dcgm-diag",
+            metavar="LEVEL",
+            help="Also run NVIDIA DCGM's active diagnostic, dcgmi diag -r LEVEL (1: seconds of software checks; "
+            "2: adds memory and PCIe tests, about two minutes), through the running nv-hostengine, and report its "
+            "verdict as CD167. Never run unless given.",
+        ),
+    ] = None,
+    dcgm_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--dcgm-timeout",
+            metavar="SECONDS",
+            help="Time allowed to dcgmi diag (default 90 s for level 1, 300 s for level 2).",
+        ),
+    ] = None,
 ) -> int:
     """Examine this machine (or an image root, or a snapshot) and judge whether its CUDA stack fits together.
 
@@ -240,7 +259,7 @@ def check(
             python=python, assume_driver=assume_driver, assume_gpu=_tuple(assume_gpu), no_redact=no_redact,
             select=_tuple(select), ignore=_tuple(ignore), require=_tuple(require), fail_on=fail_on, strict=strict,
             fail_on_unknown=fail_on_unknown, output=output, deep=deep, timeout=timeout, nccl=nccl,
-            no_health=no_health,
+            no_health=no_health, dcgm_diag=dcgm_diag, dcgm_timeout=dcgm_timeout,
         )
     )  # fmt: skip
 
@@ -281,6 +300,40 @@ def snapshot(
         return
     write_text(output, text)
     print(f"cudadoctor: wrote {output}", file=sys.stderr)
+
+
+class UsageFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+
+
+@app.command()
+@_guarded
+def usage(
+    sample: Annotated[
+        float,
+        typer.Option(
+            "--sample",
+            metavar="SECONDS",
+            help="Measure GPM's SM activity and occupancy over this window (Hopper and newer); 0 reads only the "
+            "driver's sample buffer.",
+        ),
+    ] = 1.0,
+    output_format: Annotated[UsageFormat, typer.Option("--format", "-f", help="text or json.")] = UsageFormat.TEXT,
+) -> int:
+    """Show how busy each GPU really is: utilization.gpu next to SM activity, and memory held by idle processes.
+
+    utilization.gpu counts the time any kernel runs, even one that fills a single SM; this view puts the
+    driver's last ~14 s of it next to GPM's SM activity (Hopper and newer) and each process's memory and
+    activity, and says what one look can and cannot tell. Exit status: 0 shown, 2 usage error, 3 NVML did
+    not answer.
+    """
+    from cudadoctor.probes.nvml_health import RealHealthSource
+    from cudadoctor.usage import usage_command
+
+    text, code = usage_command(RealHealthSource(), sample, output_format.value)
+    sys.stdout.write(text)
+    return code
 
 
 class SuggestFormat(str, enum.Enum):

@@ -48,6 +48,8 @@ class CheckOptions:
     timeout: float = 30.0
     nccl: bool = False
     no_health: bool = False
+    dcgm_diag: int | None = None
+    dcgm_timeout: float | None = None
 
 
 def err(message: str) -> None:
@@ -139,6 +141,7 @@ def check_command(o: CheckOptions) -> int:
         assume_driver=o.assume_driver, assume_gpus=tuple(o.assume_gpu or ()),
         redact_home=not o.no_redact or o.output_format is Format.MARKDOWN,
         deep_timeout=o.timeout if o.deep else None, nccl=o.nccl, health=not o.no_health,
+        dcgm_level=o.dcgm_diag, dcgm_timeout=o.dcgm_timeout,
     )  # fmt: skip
     request = CheckRequest(
         source=source,
@@ -159,4 +162,15 @@ def check_command(o: CheckOptions) -> int:
         print(f"cudadoctor: wrote the {fmt.value} report to {o.output}", file=sys.stderr)
     else:
         sys.stdout.write(render_report(report, fmt, verbose=o.verbose, to_terminal=True, snapshot=snapshot))
-    return report.exit_code
+    return _exit_code(report, fmt)
+
+
+def _exit_code(report: Report, fmt: Format) -> int:
+    """The report's exit code; for a scheduler format, the node's verdict (0 ok, 1 problem, 2 unknown)."""
+    from cudadoctor.report import SCHEDULER_FORMATS
+
+    if fmt not in SCHEDULER_FORMATS:
+        return report.exit_code
+    from cudadoctor.report.scheduler import node_verdict
+
+    return node_verdict(report).exit_code

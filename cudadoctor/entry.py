@@ -24,7 +24,7 @@ _FLAGS = {
     "--fail-on-unknown": "fail_on_unknown",
     "--no-redact": "no_redact",
 }
-_FORMATS = ("text", "json", "github", "markdown")
+_FORMATS = ("text", "json", "github", "markdown", "slurm", "npd", "health-json")
 
 
 def fast_check_options(argv: Sequence[str]) -> CheckOptions | None:

@@ -22,6 +22,9 @@ FAST_FORMS = [
     ["check", "--format", "markdown", "--no-health"],
     ["check", "--format=github", "-v"],
     ["check", "-f", "json", "-f", "text"],
+    ["check", "-f", "slurm"],
+    ["check", "--format", "npd", "--strict"],
+    ["check", "--format=health-json"],
 ]
 
 

@@ -266,6 +266,7 @@ HEALTHY_IMAGE_SKIPS = {
     # GPU health is examined only on the machine itself
     "CD150", "CD151", "CD152", "CD153", "CD154", "CD155", "CD156", "CD157", "CD158", "CD159", "CD160",
     "CD161", "CD162", "CD163", "CD164", "CD165", "CD166",
+    "CD167",  # DCGM's diagnostic runs only with --dcgm-diag
 }
 
 #: The checks that could not judge it: their data does not cover this release.

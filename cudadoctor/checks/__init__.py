@@ -27,6 +27,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     branches,
     container,
     cpu_builds,
+    dcgm,
     driver,
     extensions,
     health,

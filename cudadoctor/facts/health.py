@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["GpuHealth", "HealthInfo", "HostHealth", "UtilSample", "XidEvent"]
+__all__ = [
+    "DcgmDiag",
+    "DcgmEntityResult",
+    "DcgmTest",
+    "GpuHealth",
+    "HealthInfo",
+    "HostHealth",
+    "UtilSample",
+    "XidEvent",
+]
 
 
 @dataclass(frozen=True)
@@ -120,3 +129,38 @@ class HealthInfo:
     gpus: tuple[GpuHealth, ...] = ()
     host: HostHealth = field(default_factory=HostHealth)
     query_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class DcgmEntityResult:
+    """One entity's result of one DCGM diagnostic test, as ``dcgmi diag -j`` reported it."""
+
+    entity: str  #: ``GPU 0`` (DCGM's entity group and id)
+    status: str  #: DCGM's word: ``Pass``, ``Fail``, ``Warn``, ``Skip``
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DcgmTest:
+    """One test of a DCGM diagnostic run (``software``, ``memory``, ``pcie`` …)."""
+
+    category: str  #: ``Deployment``, ``Hardware``, ``Integration`` …
+    name: str
+    status: str  #: the test's summary status (DCGM 4), else the worst of its results (DCGM 3)
+    results: tuple[DcgmEntityResult, ...] = ()
+    info: tuple[str, ...] = ()  #: the test summary's info lines
+
+
+@dataclass(frozen=True)
+class DcgmDiag:
+    """What ``dcgmi diag -r LEVEL -j`` answered, when ``check --dcgm-diag LEVEL`` asked for it."""
+
+    level: int
+    command: str  #: the command line run
+    #: why there is no result: dcgmi missing, no host engine, timed out, not JSON, DCGM's runtime_error
+    error: str | None = None
+    returncode: int | None = None
+    seconds: float | None = None
+    dcgm_version: str | None = None  #: ``metadata.version``
+    driver_version: str | None = None  #: ``Driver Version Detected``
+    tests: tuple[DcgmTest, ...] = ()

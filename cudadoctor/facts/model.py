@@ -24,7 +24,16 @@ from typing import Any
 
 from packaging.version import Version
 
-from cudadoctor.facts.health import GpuHealth, HealthInfo, HostHealth, UtilSample, XidEvent
+from cudadoctor.facts.health import (
+    DcgmDiag,
+    DcgmEntityResult,
+    DcgmTest,
+    GpuHealth,
+    HealthInfo,
+    HostHealth,
+    UtilSample,
+    XidEvent,
+)
 
 # The runtime facts of `check --deep` live in their own module; imported here so the codec resolves
 # their annotations in this namespace, and re-exported as part of the model.
@@ -41,6 +50,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "ContainerInfo",
     "CudaWheels",
+    "DcgmDiag",
+    "DcgmEntityResult",
+    "DcgmTest",
     "DriverApiResult",
     "DriverInfo",
     "DriverReading",
@@ -654,6 +666,16 @@ class Facts:
             "runtime probes not run (use --deep)",
             "RuntimeInfo or null",
             "what child processes saw at run time (`check --deep`); null when not run",
+        ),
+        default=None,
+    )
+    dcgm: DcgmDiag | None = fact(
+        FactSpec(
+            None,
+            "health",
+            "DCGM's diagnostic was not run (check --dcgm-diag 1 runs it)",
+            "DcgmDiag or null",
+            "what `dcgmi diag -r LEVEL -j` answered (`check --dcgm-diag LEVEL`); null when not asked",
         ),
         default=None,
     )

@@ -106,6 +106,8 @@ def _plain(value: Any) -> Any:
         return value.decode("utf-8", "replace")
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (ctypes.Structure, ctypes.Union)):
         return {name: _plain(getattr(value, name)) for name, *_ in value._fields_}
     if isinstance(value, ctypes.Array):
@@ -149,12 +151,14 @@ def query_health(utilization: bool = False, sample_seconds: float = 0.0) -> Reco
     _call(pynvml, out, "driver_version", pynvml.nvmlSystemGetDriverVersion)
     _call(pynvml, out, "nvml_version", pynvml.nvmlSystemGetNVMLVersion)
     count = _call(pynvml, out, "count", pynvml.nvmlDeviceGetCount) or 0
-    out["devices"] = [_device(pynvml, i, utilization, sample_seconds) for i in range(int(count))]
+    out["devices"] = [_device(pynvml, i, utilization) for i in range(int(count))]
+    if utilization and sample_seconds > 0:
+        _gpm_window(pynvml, out["devices"], sample_seconds)
     out["elapsed_ms"] = round((time.perf_counter() - start) * 1000, 2)
     return out
 
 
-def _device(nv: Any, index: int, utilization: bool, sample_seconds: float) -> Record:
+def _device(nv: Any, index: int, utilization: bool) -> Record:
     out: Record = {"index": index}
     handle = _call(nv, out, "handle", lambda: nv.nvmlDeviceGetHandleByIndex(index))
     if handle is None and "e" in out["handle"]:
@@ -165,7 +169,7 @@ def _device(nv: Any, index: int, utilization: bool, sample_seconds: float) -> Re
     _memory_health(nv, h, out)
     _clocks_and_links(nv, h, out)
     if utilization:
-        _utilization(nv, h, out, sample_seconds)
+        _utilization(nv, h, out)
     return out
 
 
@@ -246,26 +250,64 @@ def _clocks_and_links(nv: Any, h: Any, out: Record) -> None:
     _call(nv, out, "fabric", fabric)
 
 
-def _utilization(nv: Any, h: Any, out: Record, sample_seconds: float) -> None:
-    """The driver's utilization ring buffer and, over a window, GPM SM activity (Hopper and newer)."""
+def _utilization(nv: Any, h: Any, out: Record) -> None:
+    """The driver's utilization ring buffer, per process too, and whether GPM metrics exist (Hopper and newer)."""
 
     def samples() -> list[list[int]]:
         # NVML_GPU_UTILIZATION_SAMPLES = 1; the values are unsigned ints (percent), timestamps in µs.
         _kind, rows = nv.nvmlDeviceGetSamples(h, 1, 0)
         return [[int(r.timeStamp), int(r.sampleValue.uiVal)] for r in rows]
 
+    def process_samples() -> list[list[int]]:
+        # nvmlDeviceGetProcessUtilization(h, 0): every sample the driver still holds, per process.
+        rows = nv.nvmlDeviceGetProcessUtilization(h, 0)
+        return [[int(r.pid), int(r.timeStamp), int(r.smUtil), int(r.memUtil)] for r in rows]
+
+    def process_names() -> dict[str, str]:
+        names: dict[str, str] = {}
+        for proc in nv.nvmlDeviceGetComputeRunningProcesses(h):
+            try:
+                names[str(proc.pid)] = _plain(nv.nvmlSystemGetProcessName(proc.pid))
+            except nv.NVMLError:  # a process of another PID namespace, or one that just ended
+                continue
+        return names
+
     _call(nv, out, "samples_gpu", samples)
+    _call(nv, out, "process_samples", process_samples)
+    _call(nv, out, "process_names", process_names)
+    _call(nv, out, "memory_total_bytes", lambda: nv.nvmlDeviceGetMemoryInfo(h).total)
     _call(nv, out, "gpm_supported", lambda: nv.nvmlGpmQueryDeviceSupport(h).isSupportedDevice)
-    if sample_seconds <= 0 or not out["gpm_supported"].get("v"):
+
+
+def _gpm_window(nv: Any, devices: list[Record], seconds: float) -> None:
+    """GPM metrics of every GPU that has them, over one shared window of ``seconds`` (not one per GPU)."""
+    taken: list[tuple[Record, Any, Any]] = []
+    for device in devices:
+        if not (device.get("gpm_supported") or {}).get("v"):
+            continue
+        try:
+            handle = nv.nvmlDeviceGetHandleByIndex(device["index"])
+            first = nv.nvmlGpmSampleAlloc()
+        except nv.NVMLError as exc:
+            device["gpm"] = {"e": str(exc), "c": int(getattr(exc, "value", -1))}
+            continue
+        try:
+            nv.nvmlGpmSampleGet(handle, first)
+        except nv.NVMLError as exc:
+            nv.nvmlGpmSampleFree(first)
+            device["gpm"] = {"e": str(exc), "c": int(getattr(exc, "value", -1))}
+            continue
+        taken.append((device, handle, first))
+    if not taken:
         return
-    _call(nv, out, "gpm", lambda: _gpm(nv, h, sample_seconds))
+    time.sleep(seconds)
+    for device, handle, first in taken:
+        _call(nv, device, "gpm", functools.partial(_gpm_metrics, nv, handle, first, seconds))
 
 
-def _gpm(nv: Any, h: Any, seconds: float) -> dict[str, Any]:
-    first, second = nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc()
+def _gpm_metrics(nv: Any, h: Any, first: Any, seconds: float) -> dict[str, Any]:
+    second = nv.nvmlGpmSampleAlloc()
     try:
-        nv.nvmlGpmSampleGet(h, first)
-        time.sleep(seconds)
         nv.nvmlGpmSampleGet(h, second)
         request = nv.c_nvmlGpmMetricsGet_t()
         request.version = nv.NVML_GPM_METRICS_GET_VERSION

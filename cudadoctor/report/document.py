@@ -58,6 +58,8 @@ class Report:
     compat_data_as_of: datetime.date | None = None
     #: when ``cudadoctor update`` last read the package index; None when it never did
     index_data_as_of: datetime.date | None = None
+    #: the ``--fail-on`` level the exit code was computed at (the scheduler formats judge at it too)
+    fail_on: str = "error"
 
     @property
     def counts(self) -> Counts:

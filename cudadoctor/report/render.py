@@ -40,11 +40,32 @@ def _markdown(report: Report, options: RenderOptions) -> str:
     return render_markdown(report, options)
 
 
+def _slurm(report: Report, options: RenderOptions) -> str:
+    from cudadoctor.report.scheduler import render_slurm
+
+    return render_slurm(report, options)
+
+
+def _npd(report: Report, options: RenderOptions) -> str:
+    from cudadoctor.report.scheduler import render_npd
+
+    return render_npd(report, options)
+
+
+def _health_json(report: Report, options: RenderOptions) -> str:
+    from cudadoctor.report.scheduler import render_health_json
+
+    return render_health_json(report, options)
+
+
 RENDERERS: dict[Format, Renderer] = {
     Format.TEXT: _text,
     Format.JSON: _json,
     Format.GITHUB: _github,
     Format.MARKDOWN: _markdown,
+    Format.SLURM: _slurm,
+    Format.NPD: _npd,
+    Format.HEALTH_JSON: _health_json,
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 
 from packaging.version import InvalidVersion, Version
 
@@ -258,13 +259,24 @@ def _sibling_loads_first(need: NeededLibrary, matrix: CompatMatrix) -> bool:
 def _loader_problems(
     loader: LoaderView | None, matrix: CompatMatrix | None = None
 ) -> tuple[list[str], dict[str, str], list[str]]:
+    def judge(need: NeededLibrary) -> str | None:
+        if matrix is not None and _sibling_loads_first(need, matrix):
+            return None
+        return _older_than_wheel(need)
+
+    return _needs_judged(loader, judge)
+
+
+def _needs_judged(
+    loader: LoaderView | None, judge: Callable[[NeededLibrary], str | None]
+) -> tuple[list[str], dict[str, str], list[str]]:
+    """(problems, evidence, the LD_LIBRARY_PATH / LD_PRELOAD directories they load from) of every need
+    ``judge`` finds a problem with."""
     problems: list[str] = []
     evidence: dict[str, str] = {}
     dirs: list[str] = []
     for need in loader.needs if loader else ():
-        if matrix is not None and _sibling_loads_first(need, matrix):
-            continue
-        text = _older_than_wheel(need)
+        text = judge(need)
         if text and need.loaded is not None:
             problems.append(text)
             evidence[f"{need.package}: {need.soname}"] = f"{need.loaded.path} ({need.loaded.via})"
@@ -354,17 +366,8 @@ def _older_than_bundled(need: NeededLibrary, torch: InstalledPackage | None, mat
 def _bundled_problems(
     loader: LoaderView | None, packages: dict[str, InstalledPackage], matrix: CompatMatrix
 ) -> tuple[list[str], dict[str, str], list[str]]:
-    problems: list[str] = []
-    evidence: dict[str, str] = {}
-    dirs: list[str] = []
-    for need in loader.needs if loader else ():
-        text = _older_than_bundled(need, packages.get("torch"), matrix)
-        if text and need.loaded is not None:
-            problems.append(text)
-            evidence[f"{need.package}: {need.soname}"] = f"{need.loaded.path} ({need.loaded.via})"
-            if need.loaded.via in ("LD_LIBRARY_PATH", "LD_PRELOAD"):
-                dirs.append(posixpath.dirname(need.loaded.path))
-    return problems, evidence, dirs
+    torch = packages.get("torch")
+    return _needs_judged(loader, lambda need: _older_than_bundled(need, torch, matrix))
 
 
 _EXACT_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_.-]*)\s*\(?\s*==\s*([0-9][^\s;,)]*)")

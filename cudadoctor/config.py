@@ -16,11 +16,6 @@ from typing import Any
 from cudadoctor.errors import UsageError
 from cudadoctor.fileread import read_file
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 only
-    import tomli as tomllib
-
 __all__ = ["FAIL_ON", "Settings", "find_settings", "parse_settings"]
 
 FAIL_ON = ("error", "warning", "never")
@@ -67,6 +62,10 @@ _MAX_SETTINGS_BYTES = 1 << 20
 
 def _load(path: str) -> dict[str, Any]:
     """The TOML document at ``path``; UsageError (one line) when it cannot be read or parsed."""
+    if sys.version_info >= (3, 11):  # imported here: most runs find no settings file to parse
+        import tomllib
+    else:  # pragma: no cover - Python 3.10 only
+        import tomli as tomllib
     try:
         data = read_file(path, _MAX_SETTINGS_BYTES + 1)
     except OSError as exc:

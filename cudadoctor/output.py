@@ -14,7 +14,6 @@ import errno
 import os
 import stat
 import sys
-import tempfile
 
 from cudadoctor.errors import UsageError
 
@@ -39,6 +38,8 @@ def _write_through(path: str, text: str) -> None:
 
 
 def _replace_atomically(path: str, text: str) -> None:
+    import tempfile  # here: every run flushes stdout through this module, few write a file
+
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".cudadoctor-", suffix=".tmp", dir=directory)
     try:

@@ -283,3 +283,45 @@ def test_the_dockerfile_starts_from_the_image_the_text_shows_first():
         first_image = text.split("  images:\n")[1].split()[0]
         assert f"FROM {first_image}\n" in docker
         assert "-slim" not in docker
+
+
+# --- 6. the user's index ----------------------------------------------------------------------------------------
+
+
+def test_the_users_index_is_found_where_pip_and_uv_read_it(tmp_path):
+    from cudadoctor.planning import user_index
+
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = https://user:token@mirror.example/simple\n")
+    assert user_index({"PIP_CONFIG_FILE": str(conf)}) == (
+        "https://****@mirror.example/simple",
+        f"{conf} [global] index-url",
+    )
+    env = {"PIP_CONFIG_FILE": "/dev/null", "PIP_INDEX_URL": "https://pip.example/simple"}
+    assert user_index(env) == ("https://pip.example/simple", "PIP_INDEX_URL")
+    assert user_index({"PIP_CONFIG_FILE": "/dev/null", "UV_INDEX_URL": "https://uv.example/simple"}) == (
+        "https://uv.example/simple",
+        "UV_INDEX_URL",
+    )
+    assert user_index({"PIP_CONFIG_FILE": "/dev/null"}) is None  # PyPI: nothing to say
+
+
+def test_plans_keep_the_users_index_for_pypi_and_say_when_pytorchs_own_is_needed():
+    c = replace(_c("550.54.14", ("RTX 4090", "8.9")), user_index=("https://mirror.example/simple", "PIP_INDEX_URL"))
+    s = suggest_torch(M, c, "torch==2.13.0", limit=10)
+    index = next(p for p in s.plans if p.index_url is not None)
+    assert "--index-url https://download.pytorch.org/whl/" in index.commands[0]
+    assert any(
+        cav.startswith("--index-url replaces the index pip is configured with (https://mirror.example/simple, PIP_")
+        for cav in index.caveats
+    )
+    on_580 = replace(c, driver=DriverVersion("580.95.05"), driver_cuda=Version("13.0"))
+    pypi = next(p for p in suggest_torch(M, on_580, "torch==2.13.0", limit=10).plans if p.index_url is None)
+    assert "--index-url" not in pypi.commands[0]  # pip reads its own configuration: the mirror
+    assert any("installs from the index pip is configured with (https://mirror.example/simple" in w for w in pypi.why)
+
+
+def test_uvs_index_is_named_as_uvs_not_pips():
+    c = replace(_c("580.95.05", ("H100", "9.0")), user_index=("https://uv.example/simple", "UV_INDEX_URL"))
+    pypi = next(p for p in suggest_torch(M, c, "torch==2.13.0", limit=10).plans if p.index_url is None)
+    assert any("the index uv is configured with (https://uv.example/simple, UV_INDEX_URL)" in w for w in pypi.why)

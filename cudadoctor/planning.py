@@ -341,6 +341,16 @@ def matrix_plan(target: str, flags: HostFlags) -> tuple[FitMatrix, Constraints]:
 def without_cuda(name: str, c: Constraints, requirement: str) -> Suggestion:
     """Nothing to plan: ``name``'s wheels in compat data are CUDA builds, and this machine has no CUDA GPU."""
     machine = c.accelerator or "cpu"
+    if machine == "jetson":  # CUDA, but JetPack's: PyPI's CUDA wheels are server (x86_64, SBSA) builds
+        reason = Exclusion(name, "platform", "Jetson (CUDA from JetPack)", "a JetPack build (none in data)")
+        advice = (f"{name}'s wheels in compat data are server CUDA builds, not JetPack builds; {JETSON_BUILDS}",)
+        return Suggestion(name, requirement, (), (reason,), advice)
     reason = Exclusion(name, "accelerator", f"no CUDA GPU ({machine})", "an NVIDIA GPU (its wheels are CUDA builds)")
-    advice = (f"{name}'s wheels in compat data are CUDA builds; this machine computes with {machine}",)
+    advice = (f"{name}'s wheels in compat data are CUDA builds; this machine has {_MACHINES.get(machine, machine)}",)
     return Suggestion(name, requirement, (), (reason,), advice)
+
+
+#: what a machine without a CUDA GPU computes with, in words
+_MACHINES = {"cpu": "no GPU", "rocm": "an AMD GPU (ROCm)", "mps": "an Apple GPU (MPS)", "xpu": "an Intel GPU (XPU)"}
+#: where Jetson builds come from: NVIDIA's Jetson software page lists the frameworks built per JetPack
+JETSON_BUILDS = "NVIDIA builds frameworks per JetPack release: https://developer.nvidia.com/embedded/jetpack"

@@ -325,3 +325,10 @@ def test_uvs_index_is_named_as_uvs_not_pips():
     c = replace(_c("580.95.05", ("H100", "9.0")), user_index=("https://uv.example/simple", "UV_INDEX_URL"))
     pypi = next(p for p in suggest_torch(M, c, "torch==2.13.0", limit=10).plans if p.index_url is None)
     assert any("the index uv is configured with (https://uv.example/simple, UV_INDEX_URL)" in w for w in pypi.why)
+
+
+def test_vllm_on_a_jetson_is_refused_as_a_jetson_not_as_a_machine_without_cuda():
+    result = _run("vllm", "--gpu", "Jetson AGX Orin", "--platform", "linux-aarch64", "--python", "3.10")
+    assert result.exit_code == 1
+    assert "why: vllm: platform: Jetson (CUDA from JetPack)" in result.stdout
+    assert "not JetPack builds" in result.stdout and "no CUDA GPU" not in result.stdout

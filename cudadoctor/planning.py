@@ -116,6 +116,7 @@ _OTHER_GPUS = (
     (re.compile(r"(amd\s+)?(instinct\s+)?mi\d{2,3}\w*|(amd\s+)?radeon\b.*", re.IGNORECASE), "rocm"),
     (re.compile(r"(intel\s+)?(arc\b.*|data\s+center\s+gpu\s+max.*)", re.IGNORECASE), "xpu"),
     (re.compile(r"(apple\s+)?m[1-9](\s+(pro|max|ultra))?", re.IGNORECASE), "mps"),
+    (re.compile(r"none|cpu", re.IGNORECASE), "cpu"),  # --gpu none: a machine without a GPU
 )
 
 
@@ -245,9 +246,12 @@ def constraints_for(
     py = _version("--python", flags.python, "3.12") if flags.python is not None else None
     if py is None and facts is not None and facts.python is not None:
         py = facts.python.version
-    platform = flags.platform or platform_of(facts)
+    accelerator = accelerator_of(facts, gpus, flags)
+    platform = flags.platform or ("macos-arm64" if accelerator == "mps" else platform_of(facts))
     if platform not in PLATFORMS:
         raise UsageError(f"--platform {platform!r}: expected one of {', '.join(PLATFORMS)}")
+    if accelerator is None and platform == "macos-arm64":  # macOS wheels have no CUDA: an Apple Silicon Mac
+        accelerator = "mps"
     origins = _origins(flags, facts, driver, gpus)
     if assumption:
         origins["driver"] = f"--driver {flags.driver} ({assumption})"
@@ -267,7 +271,7 @@ def constraints_for(
         origins=origins,
         # only a probed host's own cuda-compat libcuda counts; a described one has none
         forward_compat=forward_compat(probed_driver) if probed_driver is not None else None,
-        accelerator=accelerator_of(facts, gpus, flags),
+        accelerator=accelerator,
         rocm=host.rocm_version if host is not None else None,
         jetson_l4t=host.jetson_l4t if host is not None else None,
         installed_ecosystem=_ecosystem(facts),

@@ -332,3 +332,26 @@ def test_vllm_on_a_jetson_is_refused_as_a_jetson_not_as_a_machine_without_cuda()
     assert result.exit_code == 1
     assert "why: vllm: platform: Jetson (CUDA from JetPack)" in result.stdout
     assert "not JetPack builds" in result.stdout and "no CUDA GPU" not in result.stdout
+
+
+# --- 1 (by flags). a machine without an NVIDIA GPU, described on the command line ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "machine", "index"),
+    [
+        (
+            ("--gpu", "none"),
+            "no GPU (CPU only); Python 3.12; linux-x86_64",
+            "--index-url https://download.pytorch.org/whl/cpu",
+        ),
+        (("--gpu", "Apple M2"), "Apple Silicon GPU (MPS); Python 3.12; macos-arm64", "through MPS"),
+        (("--platform", "macos-arm64"), "Apple Silicon GPU (MPS); Python 3.12; macos-arm64", "through MPS"),
+    ],
+)
+def test_a_machine_without_cuda_can_be_described_by_flags(flags, machine, index):
+    result = _run("torch", *flags, "--python", "3.12")
+    assert result.exit_code == 0, result.stdout
+    assert f"for: driver unknown; {machine}" in result.stdout
+    top = result.stdout.split("Plan 2:")[0]
+    assert index in top and "CUDA" not in top.split("install:")[1]

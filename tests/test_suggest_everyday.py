@@ -355,3 +355,42 @@ def test_a_machine_without_cuda_can_be_described_by_flags(flags, machine, index)
     assert f"for: driver unknown; {machine}" in result.stdout
     top = result.stdout.split("Plan 2:")[0]
     assert index in top and "CUDA" not in top.split("install:")[1]
+
+
+# --- 4 (all machines). every upgrade hint is what a real run under its assumption plans ---------------------
+
+
+def _everyday():
+    from tests.everyday_machines import MACHINES, host_flags
+
+    return [(name, host_flags(flags)) for name, flags in MACHINES]
+
+
+@pytest.mark.parametrize("target", ["torch", "vllm", "jax"])
+def test_every_hint_on_the_everyday_machines_is_what_suggest_plans_under_it_and_unlocks_it(target):
+    from cudadoctor.planning import plan
+
+    hints = 0
+    for name, flags in _everyday():
+        s, _c0 = plan(target, flags)
+        for hint in s.upgrades:
+            change = {"driver": hint.value} if hint.change == "driver" else {"python": hint.value}
+            assumed = replace(flags, **change)
+            there, _c1 = plan(target, assumed)
+            assert there.plans, f"{name}: {hint.text} plans nothing"
+            top = there.plans[0]
+            assert (top.packages, top.variant) == (hint.plan.packages, hint.plan.variant), f"{name}: {hint.text}"
+            if hint.change == "driver":
+                assert branch_status(M, DriverVersion(hint.value).major).is_ok, f"{name}: {hint.text}"
+            # an unlock: the release is not planned on the machine as it is (not merely ranked lower there)
+            assert not plan(f"{target}=={top.packages[0][1]}", flags)[0].plans, f"{name}: {hint.text}"
+            hints += 1
+    assert hints  # the machines have upgrade paths to check
+
+
+def test_no_python_hint_for_a_release_this_python_already_gets():
+    """H200 on 580, Python 3.12: torch 2.15.0 has 3.12 wheels and is planned (below 2.14.1, whose GPU list is
+    verified); 'Python 3.15 -> torch 2.15.0' would promise what is already there."""
+    s = with_upgrades(M, _c("580.95.05", ("H200", "9.0")), suggest_torch)
+    assert not [u for u in s.upgrades if u.plan.packages[0][1] == "2.15.0"]
+    assert suggest_torch(M, _c("580.95.05", ("H200", "9.0")), "torch==2.15.0").plans

@@ -125,6 +125,20 @@ def other_accelerator(spec: str) -> str | None:
     return next((kind for pattern, kind in _OTHER_GPUS if pattern.fullmatch(spec.strip())), None)
 
 
+#: JetPack 7 (Jetson Linux 38, Jetson Thor, compute capability 11.0) is aligned with SBSA and installs the same
+#: CUDA 13 as Arm servers (https://developer.nvidia.com/embedded/jetpack/downloads/archive-7.1, "Notes"): a Thor
+#: runs PyTorch's Linux aarch64 (SBSA) CUDA 13 wheels, whose GPU lists carry sm_110 (compat/torch.toml arch_list)
+_SBSA_L4T = ("R38",)  # Jetson Linux 38: JetPack 7.0 and 7.1, Thor modules only
+
+
+def sbsa_jetson(compute_capability: str) -> bool:
+    """Whether a Jetson GPU runs the SBSA software stack (JetPack 7: Thor, 11.0) rather than L4T's own CUDA."""
+    try:
+        return Version(compute_capability) >= Version("11.0")
+    except InvalidVersion:
+        return False
+
+
 def accelerator_of(facts: Facts | None, gpus: Sequence[Gpu], flags: HostFlags) -> str | None:
     """What the machine computes with: ``cuda``, ``jetson``, ``rocm``, ``mps``, ``xpu``, ``cpu``; None: unknown.
 
@@ -135,12 +149,16 @@ def accelerator_of(facts: Facts | None, gpus: Sequence[Gpu], flags: HostFlags) -
     if others:
         return sorted(o for o in others if o)[0]
     if gpus:
-        return "jetson" if any(g.name.startswith("Jetson") for g in gpus) else "cuda"
+        return (
+            "jetson"
+            if any(g.name.startswith("Jetson") and not sbsa_jetson(g.compute_capability) for g in gpus)
+            else "cuda"
+        )
     if flags.driver is not None or facts is None:
         return "cuda" if flags.driver is not None else None
     host = facts.host
     if host.jetson_l4t:
-        return "jetson"
+        return "cuda" if host.jetson_l4t.startswith(_SBSA_L4T) else "jetson"
     if facts.driver is not None or facts.gpus:
         return "cuda"
     if host.rocm_version is not None or host.amdgpu_driver:

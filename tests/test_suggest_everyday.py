@@ -394,3 +394,18 @@ def test_no_python_hint_for_a_release_this_python_already_gets():
     s = with_upgrades(M, _c("580.95.05", ("H200", "9.0")), suggest_torch)
     assert not [u for u in s.upgrades if u.plan.packages[0][1] == "2.15.0"]
     assert suggest_torch(M, _c("580.95.05", ("H200", "9.0")), "torch==2.15.0").plans
+
+
+def test_a_jetson_thor_on_jetpack_7_gets_the_sbsa_cuda_13_wheels():
+    """JetPack 7 aligns Jetson Thor with SBSA and installs the Arm servers' CUDA 13 (NVIDIA's JetPack 7.1 notes);
+    PyTorch's aarch64 CUDA 13 wheels list sm_110 (Thor). An Orin (JetPack 6, L4T's own CUDA) is still refused."""
+    result = _run(
+        "torch", "--gpu", "Jetson T5000", "--driver", "580", "--platform", "linux-aarch64", "--python", "3.12"
+    )
+    assert result.exit_code == 0, result.stdout
+    top = result.stdout.split("Plan 2:")[0]
+    assert "(aarch64)" in top and "sm_110" in top and "cover Jetson T5000" in top
+    thor = _facts(HostInfo(os="Linux", arch="aarch64", jetson_l4t="R38.2.1"), gpus=())
+    orin = _facts(HostInfo(os="Linux", arch="aarch64", jetson_l4t="R36.4.3"), gpus=())
+    assert constraints_for(M, HostFlags(python="3.12"), thor).accelerator == "cuda"
+    assert constraints_for(M, HostFlags(python="3.12"), orin).accelerator == "jetson"

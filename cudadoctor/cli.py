@@ -392,7 +392,7 @@ def suggest(
             "--gpu",
             "--assume-gpu",
             metavar="NAME|CC",
-            help="Plan for this GPU ('RTX 4090', sm_89, 8.9); repeat for a fleet.",
+            help="Plan for this GPU ('RTX 4090', sm_89, 8.9; MI300X, 'Apple M2'; none: no GPU); repeat for a fleet.",
         ),
     ] = None,
     python_version: Annotated[
@@ -400,7 +400,9 @@ def suggest(
     ] = None,
     platform_name: Annotated[
         str | None,
-        typer.Option("--platform", metavar="PLATFORM", help="linux-x86_64 (default), linux-aarch64 or windows."),
+        typer.Option(
+            "--platform", metavar="PLATFORM", help="linux-x86_64 (default), linux-aarch64, windows or macos-arm64."
+        ),
     ] = None,
     cuda: Annotated[
         str | None, typer.Option("--cuda", metavar="X.Y", help="Never plan a build for a CUDA newer than this.")

@@ -116,12 +116,27 @@ _OTHER_GPUS = (
     (re.compile(r"(amd\s+)?(instinct\s+)?mi\d{2,3}\w*|(amd\s+)?radeon\b.*", re.IGNORECASE), "rocm"),
     (re.compile(r"(intel\s+)?(arc\b.*|data\s+center\s+gpu\s+max.*)", re.IGNORECASE), "xpu"),
     (re.compile(r"(apple\s+)?m[1-9](\s+(pro|max|ultra))?", re.IGNORECASE), "mps"),
+    (re.compile(r"none|cpu", re.IGNORECASE), "cpu"),  # --gpu none: a machine without a GPU
 )
 
 
 def other_accelerator(spec: str) -> str | None:
     """The accelerator of a --gpu that is not an NVIDIA GPU (``MI300X`` -> ``rocm``); None for NVIDIA's."""
     return next((kind for pattern, kind in _OTHER_GPUS if pattern.fullmatch(spec.strip())), None)
+
+
+#: JetPack 7 (Jetson Linux 38, Jetson Thor, compute capability 11.0) is aligned with SBSA and installs the same
+#: CUDA 13 as Arm servers (https://developer.nvidia.com/embedded/jetpack/downloads/archive-7.1, "Notes"): a Thor
+#: runs PyTorch's Linux aarch64 (SBSA) CUDA 13 wheels, whose GPU lists carry sm_110 (compat/torch.toml arch_list)
+_SBSA_L4T = ("R38",)  # Jetson Linux 38: JetPack 7.0 and 7.1, Thor modules only
+
+
+def sbsa_jetson(compute_capability: str) -> bool:
+    """Whether a Jetson GPU runs the SBSA software stack (JetPack 7: Thor, 11.0) rather than L4T's own CUDA."""
+    try:
+        return Version(compute_capability) >= Version("11.0")
+    except InvalidVersion:
+        return False
 
 
 def accelerator_of(facts: Facts | None, gpus: Sequence[Gpu], flags: HostFlags) -> str | None:
@@ -134,12 +149,16 @@ def accelerator_of(facts: Facts | None, gpus: Sequence[Gpu], flags: HostFlags) -
     if others:
         return sorted(o for o in others if o)[0]
     if gpus:
-        return "jetson" if any(g.name.startswith("Jetson") for g in gpus) else "cuda"
+        return (
+            "jetson"
+            if any(g.name.startswith("Jetson") and not sbsa_jetson(g.compute_capability) for g in gpus)
+            else "cuda"
+        )
     if flags.driver is not None or facts is None:
         return "cuda" if flags.driver is not None else None
     host = facts.host
     if host.jetson_l4t:
-        return "jetson"
+        return "cuda" if host.jetson_l4t.startswith(_SBSA_L4T) else "jetson"
     if facts.driver is not None or facts.gpus:
         return "cuda"
     if host.rocm_version is not None or host.amdgpu_driver:
@@ -245,9 +264,12 @@ def constraints_for(
     py = _version("--python", flags.python, "3.12") if flags.python is not None else None
     if py is None and facts is not None and facts.python is not None:
         py = facts.python.version
-    platform = flags.platform or platform_of(facts)
+    accelerator = accelerator_of(facts, gpus, flags)
+    platform = flags.platform or ("macos-arm64" if accelerator == "mps" else platform_of(facts))
     if platform not in PLATFORMS:
         raise UsageError(f"--platform {platform!r}: expected one of {', '.join(PLATFORMS)}")
+    if accelerator is None and platform == "macos-arm64":  # macOS wheels have no CUDA: an Apple Silicon Mac
+        accelerator = "mps"
     origins = _origins(flags, facts, driver, gpus)
     if assumption:
         origins["driver"] = f"--driver {flags.driver} ({assumption})"
@@ -267,7 +289,7 @@ def constraints_for(
         origins=origins,
         # only a probed host's own cuda-compat libcuda counts; a described one has none
         forward_compat=forward_compat(probed_driver) if probed_driver is not None else None,
-        accelerator=accelerator_of(facts, gpus, flags),
+        accelerator=accelerator,
         rocm=host.rocm_version if host is not None else None,
         jetson_l4t=host.jetson_l4t if host is not None else None,
         installed_ecosystem=_ecosystem(facts),
@@ -341,6 +363,16 @@ def matrix_plan(target: str, flags: HostFlags) -> tuple[FitMatrix, Constraints]:
 def without_cuda(name: str, c: Constraints, requirement: str) -> Suggestion:
     """Nothing to plan: ``name``'s wheels in compat data are CUDA builds, and this machine has no CUDA GPU."""
     machine = c.accelerator or "cpu"
+    if machine == "jetson":  # CUDA, but JetPack's: PyPI's CUDA wheels are server (x86_64, SBSA) builds
+        reason = Exclusion(name, "platform", "Jetson (CUDA from JetPack)", "a JetPack build (none in data)")
+        advice = (f"{name}'s wheels in compat data are server CUDA builds, not JetPack builds; {JETSON_BUILDS}",)
+        return Suggestion(name, requirement, (), (reason,), advice)
     reason = Exclusion(name, "accelerator", f"no CUDA GPU ({machine})", "an NVIDIA GPU (its wheels are CUDA builds)")
-    advice = (f"{name}'s wheels in compat data are CUDA builds; this machine computes with {machine}",)
+    advice = (f"{name}'s wheels in compat data are CUDA builds; this machine has {_MACHINES.get(machine, machine)}",)
     return Suggestion(name, requirement, (), (reason,), advice)
+
+
+#: what a machine without a CUDA GPU computes with, in words
+_MACHINES = {"cpu": "no GPU", "rocm": "an AMD GPU (ROCm)", "mps": "an Apple GPU (MPS)", "xpu": "an Intel GPU (XPU)"}
+#: where Jetson builds come from: NVIDIA's Jetson software page lists the frameworks built per JetPack
+JETSON_BUILDS = "NVIDIA builds frameworks per JetPack release: https://developer.nvidia.com/embedded/jetpack"

@@ -135,3 +135,8 @@ def test_check_says_when_the_machine_is_amd_or_jetson():
     assert "AMD GPU stack (ROCm 6.4.1, amdgpu driver loaded)" in render_text(amd, run_checks(amd, CompatMatrix()))
     jetson_text = render_text(jetson, run_checks(jetson, CompatMatrix()))
     assert "NVIDIA Jetson (L4T R36.4.3)" in jetson_text
+
+
+def test_check_names_a_jetpack_7_jetson_as_sbsa():
+    thor = Facts(host=HostInfo(os="Linux", arch="aarch64", jetson_l4t="R38.2.1"))
+    assert "NVIDIA Jetson (L4T R38.2.1, JetPack 7): SBSA" in render_text(thor, run_checks(thor, CompatMatrix()))

@@ -283,3 +283,129 @@ def test_the_dockerfile_starts_from_the_image_the_text_shows_first():
         first_image = text.split("  images:\n")[1].split()[0]
         assert f"FROM {first_image}\n" in docker
         assert "-slim" not in docker
+
+
+# --- 6. the user's index ----------------------------------------------------------------------------------------
+
+
+def test_the_users_index_is_found_where_pip_and_uv_read_it(tmp_path):
+    from cudadoctor.planning import user_index
+
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = https://user:token@mirror.example/simple\n")
+    assert user_index({"PIP_CONFIG_FILE": str(conf)}) == (
+        "https://****@mirror.example/simple",
+        f"{conf} [global] index-url",
+    )
+    env = {"PIP_CONFIG_FILE": "/dev/null", "PIP_INDEX_URL": "https://pip.example/simple"}
+    assert user_index(env) == ("https://pip.example/simple", "PIP_INDEX_URL")
+    assert user_index({"PIP_CONFIG_FILE": "/dev/null", "UV_INDEX_URL": "https://uv.example/simple"}) == (
+        "https://uv.example/simple",
+        "UV_INDEX_URL",
+    )
+    assert user_index({"PIP_CONFIG_FILE": "/dev/null"}) is None  # PyPI: nothing to say
+
+
+def test_plans_keep_the_users_index_for_pypi_and_say_when_pytorchs_own_is_needed():
+    c = replace(_c("550.54.14", ("RTX 4090", "8.9")), user_index=("https://mirror.example/simple", "PIP_INDEX_URL"))
+    s = suggest_torch(M, c, "torch==2.13.0", limit=10)
+    index = next(p for p in s.plans if p.index_url is not None)
+    assert "--index-url https://download.pytorch.org/whl/" in index.commands[0]
+    assert any(
+        cav.startswith("--index-url replaces the index pip is configured with (https://mirror.example/simple, PIP_")
+        for cav in index.caveats
+    )
+    on_580 = replace(c, driver=DriverVersion("580.95.05"), driver_cuda=Version("13.0"))
+    pypi = next(p for p in suggest_torch(M, on_580, "torch==2.13.0", limit=10).plans if p.index_url is None)
+    assert "--index-url" not in pypi.commands[0]  # pip reads its own configuration: the mirror
+    assert any("installs from the index pip is configured with (https://mirror.example/simple" in w for w in pypi.why)
+
+
+def test_uvs_index_is_named_as_uvs_not_pips():
+    c = replace(_c("580.95.05", ("H100", "9.0")), user_index=("https://uv.example/simple", "UV_INDEX_URL"))
+    pypi = next(p for p in suggest_torch(M, c, "torch==2.13.0", limit=10).plans if p.index_url is None)
+    assert any("the index uv is configured with (https://uv.example/simple, UV_INDEX_URL)" in w for w in pypi.why)
+
+
+def test_vllm_on_a_jetson_is_refused_as_a_jetson_not_as_a_machine_without_cuda():
+    result = _run("vllm", "--gpu", "Jetson AGX Orin", "--platform", "linux-aarch64", "--python", "3.10")
+    assert result.exit_code == 1
+    assert "why: vllm: platform: Jetson (CUDA from JetPack)" in result.stdout
+    assert "not JetPack builds" in result.stdout and "no CUDA GPU" not in result.stdout
+
+
+# --- 1 (by flags). a machine without an NVIDIA GPU, described on the command line ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "machine", "index"),
+    [
+        (
+            ("--gpu", "none"),
+            "no GPU (CPU only); Python 3.12; linux-x86_64",
+            "--index-url https://download.pytorch.org/whl/cpu",
+        ),
+        (("--gpu", "Apple M2"), "Apple Silicon GPU (MPS); Python 3.12; macos-arm64", "through MPS"),
+        (("--platform", "macos-arm64"), "Apple Silicon GPU (MPS); Python 3.12; macos-arm64", "through MPS"),
+    ],
+)
+def test_a_machine_without_cuda_can_be_described_by_flags(flags, machine, index):
+    result = _run("torch", *flags, "--python", "3.12")
+    assert result.exit_code == 0, result.stdout
+    assert f"for: driver unknown; {machine}" in result.stdout
+    top = result.stdout.split("Plan 2:")[0]
+    assert index in top and "CUDA" not in top.split("install:")[1]
+
+
+# --- 4 (all machines). every upgrade hint is what a real run under its assumption plans ---------------------
+
+
+def _everyday():
+    from tests.everyday_machines import MACHINES, host_flags
+
+    return [(name, host_flags(flags)) for name, flags in MACHINES]
+
+
+@pytest.mark.parametrize("target", ["torch", "vllm", "jax"])
+def test_every_hint_on_the_everyday_machines_is_what_suggest_plans_under_it_and_unlocks_it(target):
+    from cudadoctor.planning import plan
+
+    hints = 0
+    for name, flags in _everyday():
+        s, _c0 = plan(target, flags)
+        for hint in s.upgrades:
+            change = {"driver": hint.value} if hint.change == "driver" else {"python": hint.value}
+            assumed = replace(flags, **change)
+            there, _c1 = plan(target, assumed)
+            assert there.plans, f"{name}: {hint.text} plans nothing"
+            top = there.plans[0]
+            assert (top.packages, top.variant) == (hint.plan.packages, hint.plan.variant), f"{name}: {hint.text}"
+            if hint.change == "driver":
+                assert branch_status(M, DriverVersion(hint.value).major).is_ok, f"{name}: {hint.text}"
+            # an unlock: the release is not planned on the machine as it is (not merely ranked lower there)
+            assert not plan(f"{target}=={top.packages[0][1]}", flags)[0].plans, f"{name}: {hint.text}"
+            hints += 1
+    assert hints  # the machines have upgrade paths to check
+
+
+def test_no_python_hint_for_a_release_this_python_already_gets():
+    """H200 on 580, Python 3.12: torch 2.15.0 has 3.12 wheels and is planned (below 2.14.1, whose GPU list is
+    verified); 'Python 3.15 -> torch 2.15.0' would promise what is already there."""
+    s = with_upgrades(M, _c("580.95.05", ("H200", "9.0")), suggest_torch)
+    assert not [u for u in s.upgrades if u.plan.packages[0][1] == "2.15.0"]
+    assert suggest_torch(M, _c("580.95.05", ("H200", "9.0")), "torch==2.15.0").plans
+
+
+def test_a_jetson_thor_on_jetpack_7_gets_the_sbsa_cuda_13_wheels():
+    """JetPack 7 aligns Jetson Thor with SBSA and installs the Arm servers' CUDA 13 (NVIDIA's JetPack 7.1 notes);
+    PyTorch's aarch64 CUDA 13 wheels list sm_110 (Thor). An Orin (JetPack 6, L4T's own CUDA) is still refused."""
+    result = _run(
+        "torch", "--gpu", "Jetson T5000", "--driver", "580", "--platform", "linux-aarch64", "--python", "3.12"
+    )
+    assert result.exit_code == 0, result.stdout
+    top = result.stdout.split("Plan 2:")[0]
+    assert "(aarch64)" in top and "sm_110" in top and "cover Jetson T5000" in top
+    thor = _facts(HostInfo(os="Linux", arch="aarch64", jetson_l4t="R38.2.1"), gpus=())
+    orin = _facts(HostInfo(os="Linux", arch="aarch64", jetson_l4t="R36.4.3"), gpus=())
+    assert constraints_for(M, HostFlags(python="3.12"), thor).accelerator == "cuda"
+    assert constraints_for(M, HostFlags(python="3.12"), orin).accelerator == "jetson"

@@ -74,7 +74,9 @@ def _host(facts: Facts) -> Category:
         parts.append("WSL2")
     if h.apple_silicon:
         parts.append("Apple Silicon: GPU work runs on Metal (MPS / MLX), not CUDA")
-    if h.jetson_l4t:
+    if h.jetson_l4t and h.jetson_l4t.startswith("R38"):  # JetPack 7: aligned with SBSA (cudadoctor.planning)
+        parts.append(f"NVIDIA Jetson (L4T {h.jetson_l4t}, JetPack 7): SBSA, the same CUDA 13 as Arm servers")
+    elif h.jetson_l4t:
         parts.append(f"NVIDIA Jetson (L4T {h.jetson_l4t}): CUDA comes with JetPack, not from PyPI's server wheels")
     if h.rocm_version or h.amdgpu_driver:
         rocm = f"ROCm {h.rocm_version}" if h.rocm_version else "ROCm not found"

@@ -15,7 +15,7 @@ from packaging.version import Version
 from cudadoctor.data.rows import TorchRelease
 from cudadoctor.suggest.constraints import Constraints, install_line
 
-__all__ = ["ECOSYSTEM", "Install", "torch_install", "torch_pins"]
+__all__ = ["ECOSYSTEM", "Install", "configured_index_text", "torch_install", "torch_pins"]
 
 #: installed packages built for one torch release; replacing torch leaves them behind
 ECOSYSTEM = ("vllm", "xformers", "flash-attn", "flash_attn")
@@ -53,6 +53,15 @@ def _companion_caveats(release: TorchRelease) -> list[str]:
     return out
 
 
+def configured_index_text(index: tuple[str, str]) -> str:
+    """``the index pip is configured with (URL, where)``: uv's own variables (UV_INDEX_URL, UV_DEFAULT_INDEX) set
+    uv's index only, and uv reads neither pip's files nor PIP_INDEX_URL
+    (https://docs.astral.sh/uv/reference/environment/, https://docs.astral.sh/uv/pip/compatibility/)."""
+    url, where = index
+    tool = "uv" if where.startswith("UV_") else "pip"
+    return f"the index {tool} is configured with ({url}, {where})"
+
+
 def _installed_variant(c: Constraints) -> str | None:
     return c.installed_torch_variant if c.installed_torch is not None else None
 
@@ -79,9 +88,8 @@ def torch_install(c: Constraints, release: TorchRelease, variant: str, index_url
     if installed is not None and not keeps:
         caveats += _ecosystem_caveats(c, release)
     if index_url is not None and c.user_index is not None:
-        url, where = c.user_index
         caveats.append(
-            f"--index-url replaces the index pip is configured with ({url}, {where}) for this command: "
+            f"--index-url replaces {configured_index_text(c.user_index)} for this command: "
             f"the {variant} build is published on PyTorch's own index"
         )
     commands = tuple(install_line(tool, pins, index_url, reinstall=reinstall) for tool in ("pip", "uv"))

@@ -14,7 +14,7 @@ from cudadoctor.suggest.accelerators import NON_CUDA, suggest_torch_without_cuda
 from cudadoctor.suggest.advice import advice
 from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion, short
 from cudadoctor.suggest.images import with_images
-from cudadoctor.suggest.install import torch_install
+from cudadoctor.suggest.install import configured_index_text, torch_install
 from cudadoctor.suggest.judge import (
     DRIVER_RULES,
     Reason,
@@ -223,7 +223,7 @@ def _plan(
     if install.keeps:
         why.insert(0, "keeps the installed torch")
     elif url is None and c.user_index is not None:
-        why.append(f"installs from the index pip is configured with ({c.user_index[0]}): it must serve PyPI's torch")
+        why.append(f"installs from {configured_index_text(c.user_index)}: it must serve PyPI's torch")
     variant = candidate.variant if url else "pypi"
     plan = Plan(
         "torch", install.pins, variant, candidate.cuda, url, install.commands, tuple(why),

@@ -39,13 +39,27 @@ def _better(plan: Plan, than: Version | None) -> bool:
     return version is not None and (than is None or version > than)
 
 
+def _plannable_now(matrix: CompatMatrix, c: Constraints, planner: Planner, target: str, plan: Plan) -> bool:
+    """Whether ``plan``'s release is planned on this machine as it is (ranked lower): then nothing is unlocked."""
+    version = _top_version(plan)
+    return version is not None and bool(planner(matrix, c, f"{target}=={version}", limit=1).plans)
+
+
+def _unlocks(matrix: CompatMatrix, c: Constraints, planner: Planner, found: Suggestion, floor: Version | None) -> bool:
+    return (
+        bool(found.plans)
+        and _better(found.plans[0], floor)
+        and not _plannable_now(matrix, c, planner, found.target, found.plans[0])
+    )
+
+
 def _driver_upgrades(
     matrix: CompatMatrix, c: Constraints, planner: Planner, requirement: str, floor: Version | None
 ) -> Iterable[Upgrade]:
     for branch, driver in supported_upgrades(matrix, c.driver):
         assumed = replace(c, driver=driver, driver_cuda=matrix.cuda_for_driver(driver), forward_compat=None)
         found = planner(matrix, assumed, requirement, limit=1)
-        if found.plans and _better(found.plans[0], floor):
+        if _unlocks(matrix, c, planner, found, floor):
             plan = found.plans[0]
             floor = _top_version(plan)
             text = f"driver >= {driver} (branch R{branch}, supported) -> {_label(plan)}"
@@ -60,7 +74,7 @@ def _python_upgrades(
     for minor in range(c.python.minor + 1, c.python.minor + 4):
         python = Version(f"{c.python.major}.{minor}")
         found = planner(matrix, replace(c, python=python), requirement, limit=1)
-        if found.plans and _better(found.plans[0], floor):
+        if _unlocks(matrix, c, planner, found, floor):
             plan = found.plans[0]
             yield Upgrade("python", short(python), plan, f"Python {short(python)} -> {_label(plan)}")
             return

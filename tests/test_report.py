@@ -15,7 +15,7 @@ from cudadoctor.facts.model import Facts, HostInfo, InstalledPackage, Source, So
 from cudadoctor.report import Format
 from cudadoctor.report.document import Report
 from cudadoctor.report.options import RenderOptions
-from cudadoctor.report.render import RENDERERS, renderer
+from cudadoctor.report.render import RENDERERS
 from cudadoctor.report.text import render_text as _render_text
 from tests.conftest import fixture_text
 
@@ -96,8 +96,8 @@ def test_every_format_has_a_renderer():
     facts = _h200()
     matrix = CompatMatrix()
     report = build_report(facts, run_checks(facts, matrix), matrix)
-    for fmt in RENDERERS:
-        assert renderer(fmt)(report, RenderOptions()).strip(), fmt
+    for fmt, renderer in RENDERERS.items():
+        assert renderer(report, RenderOptions()).strip(), fmt
 
 
 def test_could_not_judge_is_never_shown_as_ok():

@@ -237,7 +237,7 @@ def test_cd404_requested_release_when_the_install_failed(h200):
     assert finding.remediation.commands == ("python -m pip install 'torch>=2.2.0'",)  # first with cp312 wheels
     # a range one release of which has wheels is fine; a release the data does not hold cannot be judged
     assert _requested(facts, "torch>=2.1").status is Status.OK
-    assert _requested(facts, "torch==1.11.0").status is Status.UNKNOWN  # no 1.11 row in compat/torch.toml
+    assert _requested(facts, "torch==0.4.1").status is Status.UNKNOWN  # not on PyPI, no row in compat/torch.toml
     # an installed torch is judged as installed, never by the assertion
     assert _requested(replace(h200, python=python), "torch==2.1.0").status is Status.OK
 

@@ -46,3 +46,22 @@ def test_a_cu132_plan_is_made_for_torch_2_13_and_a_cu129_plan_for_2_8():
         plans = suggest_torch(M, _h200("595.58.03"), requirement).plans
         chosen = [p for p in plans if p.variant == tag]
         assert chosen and chosen[0].index_url == f"https://download.pytorch.org/whl/{tag}", requirement
+
+
+def test_onnxruntime_gpu_from_1_11_carries_its_documented_cuda_and_cudnn_majors():
+    row = next(r for r in M.onnxruntime_releases if r.version == Version("1.14.1"))
+    wheel = M.onnxruntime_wheel(row)
+    assert (wheel["cuda_major"], wheel["cudnn_major"]) == (11, 8)
+    assert ("11.6", "8.2.4", True) in wheel["docs_builds"]  # the CUDA EP page's "1.14 1.13" row
+    assert min(r.version for r in M.onnxruntime_releases) == Version("1.11.0")  # PyPI's oldest
+
+
+def test_tensorflow_rows_from_2_0_and_the_planner_only_plans_the_and_cuda_extra():
+    from cudadoctor.suggest.per_major import tensorflow_releases
+
+    tested = {r.version: M.tensorflow_tested(r) for r in M.tensorflow_releases}
+    assert tested[Version("2.4.0")][:2] == (Version("11.0"), Version("8.0"))
+    assert tested[Version("2.1.0")][:2] == (Version("10.1"), Version("7.6"))
+    assert tested[Version("2.0.0")] == (None, None, None)  # the GPU build of 2.0 was tensorflow-gpu
+    planned = {r.version for r in tensorflow_releases(M)}
+    assert planned and min(planned) >= Version("2.14.0")  # [and-cuda] exists from 2.14.0 (wheel METADATA)

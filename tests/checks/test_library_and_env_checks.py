@@ -265,7 +265,8 @@ def test_cd404_requested_tensorflow(h200):
     assert "the requested tensorflow==2.15.0 (2.15.0) has wheels for Python 3.9, 3.10, 3.11" in finding.message
     assert finding.remediation.commands == ("python -m pip install 'tensorflow>=2.16.1'",)
     assert _requested(facts, "tensorflow==2.16.1").status is Status.OK
-    assert _requested(facts, "tensorflow==2.11.0").status is Status.UNKNOWN  # before the data
+    assert _requested(facts, "tensorflow==1.15.0").status is Status.UNKNOWN  # before the data
+    assert _requested(facts, "tensorflow==2.11.0").status is Status.WARN  # cp37-cp310 wheels only
 
 
 def test_cd902_names_a_corrupt_update_cache(h200, tmp_path, monkeypatch):

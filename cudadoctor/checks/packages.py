@@ -22,12 +22,21 @@ from cudadoctor.bounded import parse_requirement
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
+from cudadoctor.data.rows import TorchRelease
 from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, LibraryCopy, PythonEnv
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes.packages import is_interesting
 from cudadoctor.rules.gpus import vllm_supports_gpu
 from cudadoctor.rules.jax import cudnn_meets_jaxlib_build, jaxlib_cudnn_build
-from cudadoctor.rules.wheels import PlatformWheels, release_has_wheels, vllm_has_wheels, wheel_platform
+from cudadoctor.rules.verdict import Verdict
+from cudadoctor.rules.wheels import (
+    PlatformWheels,
+    free_threaded,
+    freethreaded_has_wheels,
+    release_has_wheels,
+    vllm_has_wheels,
+    wheel_platform,
+)
 
 __all__ = ["CD401", "CD403", "CD404", "CD501", "unmet_requirements"]
 
@@ -231,6 +240,8 @@ class CD404(Check):
     itself failed, the release that was asked for counts: a `--require 'torch==2.1.0'` (or `tensorflow==…`)
     assertion for a package that is not installed is judged the same way (every release in the data it admits).
     A platform whose wheels are not in the data (PyPI had none, the project's own index may) is not judged.
+    A free-threaded interpreter (site-packages in ``lib/python3.Xt``) is judged against torch's free-threaded
+    (``cp313t``) wheels, the only ones it installs.
 
     Why it matters: without a wheel, pip builds from source (hours, and usually without the CUDA kernels),
     resolves to an older release, or stops with "Could not find a version that satisfies the requirement";
@@ -259,10 +270,11 @@ class CD404(Check):
         requested = {n: s for n in _REQUESTABLE if (s := _requested(requirements, packages, n))}
         if not any(n in packages for n in (*_REQUESTABLE, "vllm")) and not requested:
             raise NotApplicable("neither torch, TensorFlow nor vLLM is installed or required")
-        missing, unknown = _installed_wheels(packages, matrix, python.version, platform)
+        free = free_threaded(python.site_paths)
+        missing, unknown = _installed_wheels(packages, matrix, python.version, platform, free)
         for name, specs in requested.items():
             for spec in specs:
-                problems, unjudged = _requested_release(matrix, name, spec, python.version, platform)
+                problems, unjudged = _requested_release(matrix, name, spec, python.version, platform, free)
                 missing += problems
                 unknown += unjudged
         if not missing and unknown:
@@ -276,7 +288,7 @@ class CD404(Check):
             f"Python {short}: " + "; ".join(missing),
             evidence,
             Remediation("Use a Python version with wheels for these releases, or a release with wheels for "
-                        f"Python {short}.", _wheel_fix(matrix, requested, python.version, platform)),
+                        f"Python {short}.", _wheel_fix(matrix, requested, python.version, platform, free)),
         )  # fmt: skip
 
 
@@ -291,8 +303,23 @@ def _releases(matrix: CompatMatrix, name: str) -> Sequence[PlatformWheels]:
     return matrix.torch_releases if name == "torch" else matrix.tensorflow_releases
 
 
+def _wheels(release: PlatformWheels, python: Version, platform: str, free: bool | None) -> Verdict[str]:
+    """A release's wheels for this interpreter: a free-threaded one installs only torch's ``cpXYt`` wheels."""
+    if free and isinstance(release, TorchRelease):
+        return freethreaded_has_wheels(release, python)
+    return release_has_wheels(release, python, platform)
+
+
+def _no_wheels(verdict: Verdict[str]) -> str:
+    """What a release has instead of wheels for this Python (the end of the finding's sentence)."""
+    if verdict.detail != "free-threaded":
+        return f"wheels for Python {verdict.required}"
+    has = verdict.required[:1].isdigit()  # "3.14t", or "none (…)"
+    return f"free-threaded wheels for Python {verdict.required}" if has else "no free-threaded wheels"
+
+
 def _installed_wheels(
-    packages: dict[str, InstalledPackage], matrix: CompatMatrix, python: Version, platform: str
+    packages: dict[str, InstalledPackage], matrix: CompatMatrix, python: Version, platform: str, free: bool | None
 ) -> tuple[list[str], list[str]]:
     """(installed releases with no wheels for this Python, what could not be judged) for torch, TF and vLLM."""
     missing: list[str] = []
@@ -305,8 +332,8 @@ def _installed_wheels(
         release = next((r for r in _releases(matrix, name) if r.version == public), None)
         if release is None:
             unknown.append(f"{name} {public}: not in {_TABLE[name]}")
-        elif (verdict := release_has_wheels(release, python, platform)).is_problem:
-            missing.append(f"{name} {release.version} has wheels for Python {verdict.required}")
+        elif (verdict := _wheels(release, python, platform, free)).is_problem:
+            missing.append(f"{name} {release.version} has {_no_wheels(verdict)}")
         elif verdict.is_unknown:
             unknown.append(f"{name} {release.version}: {verdict.missing}")
     vllm = packages.get("vllm")
@@ -337,7 +364,7 @@ def _requested(requirements: tuple[str, ...], packages: dict[str, InstalledPacka
 
 
 def _requested_release(
-    matrix: CompatMatrix, name: str, spec: SpecifierSet, python: Version, platform: str
+    matrix: CompatMatrix, name: str, spec: SpecifierSet, python: Version, platform: str, free: bool | None
 ) -> tuple[list[str], list[str]]:
     """(why no release of ``name`` the specifier admits installs on this Python, what could not be judged).
 
@@ -347,23 +374,23 @@ def _requested_release(
     releases = [r for r in _releases(matrix, name) if spec.contains(r.version, prereleases=True)]
     if not releases:
         return [], [f"the wheels of the requested {name}{spec} (not in {_TABLE[name]})"]
-    verdicts = [(r, release_has_wheels(r, python, platform)) for r in releases]
+    verdicts = [(r, _wheels(r, python, platform, free)) for r in releases]
     if any(v.is_ok for _r, v in verdicts):
         return [], []
     if not all(v.is_problem for _r, v in verdicts):
         unknown = next(v for _r, v in verdicts if not v.is_problem)
         return [], [f"the requested {name}{spec}: {unknown.missing or 'its wheels are not in data'}"]
     newest, verdict = max(verdicts, key=lambda rv: rv[0].version)
-    return [f"the requested {name}{spec} ({newest.version}) has wheels for Python {verdict.required} on {platform}"], []
+    return [f"the requested {name}{spec} ({newest.version}) has {_no_wheels(verdict)} on {platform}"], []
 
 
 def _wheel_fix(
-    matrix: CompatMatrix, requested: dict[str, list[SpecifierSet]], python: Version, platform: str
+    matrix: CompatMatrix, requested: dict[str, list[SpecifierSet]], python: Version, platform: str, free: bool | None
 ) -> tuple[str, ...]:
     """A pip command for the oldest release with wheels for this Python, for each package that was requested."""
     commands = []
     for name in requested:
-        fitting = [r for r in _releases(matrix, name) if release_has_wheels(r, python, platform).is_ok]
+        fitting = [r for r in _releases(matrix, name) if _wheels(r, python, platform, free).is_ok]
         if fitting:
             first = min(fitting, key=lambda r: r.version)
             commands.append(f"python -m pip install '{name}>={first.version}'")

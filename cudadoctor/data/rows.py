@@ -206,6 +206,8 @@ class TorchRelease(Row):
     variants_aarch64: tuple[str, ...] = ()
     #: the default PyPI Linux aarch64 wheel is a CPU build (its torch/version.py says ``cuda = None``)
     pypi_aarch64_cpu: bool = False
+    #: CPython versions of its free-threaded wheels on PyPI (ABI ``cp313t``); empty: none there
+    python_freethreaded: tuple[str, ...] = ()
 
 
 @row(kw_only=True)

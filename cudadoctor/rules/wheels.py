@@ -9,6 +9,8 @@ The Python versions of each release are in compat/torch.toml, compat/vllm.toml a
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Protocol
 
 from packaging.specifiers import SpecifierSet
@@ -20,6 +22,8 @@ from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
 __all__ = [
     "PLATFORMS",
     "PlatformWheels",
+    "free_threaded",
+    "freethreaded_has_wheels",
     "platform_pythons",
     "python_has_wheels",
     "release_has_wheels",
@@ -130,3 +134,30 @@ def tensorflow_has_wheels(release: TensorflowRelease, python: Version, platform:
 def vllm_has_wheels(release: VllmRelease, python: Version) -> Verdict[str]:
     """Does this vLLM release have wheels for ``python`` (compat/vllm.toml: its tags and Requires-Python)?"""
     return python_has_wheels(python, pythons=release.python, requires_python=release.requires_python, abi3=release.abi3)
+
+
+#: CPython's POSIX install schemes put site-packages in ``lib/python{py_version_short}{abi_thread}``, where
+#: ``abi_thread`` is ``t`` for a free-threaded build (CPython Lib/sysconfig/__init__.py, 3.13 and later;
+#: https://docs.python.org/3/library/sysconfig.html#installation-paths).
+_SITE_DIR = re.compile(r"[/\\]python3\.\d+(t?)[/\\]site-packages$")
+
+
+def free_threaded(site_paths: Iterable[str]) -> bool | None:
+    """Is the interpreter a free-threaded build, going by its site-packages directories? None: they do not say
+    (Windows' ``Lib\\site-packages``, or directories that disagree)."""
+    flags = {m.group(1) == "t" for path in site_paths if (m := _SITE_DIR.search(path.rstrip("/\\")))}
+    return flags.pop() if len(flags) == 1 else None
+
+
+def freethreaded_has_wheels(release: TorchRelease, python: Version) -> Verdict[str]:
+    """Does this torch release have free-threaded wheels (ABI ``cp313t``) for ``python``?
+
+    compat/torch.toml ``python_freethreaded``: the same on every platform for every release read. A free-threaded
+    interpreter installs only those (the ``cpXY`` wheels are built for the GIL ABI). A problem's ``required``
+    lists the ``X.Yt`` versions it has, or says it has none.
+    """
+    short = _short(python)
+    if short in release.python_freethreaded:
+        return fits("python", f"free-threaded wheels for Python {short}t")
+    required = ", ".join(f"{p}t" for p in release.python_freethreaded) or "none (no free-threaded wheels)"
+    return fails("python", f"Python {short}t (free-threaded)", required, "free-threaded")

@@ -201,11 +201,12 @@ def suggest_onnxruntime_gpu(
 
 
 def tensorflow_releases(matrix: CompatMatrix) -> list[Release]:
-    """TensorFlow releases with the CUDA major each was tested with (compat/ecosystem.toml)."""
+    """TensorFlow releases with the CUDA major each was tested with (compat/ecosystem.toml), those whose wheel
+    has the ``[and-cuda]`` extra only: without it (2.13 and older) the install brings no CUDA libraries."""
     return [
         Release(r.version, _spec(r.requires_python), (), [(r.cuda.major, "tensorflow[and-cuda]")])
         for r in matrix.tensorflow_releases
-        if r.cuda is not None
+        if r.cuda is not None and r.and_cuda
     ]
 
 

@@ -42,6 +42,8 @@ _R = TypeVar("_R")
 #: parenthesised form older METADATA files use (``nvidia-cuda-runtime-cu12 (==12.4.127)``).
 _PIN = re.compile(r"^\s*([A-Za-z0-9._-]+)(?:\[[^\]]*\])?\s*\(?\s*==\s*([0-9][0-9.]*)")
 _CPYTHON_TAG = re.compile(r"cp3(\d+)")
+#: a free-threaded CPython wheel's tag as the release records write it (``cp313t``, update/releases.py)
+_FREE_THREADED_TAG = re.compile(r"cp3(\d+)t")
 #: The PEP 508 environment the pins are read for: the doctor plans for Linux x86_64.
 _LINUX_X86_64 = {
     "sys_platform": "linux",
@@ -112,9 +114,9 @@ def _cuda_from_pins(pins: Mapping[str, str]) -> tuple[Version | None, str | None
     return None, None
 
 
-def _tag_pythons(tags: Iterable[str]) -> tuple[str, ...]:
+def _tag_pythons(tags: Iterable[str], pattern: re.Pattern[str] = _CPYTHON_TAG) -> tuple[str, ...]:
     """``cp311``, ``cp312`` … → ``3.11``, ``3.12`` (CPython tags only, PEP 425), oldest first."""
-    found = {f"3.{m.group(1)}" for tag in tags if (m := _CPYTHON_TAG.fullmatch(tag))}
+    found = {f"3.{m.group(1)}" for tag in tags if (m := pattern.fullmatch(tag))}
     return tuple(sorted(found, key=lambda p: int(p.split(".")[1])))
 
 
@@ -130,6 +132,7 @@ def derived_torch(record: ReleaseRecord) -> TorchRelease | None:
         version=Version(record.version),
         python=_tag_pythons(record.python_tags),
         python_aarch64=(),
+        python_freethreaded=_tag_pythons(record.python_tags, _FREE_THREADED_TAG),
         pypi_default_cuda=cuda,
         pypi_default_evidence=evidence,
         pypi_aarch64_cuda=None,

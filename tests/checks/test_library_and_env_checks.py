@@ -237,7 +237,7 @@ def test_cd404_requested_release_when_the_install_failed(h200):
     assert finding.remediation.commands == ("python -m pip install 'torch>=2.2.0'",)  # first with cp312 wheels
     # a range one release of which has wheels is fine; a release the data does not hold cannot be judged
     assert _requested(facts, "torch>=2.1").status is Status.OK
-    assert _requested(facts, "torch==1.11.0").status is Status.UNKNOWN  # no 1.11 row in compat/torch.toml
+    assert _requested(facts, "torch==0.4.1").status is Status.UNKNOWN  # not on PyPI, no row in compat/torch.toml
     # an installed torch is judged as installed, never by the assertion
     assert _requested(replace(h200, python=python), "torch==2.1.0").status is Status.OK
 
@@ -265,7 +265,8 @@ def test_cd404_requested_tensorflow(h200):
     assert "the requested tensorflow==2.15.0 (2.15.0) has wheels for Python 3.9, 3.10, 3.11" in finding.message
     assert finding.remediation.commands == ("python -m pip install 'tensorflow>=2.16.1'",)
     assert _requested(facts, "tensorflow==2.16.1").status is Status.OK
-    assert _requested(facts, "tensorflow==2.11.0").status is Status.UNKNOWN  # before the data
+    assert _requested(facts, "tensorflow==1.15.0").status is Status.UNKNOWN  # before the data
+    assert _requested(facts, "tensorflow==2.11.0").status is Status.WARN  # cp37-cp310 wheels only
 
 
 def test_cd902_names_a_corrupt_update_cache(h200, tmp_path, monkeypatch):

@@ -25,6 +25,7 @@ from cudadoctor.data.rows import (
     CudnnSublibrary,
     CupyPackage,
     DriverBranch,
+    DriverOpen,
     FlashAttnRelease,
     ForwardCompat,
     ForwardCompatPackage,
@@ -603,6 +604,18 @@ class CompatMatrix:
             r for r in self.runtime_loads
             if r.package == package and r.arch == arch and r.versions.contains(version, prereleases=True)
         )  # fmt: skip
+
+    @property
+    def driver_opens(self) -> tuple[DriverOpen, ...]:
+        """Objects that open the CUDA driver by its unversioned name (compat/runtime_libraries.toml)."""
+        return self._rows("runtime_libraries", "driver_open")
+
+    def driver_opens_for(self, package: str, version: Version) -> tuple[DriverOpen, ...]:
+        """The rows saying that ``package`` ``version`` (or a cuDNN copy, ``package="cudnn"``) opens the
+        driver by a name its loader cache may lack."""
+        return tuple(
+            r for r in self.driver_opens if r.package == package and r.versions.contains(version, prereleases=True)
+        )
 
     @property
     def cupy_packages(self) -> tuple[CupyPackage, ...]:

@@ -448,10 +448,14 @@ class CompatMatrix:
         """The sub-library sonames the packages of cuDNN ``version`` hold; None when no row covers it."""
         return _cudnn_sonames(self._rows("libraries", "cudnn_sublibrary"), version, shipped=True)
 
+    @property
+    def torch_bundled_cudnn_rows(self) -> tuple[TorchBundledCudnn, ...]:
+        return self._rows("torch", "bundled_cudnn")
+
     def torch_bundled_cudnn(self, version: Version, variant: str) -> TorchBundledCudnn | None:
         """The cuDNN a torch 1.x wheel of this release and variant copies into torch/lib, when the data has it."""
         public = Version(version.public)
-        rows: tuple[TorchBundledCudnn, ...] = self._rows("torch", "bundled_cudnn")
+        rows = self.torch_bundled_cudnn_rows
         return next((r for r in rows if r.variant == variant and r.releases.contains(public, prereleases=True)), None)
 
     def nccl_release(self, version: Version) -> NcclRelease | None:

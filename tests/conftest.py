@@ -31,9 +31,11 @@ def _import_every_probe_module() -> None:
     for spec in probed().values():
         probe_function(spec)
     # The loader probe reads compat/runtime_libraries.toml once per process: read it now, from the real disk.
+    from cudadoctor.probes.libraries import bundled_cudnn_rows
     from cudadoctor.probes.linkage import runtime_load_rows
 
     runtime_load_rows()
+    bundled_cudnn_rows()  # compat/torch.toml's bundled_cudnn, likewise
 
 
 _import_every_probe_module()

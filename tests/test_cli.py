@@ -95,7 +95,7 @@ def test_text_report_is_one_line_per_category(h200_root):
         "TensorRT",
         "Python packages",
     ]
-    assert "9.19.0.56 (pip nvidia-cudnn-cu13)" in result.stdout
+    assert "9.19.0.56 (pip nvidia-cudnn-cu13 pinned by torch)" in result.stdout  # torch 2.11 pins it
     verbose = run("check", "--root", root, "--env-file", env_file, "-v").stdout
     assert len(verbose.splitlines()) > len(result.stdout.splitlines())
     assert "(file: " in verbose or "(metadata: " in verbose

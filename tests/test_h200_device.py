@@ -83,8 +83,8 @@ def test_replaying_the_device_snapshot():
     for line in (
         "[✓] NVIDIA driver: 580.159.04 (open kernel module), supports CUDA 13.0",
         "[✓] GPUs: 1× NVIDIA H200 (compute capability 9.0)",
-        "[✓] cuDNN: 9.19.0.56 (pip nvidia-cudnn-cu13), 9.14.0 (system)",
-        "[✓] NCCL: 2.28.9 (pip nvidia-nccl-cu13), 2.28.3 (system)",
+        "[✓] cuDNN: 9.19.0.56 (pip nvidia-cudnn-cu13 pinned by torch), 9.14.0 (system)",
+        "[✓] NCCL: 2.28.9 (pip nvidia-nccl-cu13 pinned by torch), 2.28.3 (system)",
         "[-] TensorRT: not installed",
     ):
         assert line in out

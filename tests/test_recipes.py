@@ -248,7 +248,7 @@ HEALTHY_IMAGE_SKIPS = {
     "CD101",  # the user-space driver against the kernel module: judged only on the machine itself
     "CD120",  # a running container's devices: an image root has none by nature
     "CD130", "CD131",  # no GPU in MIG mode
-    "CD132", "CD133", "CD134",  # not WSL2
+    "CD132", "CD133", "CD134", "CD135",  # not WSL2
     "CD201", "CD202",  # the image has no toolkit to build extensions with
     "CD303",  # no CuPy or TensorRT installed
     "CD304", "CD306",  # the recipe's library files are empty: no shared object needs a CUDA library

@@ -3,14 +3,17 @@
 CD132  libcuda.so and libcuda.so.1 in /usr/lib/wsl/lib are links to libcuda.so.1.1 (warn)
 CD133  the WSL2 distribution's loader searches /usr/lib/wsl/lib (ld.wsl.conf, or LD_LIBRARY_PATH)
 CD134  a container on a Windows driver 555+ has libnvdxgdmal.so.1 mapped (NVIDIA Container Toolkit 1.14.4+)
+CD135  what opens the unversioned libcuda.so (cuda-python 11.5-11.6.0, cuDNN 8.5-8.7) finds it on WSL2
 The rules and their sources are in :mod:`cudadoctor.rules.wsl`.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
-from cudadoctor.facts.model import DriverInfo, HostInfo
+from cudadoctor.facts.model import DriverInfo, HostInfo, InstalledPackage, LibraryCopy
 from cudadoctor.rules.wsl import (
     DXGDMAL,
     DXGDMAL_DOCKER_DESKTOP,
@@ -19,9 +22,14 @@ from cudadoctor.rules.wsl import (
     WSL_LIB,
     copied_libcuda_names,
     needs_dxgdmal,
+    unversioned_libcuda_found,
 )
 
-__all__ = ["CD132", "CD133", "CD134"]
+if TYPE_CHECKING:
+    from cudadoctor.data import CompatMatrix
+    from cudadoctor.data.rows import DriverOpen
+
+__all__ = ["CD132", "CD133", "CD134", "CD135"]
 
 
 def _wsl_store(host: HostInfo, driver: DriverInfo) -> None:
@@ -153,5 +161,76 @@ class CD134(Check):
                     "sudo apt-get update && sudo apt-get install --only-upgrade nvidia-container-toolkit",
                     "sudo systemctl restart docker",
                 ),
+            ),
+        )
+
+
+def driver_openers(
+    packages: dict[str, InstalledPackage], cudnn: tuple[LibraryCopy, ...], matrix: CompatMatrix
+) -> list[tuple[str, DriverOpen]]:
+    """(who, the row) for each installed package or cuDNN copy that opens the driver by its unversioned name."""
+    found = [
+        (f"{p.name} {p.version}", r) for p in packages.values() for r in matrix.driver_opens_for(p.name, p.version)
+    ]
+    for copy in cudnn:
+        if copy.version is not None:
+            owner = copy.distribution or copy.bundled_by or copy.origin
+            found += [
+                (f"cuDNN {copy.version} ({owner}, {copy.path})", r)
+                for r in matrix.driver_opens_for("cudnn", copy.version)
+            ]
+    return found
+
+
+class CD135(Check):
+    """On WSL2, what opens the CUDA driver by its unversioned name libcuda.so finds it.
+
+    What it checks: on WSL2, when an installed package opens the driver with dlopen("libcuda.so") rather than its
+    soname libcuda.so.1 (cuda-python 11.5.0-11.6.0; cuDNN 8.5-8.7's libcudnn_cnn_infer, read from the wheels in
+    compat/runtime_libraries.toml), whether the loader finds that name: LD_LIBRARY_PATH, a loader cache that holds
+    it, or the driver store's libcuda.so as a link that ldconfig records.
+
+    Why it matters: the Windows driver installs libcuda.so as a copy of libcuda.so.1.1, so ldconfig caches only
+    libcuda.so.1 and /usr/lib/wsl/lib is on no other search path: the open fails with "RuntimeError: Failed to
+    dlopen libcuda.so" (https://github.com/NVIDIA/cuda-python/issues/17) or "Could not load library
+    libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file"
+    (https://github.com/microsoft/WSL/issues/8587), while CUDA itself works.
+
+    How to fix: export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH (the threads' fix), or upgrade the
+    package to a release that opens libcuda.so.1 (cuda-python 11.6.1, cuDNN 8.8).
+    """
+
+    name = "wsl-unversioned-libcuda"
+    category = "driver"
+
+    def check(
+        self,
+        host: HostInfo,
+        driver: DriverInfo,
+        matrix: CompatMatrix,
+        packages: dict[str, InstalledPackage] | None = None,
+        cudnn: tuple[LibraryCopy, ...] = (),
+    ) -> Problem | None:
+        _wsl_store(host, driver)
+        openers = driver_openers(packages or {}, cudnn, matrix)
+        if not openers:
+            raise NotApplicable("no installed package opens the driver as libcuda.so")
+        wsl_files = [f.path for f in driver.libcuda_files if f.kind == "wsl"]
+        hit = next((h for h in driver.resolved_libcuda if h.soname == "libcuda.so"), None)
+        if unversioned_libcuda_found(hit.path if hit else None, hit.via if hit else None, wsl_files):
+            return None
+        who = "; ".join(f"{name} ({row.object_read} opens {row.opens})" for name, row in openers)
+        return Problem(
+            f"{who}; on WSL2 the loader cache holds libcuda.so.1 only and {WSL_LIB} is not on LD_LIBRARY_PATH, "
+            "so that open fails ('Failed to dlopen libcuda.so' / 'libcuda.so: cannot open shared object file')",
+            {
+                "opens libcuda.so": who,
+                "libcuda.so found by the loader": f"{hit.path} ({hit.via})" if hit else "nowhere",
+                "read from": ", ".join(sorted({row.wheel_read for _n, row in openers})),
+            },
+            Remediation(
+                "Put the WSL2 driver store on LD_LIBRARY_PATH (add the line to ~/.bashrc to keep it), or upgrade to a "
+                "release that opens libcuda.so.1 (cuda-python 11.6.1 or newer, cuDNN 8.8 or newer).",
+                (f"export LD_LIBRARY_PATH={WSL_LIB}:$LD_LIBRARY_PATH",),
             ),
         )

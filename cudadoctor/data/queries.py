@@ -25,6 +25,7 @@ from cudadoctor.data.rows import (
     CudnnSublibrary,
     CupyPackage,
     DriverBranch,
+    DriverOpen,
     FlashAttnRelease,
     ForwardCompat,
     ForwardCompatPackage,
@@ -447,10 +448,14 @@ class CompatMatrix:
         """The sub-library sonames the packages of cuDNN ``version`` hold; None when no row covers it."""
         return _cudnn_sonames(self._rows("libraries", "cudnn_sublibrary"), version, shipped=True)
 
+    @property
+    def torch_bundled_cudnn_rows(self) -> tuple[TorchBundledCudnn, ...]:
+        return self._rows("torch", "bundled_cudnn")
+
     def torch_bundled_cudnn(self, version: Version, variant: str) -> TorchBundledCudnn | None:
         """The cuDNN a torch 1.x wheel of this release and variant copies into torch/lib, when the data has it."""
         public = Version(version.public)
-        rows: tuple[TorchBundledCudnn, ...] = self._rows("torch", "bundled_cudnn")
+        rows = self.torch_bundled_cudnn_rows
         return next((r for r in rows if r.variant == variant and r.releases.contains(public, prereleases=True)), None)
 
     def nccl_release(self, version: Version) -> NcclRelease | None:
@@ -603,6 +608,18 @@ class CompatMatrix:
             r for r in self.runtime_loads
             if r.package == package and r.arch == arch and r.versions.contains(version, prereleases=True)
         )  # fmt: skip
+
+    @property
+    def driver_opens(self) -> tuple[DriverOpen, ...]:
+        """Objects that open the CUDA driver by its unversioned name (compat/runtime_libraries.toml)."""
+        return self._rows("runtime_libraries", "driver_open")
+
+    def driver_opens_for(self, package: str, version: Version) -> tuple[DriverOpen, ...]:
+        """The rows saying that ``package`` ``version`` (or a cuDNN copy, ``package="cudnn"``) opens the
+        driver by a name its loader cache may lack."""
+        return tuple(
+            r for r in self.driver_opens if r.package == package and r.versions.contains(version, prereleases=True)
+        )
 
     @property
     def cupy_packages(self) -> tuple[CupyPackage, ...]:

@@ -32,6 +32,7 @@ __all__ = [
     "CudnnSublibrary",
     "CupyPackage",
     "DriverBranch",
+    "DriverOpen",
     "FlashAttnExclusion",
     "FlashAttnRelease",
     "ForwardCompat",
@@ -495,6 +496,18 @@ class RuntimeLoad(Row):
     wheel_read: str | None = None  #: the wheel file the names were read from
 
 
+@row(kw_only=True)
+class DriverOpen(Row):
+    """An object that opens the CUDA driver by a name other than its soname (``dlopen("libcuda.so")``), for a
+    range of releases of a package, or of any installed cuDNN copy (``package = "cudnn"``)."""
+
+    package: str  #: the distribution (``cuda-python``), or ``cudnn`` for a cuDNN copy of any origin
+    versions: SpecifierSet  #: the releases the row covers (``>=11.5.0,<11.6.1``)
+    object_read: str  #: the opening object's path in the wheel the row was read from
+    opens: str  #: the name it passes to dlopen (``libcuda.so``)
+    wheel_read: str  #: the wheel file the name was read from
+
+
 # --- compat/images.toml (container-images) ----------------------------------------------------------
 
 
@@ -630,7 +643,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "tensorflow": TensorflowRelease,
             }
         ),
-        "runtime-libraries": Layout({"load": RuntimeLoad}),
+        "runtime-libraries": Layout({"load": RuntimeLoad, "driver_open": DriverOpen}),
         "container-images": Layout(
             {
                 "nvidia_cuda_tag": NvidiaCudaTag,

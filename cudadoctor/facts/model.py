@@ -319,6 +319,8 @@ class LibraryCopy:
     #: the CUDA major this copy was built for, when its name says (``-cu13``, ``+cuda13.0``)
     cuda_major: int | None = None
     lib_paths: tuple[str, ...] = ()  #: library files of this copy (``libcudnn.so.9.14.0`` …)
+    #: the package that ships this copy inside its own directory (``torch`` for torch 1.x's ``torch/lib``)
+    bundled_by: str | None = None
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,13 @@ directory ``tarball``, anywhere else ``system``.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
@@ -28,6 +30,9 @@ from cudadoctor.facts.model import CudaWheels, LibraryCopy, Source, SourceKind, 
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes import loader, toolkit
 from cudadoctor.probes.context import ProbeContext
+
+if TYPE_CHECKING:
+    from cudadoctor.data.rows import TorchBundledCudnn
 
 __all__ = [
     "CTK_WHEEL_COMPONENTS",
@@ -683,12 +688,65 @@ def _copy(spec: _Spec, group: _Group) -> LibraryCopy:
 
 
 def probe_cudnn(ctx: ProbeContext) -> tuple[LibraryCopy, ...]:
-    """Every installed copy of cuDNN: pip wheels, conda, the toolkit, system packages.
+    """Every installed copy of cuDNN: pip wheels, torch 1.x's bundled copy, conda, the toolkit, system packages.
 
     :param ctx: the probe context.
     :return: one :class:`LibraryCopy` per install, pip copies first.
     """
-    return _copies(ctx, _CUDNN)
+    copies = _copies(ctx, _CUDNN)
+    bundled = torch_bundled_cudnn(ctx)
+    if bundled is None:
+        return copies
+    pip = [c for c in copies if c.origin == "pip"]
+    return (*pip, bundled, *(c for c in copies if c.origin != "pip"))
+
+
+#: Where a framework's wheel keeps a cuDNN of its own, under site-packages: torch 1.x wheels copied
+#: libcudnn.so.8 and its sub-libraries into torch/lib (compat/torch.toml ``bundled_cudnn``).
+_BUNDLED_CUDNN = (("torch", "torch/lib"),)
+
+
+def torch_bundled_cudnn(ctx: ProbeContext) -> LibraryCopy | None:
+    """The cuDNN shim a framework's wheel bundles in its own directory, if any (its file names carry only the
+    soname major: the version is the one compat/torch.toml records for that torch release and CUDA variant)."""
+    for owner, rel in _BUNDLED_CUDNN:
+        for site in _sites(ctx):
+            found = [p for p in ctx.fs.glob(posixpath.join(site, rel), "libcudnn*.so.*") if ctx.fs.is_file(p)]
+            shim = next((p for p in sorted(found) if re.search(r"/libcudnn\.so\.\d+$", p)), None)
+            if shim is not None:
+                version = _bundled_version(ctx, owner)
+                source = Source(SourceKind.FILENAME, shim)
+                return LibraryCopy(
+                    "cudnn", version, "pip", shim, source, lib_paths=tuple(sorted(found)), bundled_by=owner
+                )
+    return None
+
+
+def _bundled_version(ctx: ProbeContext, owner: str) -> Version | None:
+    """The cuDNN version compat/torch.toml gives for the installed torch's release and ``+cuXXX`` variant."""
+    from cudadoctor.probes import packages  # owns the distributions
+
+    dist = packages.distributions(ctx).get(owner)
+    version = version_or_none(dist.dir_version or "") if dist else None
+    local = version.local if version is not None else None
+    if version is None or not local or not local.startswith("cu"):
+        return None
+    rows = bundled_cudnn_rows()
+    public = Version(version.public)
+    row = next((r for r in rows if r.variant == local and r.releases.contains(public, prereleases=True)), None)
+    return row.cudnn if row is not None else None
+
+
+@functools.cache
+def bundled_cudnn_rows() -> tuple[TorchBundledCudnn, ...]:
+    """compat/torch.toml's ``bundled_cudnn`` rows, read once per process (empty when the data cannot be read)."""
+    from cudadoctor.data import CompatMatrix
+    from cudadoctor.errors import CompatDataError
+
+    try:
+        return CompatMatrix(cache_dir=False).torch_bundled_cudnn_rows
+    except CompatDataError:
+        return ()
 
 
 def probe_nccl(ctx: ProbeContext) -> tuple[LibraryCopy, ...]:

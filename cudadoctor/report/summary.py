@@ -9,6 +9,7 @@ when a probe could not read something (the reason is shown).
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -228,14 +229,40 @@ def _wheel_category(facts: Facts) -> Category:
     return cat
 
 
-def _copies(key: str, title: str, copies: Iterable[LibraryCopy], absent: str) -> Category:
+def _whose(copy: LibraryCopy, packages: dict[str, InstalledPackage]) -> str:
+    """`` bundled by torch`` / `` pinned by torch``: the package a copy belongs to, when one does."""
+    if copy.bundled_by:
+        return f" bundled by {copy.bundled_by}"
+    wanted = copy.distribution
+    pins = sorted(
+        p.name for p in packages.values()
+        if wanted and p.name != wanted and any(_requirement_name(r) == wanted for r in p.cuda_requires)
+    )  # fmt: skip
+    return f" pinned by {', '.join(pins)}" if pins else ""
+
+
+def _requirement_name(line: str) -> str:
+    return re.split(r"[\s;\[(<>=!~]", line.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _copies(
+    key: str,
+    title: str,
+    copies: Iterable[LibraryCopy],
+    absent: str,
+    packages: dict[str, InstalledPackage] | None = None,
+) -> Category:
     copies = list(copies)
     if not copies:
         return Category(key, title, absent, Mark.ABSENT)
-    head = ", ".join(f"{_v(c.version)} ({c.origin}{' ' + c.distribution if c.distribution else ''})" for c in copies)
+    packages = packages or {}
+    head = ", ".join(
+        f"{_v(c.version)} ({c.origin}{' ' + c.distribution if c.distribution else ''}{_whose(c, packages)})"
+        for c in copies
+    )
     cat = Category(key, title, head)
     for c in copies:
-        text = f"{_v(c.version)} {c.origin}: {c.path}"
+        text = f"{_v(c.version)} {c.origin}{_whose(c, packages)}: {c.path}"
         if c.cuda_major:
             text += f" (for CUDA {c.cuda_major})"
         cat.lines.append(Line(text, source=_src(c.source)))
@@ -316,8 +343,8 @@ def categories(facts: Facts, findings: Iterable[Finding] = ()) -> list[Category]
         *([_health(facts)] if facts.health is not None else []),
         _toolkit(facts),
         _wheels(facts),
-        _copies("cudnn", "cuDNN", facts.cudnn, "not installed"),
-        _copies("nccl", "NCCL", facts.nccl, "not installed"),
+        _copies("cudnn", "cuDNN", facts.cudnn, "not installed", facts.packages),
+        _copies("nccl", "NCCL", facts.nccl, "not installed", facts.packages),
         _copies("tensorrt", "TensorRT", facts.tensorrt, "not installed"),
         _python(facts),
     ]

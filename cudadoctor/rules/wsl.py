@@ -22,6 +22,7 @@ __all__ = [
     "WSL_LIB",
     "copied_libcuda_names",
     "needs_dxgdmal",
+    "unversioned_libcuda_found",
 ]
 
 WSL_LIB = "/usr/lib/wsl/lib"
@@ -44,3 +45,17 @@ def copied_libcuda_names(wsl_libcuda_paths: Sequence[str]) -> list[str]:
 def needs_dxgdmal(driver_branch: int) -> bool:
     """Whether a Windows driver of this branch ships libnvdxgdmal.so.1, which CUDA then needs."""
     return driver_branch >= DXGDMAL_DRIVER_BRANCH
+
+
+def unversioned_libcuda_found(path: str | None, via: str | None, wsl_libcuda_paths: Sequence[str]) -> bool:
+    """Whether ``dlopen("libcuda.so")`` succeeds, given where the loader model found that name (None: nowhere).
+
+    Without a readable loader cache the model stands the ld.so.conf directories in for it; but ldconfig records a
+    regular file under its SONAME, so the driver store's copy of libcuda.so (SONAME libcuda.so.1, the objdump in
+    https://github.com/microsoft/WSL/issues/11229) is not in the cache under that name (``ldconfig -p`` in
+    https://github.com/microsoft/WSL/issues/8587): found that way, it is not found.
+    """
+    if path is None:
+        return False
+    copies = copied_libcuda_names(wsl_libcuda_paths)
+    return not (via == "ld.so.conf" and path.startswith(WSL_LIB + "/") and "libcuda.so" in copies)

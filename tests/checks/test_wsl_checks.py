@@ -5,8 +5,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from packaging.version import Version
+
 from cudadoctor.checks.findings import Status
-from cudadoctor.facts.model import ContainerInfo, DriverVersion, Facts, LibcudaFile
+from cudadoctor.facts.model import (
+    ContainerInfo,
+    DriverVersion,
+    Facts,
+    InstalledPackage,
+    LibcudaFile,
+    LibcudaResolution,
+    LibraryCopy,
+    Source,
+    SourceKind,
+)
+from cudadoctor.rules.wsl import unversioned_libcuda_found
 from cudadoctor.testing import run_check
 
 _STORE = ("libcuda.so", "libcuda.so.1", "libcuda.so.1.1", "libdxcore.so", "libnvidia-ml.so.1")
@@ -98,3 +111,63 @@ def test_cd133_container_or_no_libcuda_read(h200):
     assert run_check("CD133", _wsl(h200, searched=False, container=True)).status is Status.NOT_APPLICABLE
     facts = _wsl(h200)
     assert run_check("CD133", replace(facts, driver=replace(facts.driver, libcuda_files=()))).status is Status.UNKNOWN
+
+
+# --- CD135 ------------------------------------------------------------------------------------------
+
+_SITE = "/home/user/miniconda3/envs/dev/lib/python3.8/site-packages"
+
+
+def _opener(facts: Facts, *, via: str | None = "ld.so.conf", path: str = "/usr/lib/wsl/lib/libcuda.so",
+            cuda_python: str | None = "11.6.0", cudnn: str | None = None) -> Facts:  # fmt: skip
+    """A WSL2 machine where ``libcuda.so`` resolves ``via`` (None: nowhere), with cuda-python or a pip cuDNN."""
+    packages = dict(facts.packages)
+    if cuda_python:
+        source = Source(SourceKind.METADATA, f"{_SITE}/cuda_python-{cuda_python}.dist-info")
+        packages["cuda-python"] = InstalledPackage("cuda-python", Version(cuda_python), _SITE, source)
+    copies = ()
+    if cudnn:
+        path_ = f"{_SITE}/nvidia_cudnn_cu11-{cudnn}.dist-info"
+        copies = (LibraryCopy("cudnn", Version(cudnn), "pip", path_, Source(SourceKind.METADATA, path_),
+                              "nvidia-cudnn-cu11"),)  # fmt: skip
+    hits = () if via is None else (LibcudaResolution("libcuda.so", path, path, via),)
+    wsl = _wsl(facts)
+    return replace(wsl, packages=packages, cudnn=copies, driver=replace(wsl.driver, resolved_libcuda=hits))
+
+
+def test_cd135_cuda_python_11_6_0_fails_when_only_the_cache_could_find_libcuda_so(h200):
+    finding = run_check("CD135", _opener(h200))
+    assert finding.status is Status.FAIL
+    assert "cuda-python 11.6.0" in finding.message and "libcuda.so" in finding.message
+    assert finding.remediation is not None
+    assert finding.remediation.commands == ("export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH",)
+    assert "cuda_python-11.6.0" in finding.evidence["read from"]
+
+
+def test_cd135_cudnn_8_5_wheel_fails_and_names_the_copy(h200):
+    finding = run_check("CD135", _opener(h200, cuda_python=None, cudnn="8.5.0.96", via=None))
+    assert finding.status is Status.FAIL
+    assert "cuDNN 8.5.0.96 (nvidia-cudnn-cu11" in finding.message
+    assert "libcudnn_cnn_infer.so.8" in finding.message
+
+
+def test_cd135_ld_library_path_or_a_cache_entry_is_fine(h200):
+    assert run_check("CD135", _opener(h200, via="LD_LIBRARY_PATH")).status is Status.OK
+    assert run_check("CD135", _opener(h200, via="ld.so.cache")).status is Status.OK
+
+
+def test_cd135_releases_that_open_libcuda_so_1_are_not_applicable(h200):
+    # cuda-python 11.6.1 finds the driver store through dxcore; cuDNN 8.8+ and 9 open libcuda.so.1
+    assert run_check("CD135", _opener(h200, cuda_python="11.6.1")).status is Status.NOT_APPLICABLE
+    facts = _opener(h200, cuda_python=None, cudnn="8.9.2.26")
+    assert run_check("CD135", facts).status is Status.NOT_APPLICABLE
+    assert run_check("CD135", h200).status is Status.NOT_APPLICABLE  # not WSL2
+
+
+def test_unversioned_libcuda_through_ld_so_conf_counts_only_as_a_link():
+    copies = ["/usr/lib/wsl/lib/libcuda.so", "/usr/lib/wsl/lib/libcuda.so.1", "/usr/lib/wsl/lib/libcuda.so.1.1"]
+    store = "/usr/lib/wsl/lib/libcuda.so"
+    assert not unversioned_libcuda_found(store, "ld.so.conf", copies)
+    assert unversioned_libcuda_found(store, "ld.so.conf", ["/usr/lib/wsl/lib/libcuda.so.1.1"])  # links
+    assert unversioned_libcuda_found(store, "LD_LIBRARY_PATH", copies)
+    assert not unversioned_libcuda_found(None, None, copies)

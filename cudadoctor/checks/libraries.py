@@ -489,6 +489,18 @@ def _soname_number(copy: LibraryCopy) -> int | None:
     return 2 if copy.library == "nccl" else copy.version.major
 
 
+_STEMS = {"cuDNN": "libcudnn.so.", "NCCL": "libnccl.so."}
+
+
+def _loader_judged(loader: LoaderView | None, package: str, label: str) -> bool:
+    """The loader's view resolved ``package``'s own need of this library (its DT_NEEDED with its real RPATH or
+    RUNPATH), so where LD_LIBRARY_PATH sits in its search is known, not guessed: torch's wheels carry DT_RPATH,
+    which LD_LIBRARY_PATH cannot override (pytorch/builder #1150; on the real H200, a system cuDNN 9.14 and
+    NCCL 2.28.3 on LD_LIBRARY_PATH leave torch 2.11's pinned 9.19 and 2.28.9 in place)."""
+    stem = _STEMS[label]
+    return any(n.package == package and n.soname.startswith(stem) for n in (loader.needs if loader else ()))
+
+
 class CD302(Check):
     """No other copy of a CUDA library shadows the pip wheel a framework pins or needs.
 
@@ -504,7 +516,8 @@ class CD302(Check):
     the pinned wheel overwrote (nvidia-nccl-cu11 installed over nvidia-nccl-cu12, told by RECORD); and
     an older copy listed on LD_LIBRARY_PATH before the wheel directory that the same variable lists.
 
-    Why it matters: LD_LIBRARY_PATH is searched before a library's RUNPATH, so torch loads the other copy:
+    Why it matters: LD_LIBRARY_PATH is searched before a library's RUNPATH (not before a DT_RPATH, which torch's
+    own wheels carry since pytorch/builder #1150: the loader's view tells which), so the package loads the other copy:
     collect_env-style reports then disagree with what runs, and a cuDNN or NCCL older than the pin
     fails or misbehaves (`check --deep` shows the file really loaded).
 
@@ -545,6 +558,8 @@ class CD302(Check):
                     continue
                 for framework, dist in pins:
                     wanted = pip.get(dist)
+                    if _loader_judged(loader, framework.name, label):
+                        continue  # the loader's view resolved this need itself (above): no guess from directories
                     if wanted is not None and wanted.version != copy.version:
                         problems.append(
                             f"{label} {copy.version} in {', '.join(sorted(shadow))} (on LD_LIBRARY_PATH) is loaded "

@@ -200,3 +200,26 @@ def test_cudnn9_sibling_rule_needs_the_sibling_beside_it(h200):
     """Without a copy beside the needer, nothing was loaded from its own directory: the older copy loads."""
     need = _sibling_need(9, "9.19.0.56", "9.14.0", beside=False)
     assert run_check("CD302", replace(h200, loader=LoaderView(needs=(need,)))).status is Status.FAIL
+
+
+def _torch_rpath_needs() -> LoaderView:
+    """torch 2.11's libtorch_cuda.so needs, resolved through its DT_RPATH to its pinned wheels (readelf, H200)."""
+    torch_lib = "/opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so"
+    wheels = "/opt/torch/.venv/lib/python3.12/site-packages/nvidia"
+    cudnn = LinkedFile(f"{wheels}/cudnn/lib/libcudnn.so.9", "RPATH", Version("9.19.0.56"), "nvidia-cudnn-cu13")
+    nccl = LinkedFile(f"{wheels}/nccl/lib/libnccl.so.2", "RPATH", Version("2.28.9"), "nvidia-nccl-cu13")
+    hidden = LinkedFile("/usr/lib/x86_64-linux-gnu/libcudnn.so.9", "LD_LIBRARY_PATH", Version("9.14.0"))
+    return LoaderView(
+        needs=(
+            NeededLibrary("torch", torch_lib, "libcudnn.so.9", cudnn, (hidden,)),
+            NeededLibrary("torch", torch_lib, "libnccl.so.2", nccl, ()),
+        )
+    )
+
+
+def test_a_system_copy_on_ld_library_path_does_not_beat_torchs_rpath(h200):
+    """Measured on the H200: LD_LIBRARY_PATH=/lib/x86_64-linux-gnu (system cuDNN 9.14, NCCL 2.28.3) leaves torch 2.11
+    on its pinned 9.19 / 2.28.9 wheels, because its libraries carry DT_RPATH: the directory guess must not warn."""
+    facts = with_env(h200, LD_LIBRARY_PATH="/lib/x86_64-linux-gnu:/usr/local/cuda/lib64")
+    assert run_check("CD302", facts).status is Status.WARN  # without the loader's view: only the directory guess
+    assert run_check("CD302", replace(facts, loader=_torch_rpath_needs())).status is Status.OK

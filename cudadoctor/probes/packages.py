@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import posixpath
 import re
@@ -803,23 +804,29 @@ def _cuda_variant(
 # --- torch/version.py -----------------------------------------------------------------------------
 
 
-def _assignment(name: str) -> re.Pattern[str]:
-    # `name = '…'`, `name: Optional[str] = '…'`, `name = None`, `name = True`
-    return re.compile(rf"^{name}\s*(?::[^=\n]*)?=\s*(?:'([^'\n]*)'|\"([^\"\n]*)\"|(None|True|False))\s*$", re.MULTILINE)
+_VERSION_PY_KEYS = ("__version__", "cuda", "hip", "debug", "git_version", "xpu")
 
 
-_VERSION_PY = {key: _assignment(key) for key in ("__version__", "cuda", "hip", "debug", "git_version", "xpu")}
+@functools.cache
+def _assignments() -> re.Pattern[str]:
+    # `name = '…'`, `name: Optional[str] = '…'`, `name = None`, `name = True`; compiled on first use (only
+    # an environment with torch reads a version.py)
+    names = "|".join(_VERSION_PY_KEYS)
+    return re.compile(
+        rf"^({names})\s*(?::[^=\n]*)?=\s*(?:'([^'\n]*)'|\"([^\"\n]*)\"|(None|True|False))\s*$", re.MULTILINE
+    )
 
 
 def _version_py_fields(text: str) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
-    for key, pattern in _VERSION_PY.items():
-        match = pattern.search(text)
-        if match:
-            quoted = match.group(1) if match.group(1) is not None else match.group(2)
-            # the bare name None is Python's None; a quoted 'None' is a string like any other
-            out[key] = quoted if quoted is not None else (None if match.group(3) == "None" else match.group(3))
-    return out
+    for match in _assignments().finditer(text):
+        key = match.group(1)
+        if key in out:
+            continue  # the first assignment counts, as a search per name found it
+        quoted = match.group(2) if match.group(2) is not None else match.group(3)
+        # the bare name None is Python's None; a quoted 'None' is a string like any other
+        out[key] = quoted if quoted is not None else (None if match.group(4) == "None" else match.group(4))
+    return {key: out[key] for key in _VERSION_PY_KEYS if key in out}
 
 
 _CXX11_ABI = re.compile(r"-D_GLIBCXX_USE_CXX11_ABI=([01])")

@@ -32,9 +32,10 @@ def _import_every_probe_module() -> None:
         probe_function(spec)
     # The loader probe reads compat/runtime_libraries.toml once per process: read it now, from the real disk.
     from cudadoctor.probes.libraries import bundled_cudnn_rows
-    from cudadoctor.probes.linkage import runtime_load_rows
+    from cudadoctor.probes.linkage import framework_preload_rows, runtime_load_rows
 
     runtime_load_rows()
+    framework_preload_rows()  # its preload rows, likewise
     bundled_cudnn_rows()  # compat/torch.toml's bundled_cudnn, likewise
 
 

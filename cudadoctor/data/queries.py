@@ -29,6 +29,7 @@ from cudadoctor.data.rows import (
     FlashAttnRelease,
     ForwardCompat,
     ForwardCompatPackage,
+    FrameworkPreload,
     GpuArch,
     GpuModel,
     JaxRelease,
@@ -608,6 +609,11 @@ class CompatMatrix:
             r for r in self.runtime_loads
             if r.package == package and r.arch == arch and r.versions.contains(version, prereleases=True)
         )  # fmt: skip
+
+    @property
+    def framework_preloads(self) -> tuple[FrameworkPreload, ...]:
+        """NVIDIA wheel libraries frameworks load by full path when imported (compat/runtime_libraries.toml)."""
+        return self._rows("runtime_libraries", "preload")
 
     @property
     def driver_opens(self) -> tuple[DriverOpen, ...]:

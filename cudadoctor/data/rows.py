@@ -37,6 +37,7 @@ __all__ = [
     "FlashAttnRelease",
     "ForwardCompat",
     "ForwardCompatPackage",
+    "FrameworkPreload",
     "GpuArch",
     "GpuModel",
     "JaxRelease",
@@ -497,6 +498,21 @@ class RuntimeLoad(Row):
 
 
 @row(kw_only=True)
+class FrameworkPreload(Row):
+    """NVIDIA wheel libraries a framework loads by full path when it is imported (``ctypes.CDLL`` of
+    ``site/nvidia/<folder>/lib/<file>``), for a range of its releases: once loaded, that copy is the one every
+    later need of its soname gets, whatever the needer's own search would find."""
+
+    package: str  #: the distribution (``torch``)
+    versions: SpecifierSet  #: the releases the row covers (``>=2.6.0,<2.9.0``)
+    #: ``load_failure``: only after its own load failed to find one of them; ``wheel_cudart``: only when its
+    #: libcudart came from the ``nvidia/cuda_runtime`` wheel
+    when: str
+    #: ``<folder>/lib/<glob>`` under ``nvidia/`` of the first site directory that has it
+    libraries: tuple[str, ...]
+
+
+@row(kw_only=True)
 class DriverOpen(Row):
     """An object that opens the CUDA driver by a name other than its soname (``dlopen("libcuda.so")``), for a
     range of releases of a package, or of any installed cuDNN copy (``package = "cudnn"``)."""
@@ -643,7 +659,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "tensorflow": TensorflowRelease,
             }
         ),
-        "runtime-libraries": Layout({"load": RuntimeLoad, "driver_open": DriverOpen}),
+        "runtime-libraries": Layout({"load": RuntimeLoad, "driver_open": DriverOpen, "preload": FrameworkPreload}),
         "container-images": Layout(
             {
                 "nvidia_cuda_tag": NvidiaCudaTag,

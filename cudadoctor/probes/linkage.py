@@ -14,14 +14,16 @@ directory), ``/etc/ld.so.cache`` and the default directories. Without a readable
 root whose ldconfig never ran, a test tree) the directories of ``/etc/ld.so.conf`` stand in for it,
 as ldconfig would list them, and the view says so.
 
-Frameworks that load a wheel's library by full path before anything else needs it (torch's
-``_load_global_deps`` fallback, JAX's and CuPy's preloading) are not modelled: a library so loaded
-would make the needer's search moot. What is modelled is the search each needer does itself, which is
-what the threads in tests/corpus describe (LD_LIBRARY_PATH winning over the wheel's RUNPATH).
+A framework that loads a wheel's library by full path when it is imported (torch's ``_load_global_deps``:
+compat/runtime_libraries.toml ``preload``, per release) makes the needer's search moot for that soname:
+ld.so reuses a loaded soname. Those copies become ``loaded`` (``via`` says which framework preloads them)
+for the framework's own needs and for the needs of the NVIDIA wheels only it loads. JAX's and CuPy's
+preloading are not modelled (compat/notes/runtime-libraries.md).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 import posixpath
@@ -38,13 +40,14 @@ from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.elf import ElfDynamic
 
 if TYPE_CHECKING:
-    from cudadoctor.data.rows import RuntimeLoad
+    from cudadoctor.data.rows import FrameworkPreload, RuntimeLoad
     from cudadoctor.probes.packages import Distribution
 
 __all__ = [
     "CUDA_SONAME",
     "cuda_soname",
     "expand_origin",
+    "framework_preloads",
     "probe_loader_view",
     "record_owner",
     "resolve",
@@ -395,6 +398,7 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
             needs.append(NeededLibrary(package, path, soname, loaded, shadowed, others, wanted, subs))
     loads = _RuntimeLoads(installed, scanned, majors, sites)
     needs += runtime_needs(ctx, search, versions, loads)
+    needs = framework_preloads(ctx, versions, needs, installed, sites)
     if not needs and not search.preloaded:
         return None
     return LoaderView(tuple(search.preloaded.values()), tuple(needs), note, len(objects))
@@ -588,3 +592,112 @@ def _absolute_paths(dyn: ElfDynamic) -> ElfDynamic:
         return tuple(e for e in entries if e.startswith(("/", "$ORIGIN", "${ORIGIN}")))
 
     return replace(dyn, rpath=keep(dyn.rpath), runpath=keep(dyn.runpath))
+
+
+# --- libraries a framework preloads by full path when imported -------------------------------------
+
+
+@functools.cache
+def framework_preload_rows() -> tuple[FrameworkPreload, ...]:
+    """compat/runtime_libraries.toml's ``preload`` rows, read once per process."""
+    from cudadoctor.data import CompatMatrix
+
+    return CompatMatrix(cache_dir=False).framework_preloads
+
+
+def framework_preloads(
+    ctx: ProbeContext,
+    versions: _Versions,
+    needs: list[NeededLibrary],
+    installed: dict[str, Version | None],
+    sites: tuple[str, ...],
+) -> list[NeededLibrary]:
+    """The needs with the copies an installed framework loads by full path when imported put first.
+
+    torch's ``_load_global_deps`` (compat/runtime_libraries.toml ``preload``) loads ``nvidia/<folder>/lib/<file>``
+    of the first ``sys.path`` entry holding it with ``ctypes.CDLL``; ld.so then reuses that copy for every
+    later need of its soname (ld.so(8)). Only stats and directory listings: no file is read.
+    """
+    try:
+        rows = framework_preload_rows()
+    except CompatDataError as exc:
+        ctx.fail("linkage", f"frameworks' preloads not modelled: {exc}", "compat/runtime_libraries.toml")
+        return needs
+    for row in rows:
+        version = installed.get(row.package)
+        if version is None or not row.versions.contains(version, prereleases=True):
+            continue
+        own = [n for n in needs if n.package == row.package and n.how == "DT_NEEDED"]
+        if not _preload_runs(row, own):
+            continue
+        copies = _preloaded_copies(ctx, versions, sites, row, f"preloaded by {row.package} {version}")
+        users = _wheel_users(needs)
+        needs = [
+            _preloaded(ctx, n, copies[n.soname]) if n.soname in copies and _loaded_by(n, row.package, users) else n
+            for n in needs
+        ]
+    return needs
+
+
+def _preload_runs(row: FrameworkPreload, own: list[NeededLibrary]) -> bool:
+    """Whether the row's condition holds for the framework's own needs as the loader view resolved them."""
+    if row.when == "wheel_cudart":
+        return any(
+            n.soname.startswith("libcudart.so.")
+            and n.loaded is not None
+            and "/nvidia/cuda_runtime/lib/" in n.loaded.path
+            for n in own
+        )
+    if row.when == "load_failure":
+        globs = [posixpath.basename(lib) for lib in row.libraries]
+        return any(
+            (n.loaded is None or n.loaded.via.startswith("wheel"))
+            and any(fnmatch.fnmatchcase(n.soname, g) for g in globs)
+            for n in own
+        )
+    return False
+
+
+def _preloaded_copies(
+    ctx: ProbeContext, versions: _Versions, sites: tuple[str, ...], row: FrameworkPreload, via: str
+) -> dict[str, LinkedFile]:
+    """soname -> the copy the framework loads: the row's file in the first site directory that has it."""
+    copies: dict[str, LinkedFile] = {}
+    for library in row.libraries:
+        directory, pattern = posixpath.split(library)
+        for site in sites:
+            found = sorted(
+                p for p in ctx.fs.glob(posixpath.join(site, "nvidia", directory), pattern) if ctx.fs.is_file(p)
+            )
+            parsed = cuda_soname(found[0]) if found else None
+            if parsed is not None:
+                copies.setdefault(parsed[1], versions.file(found[0], via))
+                break
+    return copies
+
+
+def _wheel_users(needs: list[NeededLibrary]) -> dict[str, set[str]]:
+    """NVIDIA wheel -> the other packages whose needs load (or could load) one of its libraries."""
+    users: dict[str, set[str]] = {}
+    for need in needs:
+        for copy in (need.loaded, *need.shadowed):
+            if copy is not None and copy.distribution and not need.package.startswith("nvidia-"):
+                users.setdefault(copy.distribution, set()).add(need.package)
+    return users
+
+
+def _loaded_by(need: NeededLibrary, framework: str, users: dict[str, set[str]]) -> bool:
+    """The need is the framework's own, or an NVIDIA wheel's that no package other than the framework uses
+    (a JAX plugin using the same nvidia-cusparse wheel gets no help from torch's preload)."""
+    if need.package == framework:
+        return True
+    return need.package.startswith("nvidia-") and users.get(need.package, set()) <= {framework}
+
+
+def _preloaded(ctx: ProbeContext, need: NeededLibrary, copy: LinkedFile) -> NeededLibrary:
+    """The need with ``copy`` loaded and the copy its own search found among the ones hidden."""
+    loaded = need.loaded
+    if loaded is not None and _real(ctx, loaded.path) == _real(ctx, copy.path):
+        return need if not loaded.via.startswith("wheel") else replace(need, loaded=copy)
+    hidden = tuple(f for f in (loaded, *need.shadowed) if f is not None and _real(ctx, f.path) != _real(ctx, copy.path))
+    return replace(need, loaded=copy, shadowed=hidden)

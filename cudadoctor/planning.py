@@ -114,7 +114,7 @@ def _driver(
 #: --gpu names of GPUs that CUDA wheels do not run on, by the accelerator their torch is built for
 _OTHER_GPUS = (
     (re.compile(r"(amd\s+)?(instinct\s+)?mi\d{2,3}\w*|(amd\s+)?radeon\b.*", re.IGNORECASE), "rocm"),
-    (re.compile(r"(intel\s+)?(arc\b.*|data\s+center\s+gpu\s+max.*)", re.IGNORECASE), "xpu"),
+    (re.compile(r"(intel\s+)?(arc\b.*|data\s+center\s+gpu\s+max.*|core\s+ultra.*)", re.IGNORECASE), "xpu"),
     (re.compile(r"(apple\s+)?m[1-9](\s+(pro|max|ultra))?", re.IGNORECASE), "mps"),
     (re.compile(r"none|cpu", re.IGNORECASE), "cpu"),  # --gpu none: a machine without a GPU
 )
@@ -143,8 +143,11 @@ def accelerator_of(facts: Facts | None, gpus: Sequence[Gpu], flags: HostFlags) -
     """What the machine computes with: ``cuda``, ``jetson``, ``rocm``, ``mps``, ``xpu``, ``cpu``; None: unknown.
 
     A described machine (--gpu, --driver) is what the flags say; a probed one is CPU-only only when no NVIDIA
-    driver or GPU, no ROCm, no Apple GPU, no Jetson and no Intel GPU driver was found.
+    driver or GPU, no ROCm, no Apple GPU, no Jetson and no discrete Intel GPU was found. An integrated Intel
+    GPU alone stays ``cpu``: most of them are older than the ones PyTorch's XPU builds are validated on.
     """
+    from cudadoctor.probes.host import intel_gpu_discrete
+
     others = {other_accelerator(g) for g in flags.gpus} - {None}
     if others:
         return sorted(o for o in others if o)[0]
@@ -165,7 +168,7 @@ def accelerator_of(facts: Facts | None, gpus: Sequence[Gpu], flags: HostFlags) -
         return "rocm"
     if host.apple_silicon:
         return "mps"
-    return "xpu" if host.intel_gpu_driver else "cpu"
+    return "xpu" if any(intel_gpu_discrete(g) for g in host.intel_gpus) else "cpu"
 
 
 def _gpus(flags: HostFlags, facts: Facts | None) -> tuple[Gpu, ...]:
@@ -292,6 +295,7 @@ def constraints_for(
         accelerator=accelerator,
         rocm=host.rocm_version if host is not None else None,
         jetson_l4t=host.jetson_l4t if host is not None else None,
+        intel_gpus=host.intel_gpus if host is not None else (),
         installed_ecosystem=_ecosystem(facts),
         user_index=index,
         wanted_variant=variant,

@@ -137,6 +137,15 @@ def test_check_says_when_the_machine_is_amd_or_jetson():
     assert "NVIDIA Jetson (L4T R36.4.3)" in jetson_text
 
 
+def test_check_says_which_intel_gpu_the_machine_has():
+    arc = Facts(host=HostInfo(os="Linux", arch="x86_64", intel_gpu_driver="xe", intel_gpus=("0000:03:00.0 8086:56A0",)))
+    igpu = Facts(host=HostInfo(os="Linux", arch="x86_64", intel_gpus=("0000:00:02.0 8086:5917",)))
+    arc_text = render_text(arc, run_checks(arc, CompatMatrix()))
+    assert "Intel GPU (0000:03:00.0 8086:56A0, driver xe): torch runs on it through PyTorch's XPU builds" in arc_text
+    igpu_text = render_text(igpu, run_checks(igpu, CompatMatrix()))
+    assert "integrated Intel GPU only (0000:00:02.0 8086:5917)" in igpu_text
+
+
 def test_check_names_a_jetpack_7_jetson_as_sbsa():
     thor = Facts(host=HostInfo(os="Linux", arch="aarch64", jetson_l4t="R38.2.1"))
     assert "NVIDIA Jetson (L4T R38.2.1, JetPack 7): SBSA" in render_text(thor, run_checks(thor, CompatMatrix()))

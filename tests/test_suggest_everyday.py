@@ -24,7 +24,9 @@ from cudadoctor.facts.model import (
 from cudadoctor.planning import HostFlags, constraints_for, parse_target
 from cudadoctor.rules.branches import branch_status, supported_branches
 from cudadoctor.suggest import Constraints, Gpu, suggest_torch, suggest_vllm
+from cudadoctor.suggest.install import torch_install
 from cudadoctor.suggest.upgrades import with_upgrades
+from cudadoctor.suggest.uv_auto import uv_auto_pick
 
 M = CompatMatrix()
 SRC = Source(SourceKind.METADATA, "test")
@@ -107,12 +109,42 @@ def test_jetson_gets_a_sourced_refusal_naming_its_l4t():
     assert "L4T R36.4.3" in s.advice[0] and "install-pytorch-jetson-platform" in s.advice[0]
 
 
-def test_intel_gpu_gets_cpu_plans_and_says_why_not_xpu():
-    facts = _facts(HostInfo(os="Linux", arch="x86_64", intel_gpu_driver="xe"))
+ARC_A770 = "0000:03:00.0 8086:56A0"  #: a discrete card: its own PCI bus
+UHD_620 = "0000:00:02.0 8086:5917"  #: Intel's integrated GPU sits at bus 0, device 2
+
+
+def test_discrete_intel_gpu_gets_xpu_builds_from_the_xpu_index():
+    facts = _facts(HostInfo(os="Linux", arch="x86_64", intel_gpu_driver="i915", intel_gpus=(UHD_620, ARC_A770)))
+    c = constraints_for(M, HostFlags(python="3.12"), facts)
+    assert c.accelerator == "xpu"
+    s = suggest_torch(M, c)
+    assert s.plans and all(p.variant == "xpu" for p in s.plans)
+    top = s.plans[0]
+    # the newest release compat data lists an XPU build for (PyTorch's Intel GPU docs, the release matrix)
+    assert top.packages[0] == ("torch", "2.13.0") and top.index_url == "https://download.pytorch.org/whl/xpu"
+    assert top.commands[0].endswith("--index-url https://download.pytorch.org/whl/xpu")
+    assert any("Intel's GPU driver" in cav for cav in top.caveats)
+    assert any(e.candidate == "torch 2.15.0" and "XPU build not listed" in e.observed for e in s.excluded)
+    assert uv_auto_pick(M, c).label == "xpu index → torch 2.13.0"
+
+
+def test_integrated_intel_gpu_alone_gets_cpu_plans_and_a_note():
+    facts = _facts(HostInfo(os="Linux", arch="x86_64", intel_gpu_driver="i915", intel_gpus=(UHD_620,)))
     c = constraints_for(M, HostFlags(python="3.12"), facts)
     s = suggest_torch(M, c)
-    assert c.accelerator == "xpu" and s.plans and s.plans[0].variant == "cpu"
-    assert any("XPU" in n for n in s.notes)
+    assert c.accelerator == "cpu" and s.plans and s.plans[0].variant == "cpu"
+    assert any("integrated Intel GPU only (0000:00:02.0 8086:5917)" in n for n in s.notes)
+    pick = uv_auto_pick(M, c)  # uv counts any Intel display device
+    assert pick.index == "xpu" and "integrated" in pick.note
+
+
+def test_intel_gpu_by_name_plans_xpu_and_vllm_says_why_nothing_fits():
+    for name in ("Intel Arc A770", "Data Center GPU Max 1550", "Intel Core Ultra 7 155H"):
+        result = _run("torch", "--gpu", name, "--python", "3.12")
+        assert result.exit_code == 0, result.stdout
+        assert "Intel GPU" in result.stdout and "--index-url https://download.pytorch.org/whl/xpu" in result.stdout
+    vllm = _run("vllm", "--gpu", "Intel Arc B580", "--python", "3.12")
+    assert vllm.exit_code == 1 and "why: vllm: accelerator: no CUDA GPU (xpu)" in vllm.stdout
 
 
 def test_an_nvidia_host_stays_cuda():
@@ -157,9 +189,16 @@ def test_every_torch_plan_installs_torchvision_with_it():
     for plan in s.plans:
         names = [n for n, _v in plan.packages]
         assert names[:2] == ["torch", "torchvision"]
-    newest = s.plans[0]
-    assert dict(newest.packages)["torchvision"] == ""  # 2.15.0: no torchvision pins it; resolved with it
-    assert any("no torchvision release pins torch" in cav for cav in newest.caveats)
+    pins = {p.packages[0][1]: dict(p.packages) for p in s.plans}
+    # released with 2.14.1 / 2.15.0, requiring torch>=2.14.0 / >=2.11 (PyPI: Requires-Dist, upload times)
+    assert pins["2.14.1"]["torchvision"] == "0.29.1" and pins["2.14.1"]["torchaudio"] == "2.11.1"
+    assert all(not any("torchvision" in cav for cav in p.caveats) for p in s.plans)
+    release = M.torch_release(Version("2.14.1"))
+    assert release is not None
+    unmatched = replace(release, torchvision=None, torchaudio=None)
+    install = torch_install(Constraints(), unmatched, "cu130", "https://download.pytorch.org/whl/cu130")
+    assert dict(install.pins)["torchvision"] == "" and "torchaudio" not in dict(install.pins)
+    assert any("no torchvision release pins torch" in cav for cav in install.caveats)
 
 
 # --- 3. --cuda is the toolkit the user builds with --------------------------------------------------------------

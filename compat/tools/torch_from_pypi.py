@@ -308,6 +308,8 @@ def check(toml_path: str, releases: list[dict]) -> int:
             problems.append(f"{rec['version']}: requires_python table={row.get('requires_python')!r} pypi={rp!r}")
         for name in ("torchvision", "torchaudio"):
             want = rec.get(name)
+            if want is None and "pypi-companion-range" in row.get("sources", []):
+                continue  # a companion without an exact pin, sourced by hand (compat/notes/torch.md)
             if row.get(name) != (want[0] if want and len(want) == 1 else want):
                 problems.append(f"{rec['version']}: {name} table={row.get(name)!r} pypi={want!r}")
     for version in sorted(set(table) - {r["version"] for r in releases}, key=vkey):

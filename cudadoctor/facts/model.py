@@ -483,6 +483,9 @@ class HostInfo:
     jetson_l4t: str | None = None
     #: an Intel GPU kernel driver is loaded (``xe`` or ``i915``, /sys/module; live machine only)
     intel_gpu_driver: str | None = None
+    #: Intel display devices (PCI base class 03) under /sys/class/drm, as ``<PCI slot> <vendor:device>``
+    #: (``0000:03:00.0 8086:56A0``); live machine only. The integrated one sits at 0000:00:02.0
+    intel_gpus: tuple[str, ...] = ()
     env: tuple[EnvVar, ...] = ()
     #: the dynamic loader's search directories, in order: LD_LIBRARY_PATH, then ld.so.conf
     loader_paths: tuple[str, ...] = ()

@@ -319,6 +319,42 @@ def parse_l4t_release(text: str) -> str | None:
     return f"R{match.group(1)}.{match.group(2).rstrip('.')}" if match else None
 
 
+def parse_drm_uevent(text: str) -> str | None:
+    """An Intel display device from a DRM card's PCI ``uevent`` (``PCI_CLASS=30000``, ``PCI_ID=8086:56A0``,
+    ``PCI_SLOT_NAME=0000:03:00.0``) as ``0000:03:00.0 8086:56A0``; None for another vendor or class.
+
+    The keys are the ones the kernel's PCI uevent writes (drivers/pci/pci-driver.c, pci_uevent); 0x8086 is
+    Intel's PCI vendor id and base class 0x03 a display controller, the test uv's automatic backend makes too
+    (crates/uv-torch/src/accelerator.rs).
+    """
+    keys = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    pci_id, slot, pci_class = keys.get("PCI_ID", ""), keys.get("PCI_SLOT_NAME", ""), keys.get("PCI_CLASS", "")
+    try:
+        display = int(pci_class, 16) >> 16 == 0x03
+    except ValueError:
+        return None
+    return f"{slot} {pci_id.upper()}" if display and slot and pci_id.upper().startswith("8086:") else None
+
+
+def intel_gpu_discrete(entry: str) -> bool:
+    """Whether an ``intel_gpus`` entry is a discrete card (Arc, Data Center GPU Max/Flex): Intel's integrated
+    graphics device is always bus 0, device 2, function 0 (QEMU docs/igd-assign.txt: the IGD is at 00:02.0)."""
+    return not entry.split(" ", 1)[0].endswith("00:02.0")
+
+
+def _intel_gpus(ctx: ProbeContext) -> tuple[str, ...]:
+    """The Intel display devices the kernel's DRM cards sit on (/sys/class/drm/cardN/device/uevent)."""
+    if not ctx.live:
+        return ()
+    found = []
+    for card in ctx.fs.glob("/sys/class/drm", "card*"):
+        text = _read_small(ctx, f"{card}/device/uevent")
+        entry = parse_drm_uevent(text) if text else None
+        if entry and entry not in found:
+            found.append(entry)
+    return tuple(found)
+
+
 def _read_small(ctx: ProbeContext, path: str) -> str | None:
     try:
         return ctx.fs.read_text(path, limit=4096)
@@ -331,6 +367,7 @@ class _Accelerators(NamedTuple):
     amdgpu_driver: bool
     jetson_l4t: str | None
     intel_gpu_driver: str | None
+    intel_gpus: tuple[str, ...]
 
 
 def _other_accelerators(ctx: ProbeContext) -> _Accelerators:
@@ -350,6 +387,7 @@ def _other_accelerators(ctx: ProbeContext) -> _Accelerators:
         amdgpu_driver=live and ctx.fs.is_dir("/sys/module/amdgpu"),
         jetson_l4t=parse_l4t_release(tegra) if tegra else None,
         intel_gpu_driver=intel,
+        intel_gpus=_intel_gpus(ctx),
     )
 
 

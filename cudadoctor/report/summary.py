@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from packaging.version import Version
 
 from cudadoctor.checks.findings import Finding, Status
-from cudadoctor.facts.model import Facts, InstalledPackage, LibraryCopy, ProbeError, Source, SourceKind
+from cudadoctor.facts.model import Facts, HostInfo, InstalledPackage, LibraryCopy, ProbeError, Source, SourceKind
 from cudadoctor.facts.registry import category_of_error
 
 __all__ = ["Category", "Line", "Mark", "categories"]
@@ -82,8 +82,8 @@ def _host(facts: Facts) -> Category:
     if h.rocm_version or h.amdgpu_driver:
         rocm = f"ROCm {h.rocm_version}" if h.rocm_version else "ROCm not found"
         parts.append(f"AMD GPU stack ({rocm}{', amdgpu driver loaded' if h.amdgpu_driver else ''})")
-    if h.intel_gpu_driver:
-        parts.append(f"Intel GPU driver {h.intel_gpu_driver} loaded")
+    if h.intel_gpus or h.intel_gpu_driver:
+        parts.append(_intel(h))
     cat = Category("host", "Host", ", ".join(p for p in parts if p))
     if h.kernel:
         cat.lines.append(Line(f"kernel {h.kernel}"))
@@ -94,6 +94,19 @@ def _host(facts: Facts) -> Category:
     for var in h.env:
         cat.lines.append(Line(f"{var.name}={var.value}", source=f"env: {var.name}"))
     return cat
+
+
+def _intel(h: HostInfo) -> str:
+    """The Intel GPUs: discrete ones get PyTorch's XPU builds (``suggest``), an integrated one alone CPU builds."""
+    from cudadoctor.probes.host import intel_gpu_discrete
+
+    discrete = [g for g in h.intel_gpus if intel_gpu_discrete(g)]
+    driver = f", driver {h.intel_gpu_driver}" if h.intel_gpu_driver else ""
+    if discrete:
+        return f"Intel GPU ({', '.join(discrete)}{driver}): torch runs on it through PyTorch's XPU builds"
+    if h.intel_gpus:
+        return f"integrated Intel GPU only ({', '.join(h.intel_gpus)}{driver})"
+    return f"Intel GPU driver {h.intel_gpu_driver} loaded (no Intel display device read under /sys/class/drm)"
 
 
 def _driver(facts: Facts) -> Category:

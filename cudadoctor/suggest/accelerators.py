@@ -25,8 +25,10 @@ NON_CUDA = ("cpu", "rocm", "mps", "xpu", "jetson")
 
 #: NVIDIA's page for PyTorch on Jetson: wheels built per JetPack release
 JETSON_PYTORCH = "https://docs.nvidia.com/deeplearning/frameworks/install-pytorch-jetson-platform/index.html"
-#: PyTorch's Intel GPU (XPU) getting-started notes: the xpu index
+#: PyTorch's Intel GPU (XPU) getting-started notes: the xpu index, the validated GPUs and OSes
 XPU_NOTES = "https://docs.pytorch.org/docs/stable/notes/get_start_xpu.html"
+#: Intel's prerequisites for PyTorch on Intel GPUs: the GPU driver the XPU wheels need (linked from XPU_NOTES)
+XPU_DRIVER = "https://www.intel.com/content/www/us/en/developer/articles/tool/pytorch-prerequisites-for-intel-gpu.html"
 #: PyTorch's MPS backend notes: the macOS arm64 wheels on PyPI run on Metal
 MPS_NOTES = "https://docs.pytorch.org/docs/stable/notes/mps.html"
 
@@ -39,11 +41,8 @@ def suggest_torch_without_cuda(
     run.notes[:] = [n for n in run.notes if not n.startswith(("driver unknown", "no GPU known"))]
     if c.accelerator == "jetson":
         return _jetson(matrix, c, run, requirement)
-    if c.accelerator == "xpu":
-        run.notes.append(
-            "an Intel GPU driver is loaded: PyTorch publishes XPU builds on its xpu index "
-            f"({XPU_NOTES}); their releases are not in compat data, so the plans are CPU builds"
-        )
+    if c.accelerator == "cpu" and c.intel_gpus:
+        run.notes.append(_integrated_intel_note(c.intel_gpus))
     for release in matrix.torch_releases:
         if run.spec.contains(release.version, prereleases=True) and _python_fits(c, run, release):
             _judge(matrix, c, run, release)
@@ -54,7 +53,16 @@ def suggest_torch_without_cuda(
 
 
 def _machine(c: Constraints) -> str:
-    return {"rocm": "AMD GPU (ROCm)", "mps": "Apple Silicon Mac", "jetson": "Jetson"}.get(c.accelerator or "", "CPU")
+    machines = {"rocm": "AMD GPU (ROCm)", "mps": "Apple Silicon Mac", "jetson": "Jetson", "xpu": "Intel GPU (XPU)"}
+    return machines.get(c.accelerator or "", "CPU")
+
+
+def _integrated_intel_note(intel_gpus: tuple[str, ...]) -> str:
+    return (
+        f"an integrated Intel GPU only ({', '.join(intel_gpus)}): PyTorch validates its XPU builds on Arc, "
+        f"Data Center GPU Max and Core Ultra processors with Arc graphics ({XPU_NOTES}), so the plans are CPU "
+        "builds; on one of those, --gpu 'Intel Arc' (or 'Core Ultra') plans the XPU builds"
+    )
 
 
 def _python_fits(c: Constraints, run: Run, release: TorchRelease) -> bool:
@@ -76,6 +84,9 @@ def _judge(matrix: CompatMatrix, c: Constraints, run: Run, release: TorchRelease
         return
     if c.accelerator == "rocm":
         _judge_rocm(matrix, c, run, release)
+        return
+    if c.accelerator == "xpu":
+        _judge_xpu(matrix, c, run, release)
         return
     if c.platform == "linux-aarch64" and release.pypi_aarch64_cuda is None:
         # Requires-Dist of its aarch64 wheel pins no CUDA runtime: PyPI's aarch64 torch is a CPU build
@@ -116,6 +127,26 @@ def _judge_rocm(matrix: CompatMatrix, c: Constraints, run: Run, release: TorchRe
             caveats.append(f"its ROCm {rocm} differs in major from the host's ROCm {c.rocm}")
         caveats.append("AMD GPU architectures per ROCm build are not in compat data: check AMD's ROCm support list")
         _add(c, run, release, tag, variant.index_url, why, (same, release.version, rocm), caveats)
+
+
+def _judge_xpu(matrix: CompatMatrix, c: Constraints, run: Run, release: TorchRelease) -> None:
+    """The release's XPU build from PyTorch's xpu index (compat/torch.toml: 2.5 on, Linux x86_64 only)."""
+    variant = matrix.torch_variants.get("xpu")
+    if c.platform != "linux-x86_64" or "xpu" not in release.variants or variant is None or variant.index_url is None:
+        observed = "XPU build not listed for it" + (" (variant list partial)" if release.variants_partial else "")
+        run.excluded.append(
+            Exclusion(f"torch {release.version}", "data", observed, f"a sourced XPU build for {c.platform}")
+        )
+        return
+    why = [
+        f"torch {release.version} XPU build from PyTorch's xpu index: it runs on Intel GPUs "
+        "(uv's automatic backend picks this index too)"
+    ]
+    caveats = [
+        f"needs Intel's GPU driver ({XPU_DRIVER}); PyTorch validates Data Center GPU Max on RHEL 9.2, SLES 15 SP5 "
+        f"and Ubuntu 22.04, Arc A/B-Series and Core Ultra with Arc graphics on Ubuntu 24.04 or newer ({XPU_NOTES})"
+    ]
+    _add(c, run, release, "xpu", variant.index_url, why, (True, release.version), caveats)
 
 
 def _add(

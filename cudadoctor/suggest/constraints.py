@@ -56,6 +56,8 @@ class Constraints:
     accelerator: str | None = None
     rocm: Version | None = None  #: the host's ROCm (/opt/rocm/.info/version)
     jetson_l4t: str | None = None  #: the Jetson's L4T release (/etc/nv_tegra_release)
+    #: the host's Intel display devices (HostInfo.intel_gpus: ``<PCI slot> <vendor:device>``)
+    intel_gpus: tuple[str, ...] = ()
     #: installed torch-ecosystem packages besides torch, (name, version): xformers, flash-attn, vllm …
     installed_ecosystem: tuple[tuple[str, str], ...] = ()
     #: the index pip is configured with when it is not PyPI, as (URL with credentials masked, where it is set)

@@ -29,11 +29,12 @@ class Install(NamedTuple):
 
 
 def torch_pins(release: TorchRelease) -> tuple[tuple[str, str], ...]:
-    """torch with its companions: the torchvision/torchaudio that pin it exactly (compat/torch.toml).
+    """torch with its companions: the torchvision/torchaudio compat/torch.toml matches with it (an exact
+    Requires-Dist pin, or the release published with it whose torch range admits it).
 
     Without a sourced torchvision, torchvision goes in the same command unpinned: the resolver then picks one
     that accepts the pinned torch, where a later ``pip install torchvision`` could pull another torch.
-    torchaudio without a sourced match is left out (no torchaudio release pins torch 2.12 or newer).
+    torchaudio without a sourced match is left out.
     """
     pins = [("torch", str(release.version)), ("torchvision", str(release.torchvision or ""))]
     if release.torchaudio:

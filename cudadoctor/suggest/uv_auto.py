@@ -10,6 +10,8 @@ without such a GPU it falls back to the CPU-only index. The details are in uv's 
   450.80.02; cudadoctor reads them from compat/cuda.toml), newest CUDA first, then the CPU index. The GPU's
   compute capability is not looked at. An AMD GPU gets the ROCm indexes whose builds list its architecture,
   an Intel GPU the xpu index; any other machine (macOS included) the CPU index.
+- ``crates/uv-torch/src/accelerator.rs``: an Intel GPU is any PCI device of vendor 0x8086 and base class 0x03
+  under /sys/bus/pci/devices, so an integrated one counts too (cudadoctor plans XPU builds for discrete ones).
 - ``crates/uv-client/src/registry_client.rs`` (``index_strategy_for``): torch packages are searched with
   ``unsafe-first-match``, which "prefer[s] the first index with a compatible version, even if newer versions are
   available on other indexes" (docs/concepts/indexes.md).
@@ -53,7 +55,7 @@ def uv_auto_indexes(matrix: CompatMatrix, c: Constraints) -> tuple[str, ...]:
     if c.accelerator == "rocm":  # uv's own table says which ROCm builds list the GPU; compat data has no such list
         tags = [t for t in matrix.torch_variants if t.startswith("rocm")]
         return (*sorted(tags, key=lambda t: Version(t.removeprefix("rocm")), reverse=True), "cpu")
-    if c.accelerator == "xpu":
+    if _uv_sees_intel_gpu(c):
         return ("xpu",)
     if c.accelerator not in (None, "cuda") or c.driver is None or c.platform not in ("linux-x86_64", "linux-aarch64"):
         return ("cpu",)
@@ -63,6 +65,10 @@ def uv_auto_indexes(matrix: CompatMatrix, c: Constraints) -> tuple[str, ...]:
         if variant.cuda is not None and floor is not None and c.driver >= floor.min_driver_linux:
             found.append((variant.cuda, tag))
     return (*(tag for _cuda, tag in sorted(found, reverse=True)), "cpu")
+
+
+def _uv_sees_intel_gpu(c: Constraints) -> bool:
+    return c.accelerator == "xpu" or (c.accelerator == "cpu" and bool(c.intel_gpus))
 
 
 def _on_index(release: TorchRelease, tag: str, c: Constraints) -> bool:
@@ -91,14 +97,14 @@ def uv_auto_pick(matrix: CompatMatrix, c: Constraints) -> UvPick:
         return UvPick(
             "cpu", None, note="no NVIDIA, AMD or Intel GPU: the CPU index; its macOS wheels are not in compat data"
         )
-    if c.accelerator == "xpu":
-        return UvPick("xpu", None, note="the xpu index's releases are not in compat data")
     if c.accelerator == "jetson":  # uv reads /sys/module/nvidia/version, /proc/driver/nvidia/version, nvidia-smi
         return UvPick(
             "cpu", None, note="the CPU index, or an SBSA CUDA index where it reads a driver: no JetPack build"
         )
     indexes = uv_auto_indexes(matrix, c)
-    note = _ROCM_NOTE if c.accelerator == "rocm" else ""
+    note = (
+        _ROCM_NOTE if c.accelerator == "rocm" else _INTEGRATED_NOTE if c.accelerator == "cpu" and c.intel_gpus else ""
+    )
     for tag in indexes:
         newest = next((r.version for r in matrix.torch_releases if _on_index(r, tag, c)), None)
         if newest is not None:
@@ -108,3 +114,5 @@ def uv_auto_pick(matrix: CompatMatrix, c: Constraints) -> UvPick:
 
 #: uv's table (backend.rs LINUX_AMD_GPU_DRIVERS at 26a9dd4) has ROCm indexes to rocm7.2; compat data stops earlier
 _ROCM_NOTE = "uv also knows newer ROCm indexes (to rocm7.2) than compat data"
+#: uv's accelerator.rs takes any Intel display device for an XPU, the integrated one included
+_INTEGRATED_NOTE = "uv takes the integrated Intel GPU for an XPU"

@@ -324,3 +324,22 @@ def test_amd_jetson_and_intel_signs_are_host_facts(fs):
 def test_a_plain_host_has_no_other_accelerator(fs):
     info = host.probe_host(make_ctx())
     assert (info.rocm_version, info.amdgpu_driver, info.jetson_l4t, info.intel_gpu_driver) == (None, False, None, None)
+
+
+def _drm_card(fs, card: str, uevent: str) -> None:
+    fs.create_file(f"/sys/class/drm/{card}/device/uevent", contents=uevent)
+
+
+def test_intel_display_devices_are_read_from_the_drm_cards(fs):
+    # the keys the kernel's PCI uevent writes; a connector's device is the DRM card, without PCI keys
+    _drm_card(fs, "card0", "DRIVER=i915\nPCI_CLASS=30000\nPCI_ID=8086:A7A0\nPCI_SLOT_NAME=0000:00:02.0\n")
+    _drm_card(fs, "card0-eDP-1", "MAJOR=226\nMINOR=0\nDEVNAME=dri/card0\n")
+    _drm_card(fs, "card1", "DRIVER=xe\nPCI_CLASS=30000\nPCI_ID=8086:e20b\nPCI_SLOT_NAME=0000:03:00.0\n")
+    _drm_card(fs, "card2", "DRIVER=nvidia\nPCI_CLASS=30200\nPCI_ID=10DE:2684\nPCI_SLOT_NAME=0000:41:00.0\n")
+    _drm_card(fs, "card3", "DRIVER=snd_hda_intel\nPCI_CLASS=40300\nPCI_ID=8086:7A50\nPCI_SLOT_NAME=0000:00:1f.3\n")
+    info = host.probe_host(make_ctx())
+    assert info.intel_gpus == ("0000:00:02.0 8086:A7A0", "0000:03:00.0 8086:E20B")
+    assert [host.intel_gpu_discrete(g) for g in info.intel_gpus] == [False, True]
+    assert host.parse_drm_uevent("PCI_CLASS=garbage\nPCI_ID=8086:1\nPCI_SLOT_NAME=x\n") is None
+    fs.create_file("/img/sys/class/drm/card1/device/uevent", contents="PCI_CLASS=30000\nPCI_ID=8086:56A0\n")
+    assert host.probe_host(make_ctx(root="/img")).intel_gpus == ()  # an image root has no running kernel

@@ -113,6 +113,8 @@ class _Search:
     machine: str
     #: (soname, directories) -> the candidates found: many objects share one search order
     memo: dict[tuple[str, tuple[tuple[str, str], ...]], list[tuple[str, str]]] = field(default_factory=dict)
+    #: the cache's entries by soname (ldcache.by_soname), built with the search
+    cache_index: dict[str, tuple[ldcache.CacheEntry, ...]] = field(default_factory=dict)
 
 
 def _plain_search(ctx: ProbeContext) -> tuple[_Search, str]:
@@ -129,6 +131,8 @@ def _plain_search(ctx: ProbeContext) -> tuple[_Search, str]:
         )
     ld_path = tuple(dict.fromkeys(loader.ld_library_path(ctx.env.get("LD_LIBRARY_PATH"))))[:_MAX_DIRS]
     search = _Search({}, ld_path, cache, tuple(loader.conf_dirs(ctx)), loader.default_dirs(ctx.machine), ctx.machine)
+    if cache is not None:
+        search.cache_index.update(ldcache.by_soname(cache))
     return search, note
 
 
@@ -186,7 +190,7 @@ def _look(ctx: ProbeContext, search: _Search, soname: str, dirs: tuple[tuple[str
         if ctx.fs.is_file(path):
             found.append((path, via))
     if search.cache is not None:
-        cached = ldcache.lookup(search.cache, soname, search.machine)
+        cached = ldcache.lookup(search.cache_index.get(soname, ()), soname, search.machine)
         if cached is not None and ctx.fs.is_file(cached):
             found.append((cached, "ld.so.cache"))
     else:

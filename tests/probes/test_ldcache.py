@@ -72,3 +72,22 @@ def test_not_a_cache_is_none_or_empty(data):
 def test_hostile_bytes_never_raise(tail, with_magic):
     data = (b"glibc-ld.so.cache1.1" if with_magic else b"") + tail
     parse_ld_so_cache(data)
+
+
+def test_lookup_by_soname_group_equals_the_whole_cache_scan() -> None:
+    """The per-soname index answers every soname exactly as the linear scan of the whole cache does."""
+    from cudadoctor.probes.ldcache import CacheEntry, by_soname, lookup
+
+    x86, arm = 0x0303, 0x0A03  # libc6 x86-64 / aarch64 flags, as ldconfig writes them
+    entries = (
+        CacheEntry("libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", x86),
+        CacheEntry("libcuda.so.1", "/usr/local/cuda/compat/libcuda.so.1", x86),
+        CacheEntry("libcudnn.so.9", "/usr/lib/aarch64-linux-gnu/libcudnn.so.9", arm),
+        CacheEntry("libcudnn.so.9", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9", x86),
+        CacheEntry("libz.so.1", "/lib/libz.so.1", 0x0001),
+    )
+    index = by_soname(entries)
+    for soname in ("libcuda.so.1", "libcudnn.so.9", "libz.so.1", "libnone.so.3"):
+        for machine in ("x86_64", "aarch64"):
+            assert lookup(index.get(soname, ()), soname, machine) == lookup(entries, soname, machine)
+    assert lookup(index["libcuda.so.1"], "libcuda.so.1", "x86_64") == "/usr/lib/x86_64-linux-gnu/libcuda.so.1"

@@ -444,10 +444,15 @@ class OnnxruntimeRelease(Row):
 
 @row(kw_only=True)
 class CupyPackage(Row):
-    """One ``cupy-cudaNNx`` package: its CUDA major and its first and newest releases."""
+    """One CuPy binary package (``cupy-cudaNNx``, or the older per-minor ``cupy-cudaNNN``): the CUDA it needs,
+    its first and newest releases."""
 
     package: str
     cuda_major: int
+    #: the CUDA range its PyPI description names, inclusive (``11.2``-``11.8``; one minor for the per-minor
+    #: ``cupy-cuda102`` … ``cupy-cuda117``); None where it names the whole major (``CUDA 12.x``)
+    cuda_min: Version | None = None
+    cuda_max: Version | None = None
     first_version: Version | None = None
     first_uploaded: str | None = None
     last_version: Version | None = None

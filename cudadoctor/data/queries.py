@@ -561,6 +561,16 @@ class CompatMatrix:
     def xformers_releases(self) -> tuple[XformersRelease, ...]:
         return self._rows("ecosystem", "xformers")
 
+    def xformers_release(self, version: Version) -> XformersRelease | None:
+        """The xformers release ``version`` (its public part: ``0.0.28.post1+cu118`` is 0.0.28.post1)."""
+        public = Version(version.public)
+        return next((r for r in self.xformers_releases if r.version == public), None)
+
+    @staticmethod
+    def xformers_wheel_build(row: XformersRelease) -> tuple[str | None, Version | None, str | None]:
+        """(the torch build its PyPI wheel was built against, the CUDA it was built with, the wheel read)."""
+        return row.wheel_torch, row.wheel_cuda, row.wheel_read
+
     def xformers_for_torch(self, torch: Version, python: Version | None = None) -> tuple[XformersRelease, ...]:
         """The xformers releases whose torch pin ``torch`` meets (and Requires-Python, given ``python``)."""
         public = Version(torch.public)

@@ -409,11 +409,14 @@ class FlashAttnRelease(Row):
 
 @row(kw_only=True)
 class XformersRelease(Row):
-    """One xformers release and the torch it pins."""
+    """One xformers release, the torch it pins and what its PyPI wheel was built with."""
 
     version: Version
     torch: SpecifierSet | None = None
     requires_python: SpecifierSet | None = None
+    wheel_torch: str | None = None  #: the torch build its Linux x86_64 PyPI wheel was built against (``2.4.1+cu121``)
+    wheel_cuda: Version | None = None  #: the CUDA that wheel was built with (its ``xformers/cpp_lib.json``)
+    wheel_read: str | None = None  #: the wheel file these were read from
 
 
 @row(kw_only=True)

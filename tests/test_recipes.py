@@ -254,6 +254,7 @@ HEALTHY_IMAGE_SKIPS = {
     "CD304", "CD306",  # the recipe's library files are empty: no shared object needs a CUDA library
     "CD403",  # no JAX CUDA plugin installed
     "CD420",  # no flash-attn installed
+    "CD421",  # no xformers installed
     "CD501",  # no vLLM installed
     "CD701",  # the image sets no NVIDIA_REQUIRE_* variable
     "CD801",

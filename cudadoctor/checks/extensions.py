@@ -2,6 +2,7 @@
 
 # CD420  a prebuilt flash-attn wheel matches the installed torch: its minor, its CUDA major, its C++ ABI,
 #        and a released torch (not the pre-release the wheel was built against, nor NGC's 2.x.0a0+hash)
+# CD421  an xformers wheel was built with the CUDA major of the installed torch
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import InstalledPackage
 
-__all__ = ["CD420", "parse_flash_attn_local"]
+__all__ = ["CD420", "CD421", "parse_flash_attn_local"]
 
 #: The local version of flash-attn's prebuilt wheels: ``cu118torch2.2cxx11abiTRUE`` (the rename step of
 #: its .github/workflows/publish.yml, https://github.com/Dao-AILab/flash-attention).
@@ -120,5 +121,73 @@ class CD420(Check):
             Remediation(
                 "Build flash-attn from source against this torch (or install the wheel made for it).",
                 (_SOURCE_BUILD.format(v=base),),
+            ),
+        )
+
+
+def _xformers_build(xformers: InstalledPackage, matrix: CompatMatrix) -> tuple[Version, str]:
+    """(the CUDA the installed xformers was built with, where that was read): its ``+cuXYZ`` local version,
+    else what compat/ecosystem.toml read from the release's PyPI wheel (``xformers/cpp_lib.json``)."""
+    if xformers.cuda_build:
+        return Version(xformers.cuda_build), f"its version's local tag ({xformers.cuda_variant_source or 'cuXYZ'})"
+    if xformers.version.local:
+        raise CannotJudge(f"xformers {xformers.version} is a local build: its CUDA is not known")
+    row = matrix.xformers_release(xformers.version)
+    if row is None:
+        raise CannotJudge(f"xformers {xformers.version} is not in compat/ecosystem.toml")
+    wheel_torch, wheel_cuda, wheel_read = matrix.xformers_wheel_build(row)
+    if wheel_cuda is None:
+        raise CannotJudge(f"the CUDA of xformers {xformers.version}'s PyPI wheel is not in compat/ecosystem.toml")
+    return wheel_cuda, f"the PyPI wheel {wheel_read}, built against torch {wheel_torch}"
+
+
+def _xformers_for(torch: InstalledPackage, major: int, matrix: CompatMatrix) -> tuple[str, ...]:
+    """``pip install`` of the newest xformers whose PyPI wheel pins this torch and has its CUDA major."""
+    for row in matrix.xformers_for_torch(torch.version):
+        _t, cuda, _w = matrix.xformers_wheel_build(row)
+        if cuda is not None and cuda.major == major and row.torch is not None:
+            return (f"python -m pip install 'xformers=={row.version}'",)
+    return ()
+
+
+class CD421(Check):
+    """An xformers wheel was built with the CUDA major of the installed torch.
+
+    What it checks: the CUDA xformers was built with (its ``+cuXYZ`` local version, or, for a PyPI wheel,
+    the CUDA compat/ecosystem.toml read from that release's ``xformers/cpp_lib.json``) against the CUDA
+    major of the installed torch build. The torch version itself is CD401's (xformers pins it).
+
+    Why it matters: xformers's C++/CUDA extension links the CUDA runtime of its build; inside a torch of
+    another CUDA major it fails to load ("xFormers can't load C++/CUDA extensions. xFormers was built
+    for: PyTorch 2.9.0+cu130 with CUDA 1300 (you have 2.9.0+cu128)") and memory-efficient attention is
+    gone. xformers 0.0.33's PyPI wheel, for one, is a CUDA 13.0 build while PyPI's torch 2.9.0 is CUDA 12.8.
+
+    How to fix: install the xformers release (or variant) built for torch's CUDA major (the command is
+    given where compat/ecosystem.toml knows one), or the torch build xformers was made for.
+    """
+
+    name = "xformers-cuda-matches-torch"
+    category = "python"
+    severity = Status.FAIL
+
+    def check(self, packages: dict[str, InstalledPackage], matrix: CompatMatrix) -> Problem | None:
+        xformers, torch = packages.get("xformers"), packages.get("torch")
+        if xformers is None or torch is None:
+            raise NotApplicable("xformers and torch are not both installed")
+        torch_major = _torch_cuda_major(torch)
+        if torch_major is None:
+            if torch.cuda_variant is not None and not torch.cuda_variant.startswith("cu"):
+                raise NotApplicable(f"torch is a {torch.cuda_variant} build (CD402 judges CUDA builds on GPUs)")
+            raise CannotJudge("torch's CUDA build is not known")
+        built, where = _xformers_build(xformers, matrix)
+        if built.major == torch_major:
+            return None
+        return Problem(
+            f"xformers {xformers.version} was built with CUDA {built}, but torch {torch.version} is a CUDA "
+            f"{torch_major} build: xformers's C++/CUDA extensions will not load",
+            {"xformers": f"{xformers.version}: CUDA {built} ({where})", "torch": f"{torch.version}"},
+            Remediation(
+                "Install the xformers build for torch's CUDA major, or the torch build xformers was made for.",
+                _xformers_for(torch, torch_major, matrix),
             ),
         )

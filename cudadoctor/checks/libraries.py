@@ -589,6 +589,65 @@ def _available_majors(toolkits: tuple[ToolkitInstall, ...], wheels: CudaWheels |
     return majors
 
 
+def _available_minors(toolkits: tuple[ToolkitInstall, ...], wheels: CudaWheels | None) -> set[tuple[int, int]]:
+    """(major, minor) of each installed toolkit and CUDA runtime wheel."""
+    found = {(t.version.major, t.version.minor) for t in toolkits if t.version is not None}
+    if wheels is not None:
+        for component in wheels.components:
+            if component.distribution.startswith("nvidia-cuda-runtime"):
+                found.add((component.version.major, component.version.minor))
+    return found
+
+
+#: A CuPy binary package's range: (lowest, highest) CUDA it is for, or None for its whole major.
+_Span = tuple[Version, Version] | None
+
+
+def _package_need(name: str, matrix: CompatMatrix) -> tuple[int, _Span] | None:
+    """(the CUDA major, the CUDA range) a package needs: CuPy's from compat/ecosystem.toml (its PyPI
+    description), TensorRT's per-CUDA packages and unknown ``cupy-cudaNNx`` from the name."""
+    row = matrix.cupy_package(name)
+    if row is not None:
+        return row.cuda_major, matrix.cupy_cuda_range(row)
+    match = _NEEDS_MAJOR.match(name)
+    return (int(match.group(2) or match.group(3)), None) if match else None
+
+
+def _in_span(minors: set[tuple[int, int]], span: tuple[Version, Version]) -> bool:
+    return any(span[0].release[:2] <= m <= span[1].release[:2] for m in minors)
+
+
+def _span_text(span: tuple[Version, Version]) -> str:
+    return str(span[0]) if span[0] == span[1] else f"{span[0]} to {span[1]}"
+
+
+def _off_span_problem(
+    off: list[tuple[InstalledPackage, tuple[Version, Version]]], minors: set[tuple[int, int]], matrix: CompatMatrix
+) -> Problem:
+    """CuPy packages whose CUDA major is present, but not a CUDA minor inside the range they are for."""
+    have = ", ".join(f"{a}.{b}" for a, b in sorted(minors))
+    parts, commands = [], []
+    for pkg, span in off:
+        parts.append(f"{pkg.name} {pkg.version} is for CUDA {_span_text(span)} (its PyPI description)")
+        target = next(
+            (r for m in sorted(minors, reverse=True) if (r := matrix.cupy_for_cuda(Version(f"{m[0]}.{m[1]}")))),
+            None,
+        )
+        if target is not None and target.package != pkg.name:
+            commands += [f"python -m pip uninstall -y {pkg.name}", f"python -m pip install {target.package}"]
+    # Before CUDA 11 the runtime's soname carries the minor (libcudart.so.10.2): nothing else loads.
+    hard = any(span[0].major < 11 for _p, span in off)
+    return Problem(
+        "; ".join(parts) + f", but this environment provides CUDA {have}",
+        {p.name: f"for CUDA {_span_text(span)}" for p, span in off},
+        Remediation(
+            "Install the CuPy package for the CUDA you have (or a CUDA toolkit in the package's range).",
+            tuple(commands),
+        ),
+        status=Status.FAIL if hard else Status.WARN,
+    )
+
+
 #: CUDA libraries whose soname number is the CUDA major (libcublas.so.12 is CUDA 12's cuBLAS).
 _CUDA_NUMBERED = ("cudart", "cublas", "cublasLt", "nvJitLink", "cusparse", "nvrtc")
 _NEEDED_SONAME = re.compile(r"^lib([A-Za-z]+?)(?:_[a-z_]+)?\.so\.(\d+)")
@@ -654,7 +713,10 @@ class CD303(Check):
     """CuPy, TensorRT and packages needing CUDA libraries find the CUDA major they were built for.
 
     What it checks: cupy-cudaNNx and tensorrt-cuNN against the CUDA majors this environment provides:
-    installed toolkits and the CUDA runtime pip wheels; and, from the loader's view, every CUDA library
+    installed toolkits and the CUDA runtime pip wheels; CuPy's packages also against the CUDA minors their
+    PyPI description names (compat/ecosystem.toml: cupy-cuda11x is for 11.2 to 11.8, the older per-minor
+    cupy-cuda102 … cupy-cuda117 for one CUDA minor each: an error below CUDA 11, whose runtime soname carries
+    the minor, libcudart.so.10.2, a warning from 11.0 on); and, from the loader's view, every CUDA library
     numbered by the CUDA major (cudart, cuBLAS, cuSPARSE, nvJitLink, NVRTC) that a package's objects need
     or open by name at run time (ctranslate2's libcublas.so.N, compat/runtime_libraries.toml) and that
     resolves nowhere while copies of another major are installed.
@@ -675,6 +737,7 @@ class CD303(Check):
     def check(
         self,
         packages: dict[str, InstalledPackage],
+        matrix: CompatMatrix,
         toolkits: tuple[ToolkitInstall, ...] = (),
         cuda_wheels: CudaWheels | None = None,
         loader: LoaderView | None = None,
@@ -682,21 +745,22 @@ class CD303(Check):
         gaps = _major_gaps(loader)
         if gaps:
             return _gap_problem(gaps, packages)
-        needing = []
-        for name, pkg in packages.items():
-            match = _NEEDS_MAJOR.match(name)
-            if match:
-                needing.append((pkg, int(match.group(2) or match.group(3))))
+        needing = [(pkg, *need) for name, pkg in packages.items() if (need := _package_need(name, matrix))]
         if not needing:
+            unknown = sorted(n for n in packages if re.fullmatch(r"cupy-cuda\d+", n))
+            if unknown:
+                raise CannotJudge(f"{', '.join(unknown)}: not in compat/ecosystem.toml (which CUDA it is for)")
             raise NotApplicable("no CuPy or TensorRT package installed")
         available = _available_majors(toolkits, cuda_wheels)
         if not available:
             raise CannotJudge(
                 "no CUDA toolkit or runtime wheel found to compare with (system libraries are not probed)"
             )
-        missing = [(pkg, major) for pkg, major in needing if major not in available]
+        missing = [(pkg, major) for pkg, major, _span in needing if major not in available]
         if not missing:
-            return None
+            minors = _available_minors(toolkits, cuda_wheels)
+            off = [(p, span) for p, major, span in needing if span is not None and not _in_span(minors, span)]
+            return _off_span_problem(off, minors, matrix) if off else None
         return Problem(
             "; ".join(f"{p.name} {p.version} needs CUDA {m} libraries" for p, m in missing)
             + f", but this environment provides CUDA {', '.join(str(m) for m in sorted(available))}",

@@ -562,6 +562,16 @@ class CompatMatrix:
     def xformers_releases(self) -> tuple[XformersRelease, ...]:
         return self._rows("ecosystem", "xformers")
 
+    def xformers_release(self, version: Version) -> XformersRelease | None:
+        """The xformers release ``version`` (its public part: ``0.0.28.post1+cu118`` is 0.0.28.post1)."""
+        public = Version(version.public)
+        return next((r for r in self.xformers_releases if r.version == public), None)
+
+    @staticmethod
+    def xformers_wheel_build(row: XformersRelease) -> tuple[str | None, Version | None, str | None]:
+        """(the torch build its PyPI wheel was built against, the CUDA it was built with, the wheel read)."""
+        return row.wheel_torch, row.wheel_cuda, row.wheel_read
+
     def xformers_for_torch(self, torch: Version, python: Version | None = None) -> tuple[XformersRelease, ...]:
         """The xformers releases whose torch pin ``torch`` meets (and Requires-Python, given ``python``)."""
         public = Version(torch.public)
@@ -630,6 +640,32 @@ class CompatMatrix:
     @property
     def cupy_packages(self) -> tuple[CupyPackage, ...]:
         return self._rows("ecosystem", "cupy")
+
+    def cupy_package(self, name: str) -> CupyPackage | None:
+        """The CuPy binary package called ``name`` (``cupy-cuda12x``, ``cupy-cuda102``)."""
+        return next((r for r in self.cupy_packages if r.package == name), None)
+
+    @staticmethod
+    def cupy_cuda_range(row: CupyPackage) -> tuple[Version, Version] | None:
+        """(lowest, highest) CUDA major.minor the package is for, both inclusive; None for a whole major."""
+        if row.cuda_min is None:
+            return None
+        return row.cuda_min, row.cuda_max if row.cuda_max is not None else row.cuda_min
+
+    @staticmethod
+    def cupy_per_minor(row: CupyPackage) -> bool:
+        """Whether the package is one of the older per-minor ones (``cupy-cuda111``: CUDA 11.1 only)."""
+        return row.cuda_min is not None and row.cuda_min == row.cuda_max
+
+    def cupy_for_cuda(self, cuda: Version) -> CupyPackage | None:
+        """The per-major package (``cupy-cudaNNx``) whose CUDA range holds ``cuda`` (major.minor)."""
+        for row in self.cupy_packages:
+            span = self.cupy_cuda_range(row)
+            if self.cupy_per_minor(row) or row.cuda_major != cuda.major:
+                continue
+            if span is None or span[0].release[:2] <= cuda.release[:2] <= span[1].release[:2]:
+                return row
+        return None
 
     @staticmethod
     def cupy_history(row: CupyPackage) -> tuple[Version | None, str | None, str | None, int | None, tuple[str, ...]]:

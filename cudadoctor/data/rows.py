@@ -410,11 +410,14 @@ class FlashAttnRelease(Row):
 
 @row(kw_only=True)
 class XformersRelease(Row):
-    """One xformers release and the torch it pins."""
+    """One xformers release, the torch it pins and what its PyPI wheel was built with."""
 
     version: Version
     torch: SpecifierSet | None = None
     requires_python: SpecifierSet | None = None
+    wheel_torch: str | None = None  #: the torch build its Linux x86_64 PyPI wheel was built against (``2.4.1+cu121``)
+    wheel_cuda: Version | None = None  #: the CUDA that wheel was built with (its ``xformers/cpp_lib.json``)
+    wheel_read: str | None = None  #: the wheel file these were read from
 
 
 @row(kw_only=True)
@@ -445,10 +448,15 @@ class OnnxruntimeRelease(Row):
 
 @row(kw_only=True)
 class CupyPackage(Row):
-    """One ``cupy-cudaNNx`` package: its CUDA major and its first and newest releases."""
+    """One CuPy binary package (``cupy-cudaNNx``, or the older per-minor ``cupy-cudaNNN``): the CUDA it needs,
+    its first and newest releases."""
 
     package: str
     cuda_major: int
+    #: the CUDA range its PyPI description names, inclusive (``11.2``-``11.8``; one minor for the per-minor
+    #: ``cupy-cuda102`` … ``cupy-cuda117``); None where it names the whole major (``CUDA 12.x``)
+    cuda_min: Version | None = None
+    cuda_max: Version | None = None
     first_version: Version | None = None
     first_uploaded: str | None = None
     last_version: Version | None = None

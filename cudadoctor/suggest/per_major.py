@@ -171,11 +171,12 @@ def suggest_tensorrt(matrix: CompatMatrix, c: Constraints, requirement: str = ""
 
 
 def cupy_releases(matrix: CompatMatrix) -> list[Release]:
-    """One per ``cupy-cudaNNx`` package: its newest release (compat/ecosystem.toml)."""
+    """One per ``cupy-cudaNNx`` package: its newest release (compat/ecosystem.toml). The older per-minor
+    packages (``cupy-cuda111``) are judged on installed machines, never planned."""
     return [
         Release(r.last_version, _spec(r.latest_requires_python), (), [(r.cuda_major, r.package)])
         for r in matrix.cupy_packages
-        if r.last_version is not None
+        if r.last_version is not None and not matrix.cupy_per_minor(r)
     ]
 
 

@@ -81,6 +81,50 @@ def test_cd303_cupy_without_its_cuda_major(h200):
     assert finding.remediation.commands == ("python -m pip install 'cupy-cuda12x[ctk]'",)
 
 
+def _cupy_on(h200, name: str, version: str, toolkit: str):
+    """The H200 with only a CUDA ``toolkit`` (no CUDA runtime wheels) and the CuPy package ``name``."""
+    kept = {n: p for n, p in h200.packages.items() if not n.startswith(("nvidia-cuda-runtime", "cupy"))}
+    facts = replace(
+        h200,
+        packages={**kept, name: _pkg(name, version)},
+        toolkits=(replace(h200.toolkits[0], version=Version(toolkit)),),
+        cuda_wheels=None,
+    )
+    return run_check("CD303", facts)
+
+
+def test_cd303_per_minor_cupy_before_cuda_11_needs_its_exact_minor(h200):
+    # cupy-cuda102's PyPI description: a wheel for CUDA 10.2 (compat/ecosystem.toml); 10.x sonames carry the minor.
+    finding = _cupy_on(h200, "cupy-cuda102", "12.3.0", "10.1.243")
+    assert finding.status is Status.FAIL
+    assert "cupy-cuda102 12.3.0 is for CUDA 10.2" in finding.message and "provides CUDA 10.1" in finding.message
+    assert _cupy_on(h200, "cupy-cuda102", "12.3.0", "10.2.89").status is Status.OK
+
+
+def test_cd303_per_minor_cupy_of_cuda_11_warns_and_names_the_per_major_package(h200):
+    finding = _cupy_on(h200, "cupy-cuda111", "12.3.0", "11.8.0")
+    assert finding.status is Status.WARN
+    assert "cupy-cuda111 12.3.0 is for CUDA 11.1" in finding.message
+    assert finding.remediation.commands == (
+        "python -m pip uninstall -y cupy-cuda111",
+        "python -m pip install cupy-cuda11x",
+    )
+    assert _cupy_on(h200, "cupy-cuda111", "12.3.0", "11.1.1").status is Status.OK
+
+
+def test_cd303_cupy_cuda11x_range_is_11_2_to_11_8(h200):
+    assert _cupy_on(h200, "cupy-cuda11x", "13.6.0", "11.8.0").status is Status.OK
+    finding = _cupy_on(h200, "cupy-cuda11x", "13.6.0", "11.0.3")
+    assert finding.status is Status.WARN and "is for CUDA 11.2 to 11.8" in finding.message
+    # a different major stays the major check's error
+    assert _cupy_on(h200, "cupy-cuda102", "12.3.0", "11.8.0").status is Status.FAIL
+
+
+def test_cd303_unknown_per_minor_cupy_is_not_judged(h200):
+    finding = _cupy_on(h200, "cupy-cuda999", "1.0.0", "12.8.0")
+    assert finding.status is Status.UNKNOWN and "cupy-cuda999" in finding.reason
+
+
 def test_cd403_plugin_and_jaxlib_mismatch(h200):
     plugin = replace(h200.packages["jax-cuda13-plugin"], version=Version("0.11.1"))
     finding = run_check("CD403", replace(h200, packages={**h200.packages, "jax-cuda13-plugin": plugin}))

@@ -187,3 +187,44 @@ def test_cd420_abi_unknown_cannot_judge(h200):
 def test_cd420_without_flash_attn(h200):
     facts = replace(h200, packages={k: v for k, v in h200.packages.items() if k != "flash-attn"})
     assert run_check("CD420", facts).status is Status.NOT_APPLICABLE
+
+
+# --- CD421 -------------------------------------------------------------------------------------------
+
+
+def test_cd421_xformers_0_0_33_pypi_wheel_is_cuda_13_on_a_cuda_12_torch(h200):
+    # xformers 0.0.33's PyPI wheel: cpp_lib.json says torch 2.9.0+cu130, CUDA 1300 (compat/ecosystem.toml);
+    # PyPI's torch 2.9.0 is a CUDA 12.8 build.
+    facts = with_packages(h200, torch("2.9.0", "12.8", True), package("xformers", "0.0.33"))
+    finding = run_check("CD421", facts)
+    assert finding.status is Status.FAIL
+    assert "xformers 0.0.33 was built with CUDA 13.0, but torch 2.9.0 is a CUDA 12 build" in finding.message
+    assert "xformers-0.0.33-cp39-abi3-manylinux_2_28_x86_64.whl" in finding.evidence["xformers"]
+    # 0.0.33.post1 pins torch 2.9.0 and its wheel is a CUDA 12.8 build
+    assert finding.remediation is not None
+    assert finding.remediation.commands == ("python -m pip install 'xformers==0.0.33.post1'",)
+    fixed = with_packages(h200, torch("2.9.0", "12.8", True), package("xformers", "0.0.33.post1"))
+    assert run_check("CD421", fixed).status is Status.OK
+
+
+def test_cd421_local_cuda_tag_wins_over_the_pypi_wheel(h200):
+    tagged = package("xformers", "0.0.28.post1+cu118", cuda_variant="cu118", cuda_build="11.8")
+    finding = run_check("CD421", with_packages(h200, torch("2.4.1+cu121", "12.1", False), tagged))
+    assert finding.status is Status.FAIL and "CUDA 11.8" in finding.message
+    same = with_packages(h200, torch("2.4.1+cu118", "11.8", False), tagged)
+    assert run_check("CD421", same).status is Status.OK
+
+
+def test_cd421_same_major_other_minor_is_fine(h200):
+    # xformers 0.0.17's PyPI wheel is a CUDA 11.8 build; PyPI's torch 2.0.0 is CUDA 11.7: one runtime soname
+    facts = with_packages(h200, torch("2.0.0", "11.7", False), package("xformers", "0.0.17"))
+    assert run_check("CD421", facts).status is Status.OK
+
+
+def test_cd421_out_of_data_is_not_judged(h200):
+    for version in ("0.0.99", "0.0.13", "0.0.30+abc123.d20250101"):
+        facts = with_packages(h200, torch("2.7.0", "12.6", True), package("xformers", version))
+        assert run_check("CD421", facts).status is Status.UNKNOWN, version
+    cpu = replace(torch("2.7.0+cpu", "12.6", True), cuda_variant="cpu", cuda_build=None, torch_build=None)
+    facts = with_packages(h200, cpu, package("xformers", "0.0.30"))
+    assert run_check("CD421", facts).status is Status.NOT_APPLICABLE

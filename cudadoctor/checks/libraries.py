@@ -614,7 +614,15 @@ def _package_need(name: str, matrix: CompatMatrix) -> tuple[int, _Span] | None:
 
 
 def _in_span(minors: set[tuple[int, int]], span: tuple[Version, Version]) -> bool:
-    return any(span[0].release[:2] <= m <= span[1].release[:2] for m in minors)
+    """A CUDA minor this package can run on. Before CUDA 11.2 only its own minors (the runtime's soname carries
+    the minor, libcudart.so.10.2; NVRTC's did up to libnvrtc.so.11.1); from 11.2 on also a newer minor of the
+    same major, whose libraries keep their sonames, so a build for an older minor runs on a newer one
+    (minor-version compatibility, https://docs.nvidia.com/deploy/cuda-compatibility/; *inferred* for CuPy):
+    cupy-cuda112 with only a CUDA 11.4 toolkit is fine, cupy-cuda111 with only 11.8 is not."""
+    low, high = span[0].release[:2], span[1].release[:2]
+    if low >= (11, 2):
+        return any(m[0] == low[0] and m >= low for m in minors)
+    return any(low <= m <= high for m in minors)
 
 
 def _span_text(span: tuple[Version, Version]) -> str:

@@ -321,3 +321,10 @@ def test_cd902_names_a_corrupt_update_cache(h200, tmp_path, monkeypatch):
     assert finding.status is Status.WARN
     assert finding.message.startswith("the package-index cache cannot be used (")
     assert finding.remediation.commands == ("cudadoctor update",)
+
+
+def test_cd303_per_minor_cupy_from_11_2_runs_on_a_newer_minor(h200):
+    """Minor-version compatibility: from CUDA 11.2 the libraries keep their sonames, so cupy-cuda112 with only an
+    11.4 toolkit is fine (no false alarm); with only 11.1 (older than it was built for) it is not."""
+    assert _cupy_on(h200, "cupy-cuda112", "10.6.0", "11.4.4").status is Status.OK
+    assert _cupy_on(h200, "cupy-cuda114", "10.6.0", "11.2.2").status is Status.WARN

@@ -174,8 +174,8 @@ def test_vllm_on_driver_535_and_h100_is_the_newest_release_for_cuda_12():
     newest_cuda12 = max(
         r.version
         for r in M.vllm_releases
-        if r.cuda is not None
-        and r.cuda.major == 12
+        # its PyPI wheel's CUDA, or a CUDA 12 build vLLM publishes outside PyPI (compat/vllm.toml other_cuda)
+        if any(v.major == 12 for v in (*([r.cuda] if r.cuda else []), *(r.other_cuda if r.other_cuda_index else ())))
         and r.min_compute_capability is not None
         and (r.requires_python is None or r.requires_python.contains("3.11"))
     )

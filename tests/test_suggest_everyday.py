@@ -25,6 +25,7 @@ from cudadoctor.planning import HostFlags, constraints_for, parse_target
 from cudadoctor.rules.branches import branch_status, supported_branches
 from cudadoctor.suggest import Constraints, Gpu, suggest_torch, suggest_vllm
 from cudadoctor.suggest.install import torch_install
+from cudadoctor.suggest.matrix import fit_matrix
 from cudadoctor.suggest.upgrades import with_upgrades
 from cudadoctor.suggest.uv_auto import uv_auto_pick
 
@@ -238,16 +239,63 @@ def test_every_upgrade_hint_is_what_suggest_plans_under_it(planner, driver, gpu)
         assert f"R{assumed.major}" in hint.text
 
 
+def _newest_cuda12_vllm() -> tuple[str, str, str]:
+    """(release, wheel URL, torch index) of the newest vLLM with a CUDA 12 build outside PyPI, from compat data."""
+    for release in M.vllm_releases:  # newest first
+        for cuda, wheel, index in M.vllm_other_cuda_wheels(release):
+            if cuda.major == 12 and index is not None:
+                return str(release.version), wheel, index
+    raise AssertionError("compat/vllm.toml has no CUDA 12 build outside PyPI")
+
+
+@pytest.mark.parametrize("driver", ["535.54.03", "550.54.14", "570.86.10"])
+def test_a_cuda12_driver_gets_the_newest_vllm_whose_cuda12_build_exists(driver):
+    # issue 12: below 580 the plan was vllm 0.19.1 (the last CUDA 12 PyPI wheel) with no word of the CUDA 12.9
+    # builds vLLM publishes with every later release on GitHub (compat/vllm.toml other_cuda)
+    version, wheel, index = _newest_cuda12_vllm()
+    assert Version(version) > Version("0.19.1")
+    c = _c(driver, ("H100", "9.0"))
+    top = suggest_vllm(M, c).plans[0]
+    assert top.packages == (("vllm", version),) and top.variant == "cu129" and top.cuda == Version("12.9")
+    assert top.commands[0] == f"python -m pip install {wheel} --extra-index-url {index}"
+    assert wheel.startswith(f"https://github.com/vllm-project/vllm/releases/download/v{version}/vllm-{version}+cu129-")
+    assert any("not on PyPI" in w for w in top.why)
+    # suggest --matrix asks the same planner: the cell of that build is the plan suggest shows first
+    row = next(r for r in fit_matrix(M, c, "vllm", suggest_vllm, f"vllm=={version}").rows if r.version == version)
+    cells = {cell.build: cell for cell in row.cells}
+    assert cells["cu129"].plan == top and cells["cu129"].rank == 1
+    assert not cells["cu130"].fits and {e.rule for e in cells["cu130"].reasons} == {"driver-floor"}
+
+
+def test_the_cuda12_build_is_asked_for_by_name_and_ranks_below_pypi_where_both_fit():
+    version, _wheel, _index = _newest_cuda12_vllm()
+    on_580 = _c("580.65.06", ("H100", "9.0"))
+    both = suggest_vllm(M, on_580, f"vllm=={version}").plans
+    assert [p.variant for p in both] == ["pypi", "cu129"]
+    named = suggest_vllm(M, replace(on_580, wanted_variant="cu129"), f"vllm=={version}").plans
+    assert [p.variant for p in named] == ["cu129"]
+
+
 def test_vllm_below_580_is_told_what_580_unlocks():
     s = with_upgrades(M, _c("550.54.14", ("H100", "9.0")), suggest_vllm)
-    assert s.plans[0].packages == (("vllm", "0.19.1"),)
+    assert s.plans[0].packages == (("vllm", _newest_cuda12_vllm()[0]),) and s.plans[0].variant == "cu129"
     newest = max(r.version for r in M.vllm_releases)
     assert any(u.value == "580.65.06" and u.plan.packages == (("vllm", str(newest)),) for u in s.upgrades)
     assert any("R550 is end of life" in n for n in s.notes)
 
 
-def test_a_470_driver_is_never_sent_to_an_end_of_life_branch():
+def test_a_470_driver_gets_vllms_cuda_11_build_and_a_supported_branch_to_move_to():
+    # CUDA 11.8 runs on 470 by minor-version compatibility; the newest vLLM with a CUDA 11.8 build (a GitHub
+    # release asset: compat/vllm.toml other_cuda) is the plan, and the newer releases it names need a supported branch
     s = with_upgrades(M, _c("470.82.01", ("RTX 3090", "8.6")), suggest_vllm)
+    newest_cu118 = max(r.version for r in M.vllm_releases if Version("11.8") in r.other_cuda and r.other_cuda_index)
+    assert s.plans[0].packages == (("vllm", str(newest_cu118)),) and s.plans[0].variant == "cu118"
+    assert s.upgrades and all(branch_status(M, DriverVersion(u.value).major).is_ok for u in s.upgrades)
+    assert not any("525." in u.text for u in s.upgrades)
+
+
+def test_a_470_driver_is_never_sent_to_an_end_of_life_branch():
+    s = with_upgrades(M, _c("470.82.01", ("RTX 3090", "8.6")), suggest_vllm, "vllm>=0.11")
     assert not s.plans
     assert not any("525." in a for a in s.advice)
     # the oldest supported long-term branch today (R535 was one until June 2026: compat/cuda.toml driver_branch)

@@ -20,7 +20,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.suggest.accelerators import NON_CUDA
 from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion
 from cudadoctor.suggest.per_major import RELEASES
-from cudadoctor.suggest.vllm import vllm_build
+from cudadoctor.suggest.vllm import vllm_columns
 
 __all__ = ["Cell", "FitMatrix", "MatrixRow", "build_of", "fit_matrix"]
 
@@ -91,9 +91,7 @@ def _layout(matrix: CompatMatrix, c: Constraints, target: str) -> list[tuple[Ver
     if target == "torch":
         rows = _torch_builds(matrix, c)
     elif target == "vllm":
-        rows = [
-            (r.version, [f"cu{b.major}{b.minor}"] if (b := vllm_build(matrix, r)) else []) for r in matrix.vllm_releases
-        ]
+        rows = [(r.version, vllm_columns(matrix, r)) for r in matrix.vllm_releases]
     else:
         rows = [(r.version, [f"cuda{m}" for m, _i in r.majors]) for r in RELEASES[target](matrix)]
     return sorted(rows, key=lambda row: row[0], reverse=True)

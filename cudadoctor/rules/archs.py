@@ -13,6 +13,7 @@ architecture-specific / family-specific feature notes:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -33,9 +34,14 @@ def parse_target(target: str) -> tuple[str, int, int, str] | None:
     return kind, int(major), int(minor), suffix
 
 
+_CC = re.compile(r"^([0-9]{1,9})\.([0-9]{1,9})(?![0-9])")
+
+
+@functools.lru_cache(maxsize=1024)
 def parse_cc(cc: str) -> tuple[int, int] | None:
-    """``"9.0"`` -> (9, 0); ``"9.0a"`` -> (9, 0); None when ``cc`` is not a compute capability."""
-    match = re.match(r"^([0-9]{1,9})\.([0-9]{1,9})(?![0-9])", cc.strip())
+    """``"9.0"`` -> (9, 0); ``"9.0a"`` -> (9, 0); None when ``cc`` is not a compute capability (cached: the
+    planners ask for the same few thousands of times)."""
+    match = _CC.match(cc.strip())
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 

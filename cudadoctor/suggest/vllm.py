@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from packaging.version import Version
@@ -169,7 +170,10 @@ def vllm_columns(matrix: CompatMatrix, release: VllmRelease) -> list[str]:
     return list(dict.fromkeys([*([_column(default)] if default else []), *others]))
 
 
+@functools.lru_cache(maxsize=4096)
 def _pinned_torch(matrix: CompatMatrix, release: VllmRelease) -> TorchRelease | None:
+    # Cached: the upgrade hints plan vLLM again under each driver and Python they try (7 runs, ~80 releases
+    # each, every torch release tested against each pin: 23,000 specifier checks for one `suggest vllm`).
     if release.torch is None:
         return None
     pin = release.torch

@@ -82,6 +82,14 @@ def _untagged(flash: InstalledPackage, torch: InstalledPackage, matrix: CompatMa
     return []
 
 
+def _with_torch(packages: dict[str, InstalledPackage], name: str) -> tuple[InstalledPackage, InstalledPackage]:
+    """(the extension, torch), or NotApplicable when the two are not both installed."""
+    extension, torch = packages.get(name), packages.get("torch")
+    if extension is None or torch is None:
+        raise NotApplicable(f"{name} and torch are not both installed")
+    return extension, torch
+
+
 class CD420(Check):
     """A prebuilt flash-attn wheel was built for the installed torch: its minor, CUDA major and C++ ABI.
 
@@ -103,9 +111,7 @@ class CD420(Check):
     severity = Status.FAIL
 
     def check(self, packages: dict[str, InstalledPackage], matrix: CompatMatrix) -> Problem | None:
-        flash, torch = packages.get("flash-attn"), packages.get("torch")
-        if flash is None or torch is None:
-            raise NotApplicable("flash-attn and torch are not both installed")
+        flash, torch = _with_torch(packages, "flash-attn")
         tag = parse_flash_attn_local(flash.version.local)
         wrong = _tagged(flash, torch, tag) if tag else _untagged(flash, torch, matrix)
         if not wrong:
@@ -171,9 +177,7 @@ class CD421(Check):
     severity = Status.FAIL
 
     def check(self, packages: dict[str, InstalledPackage], matrix: CompatMatrix) -> Problem | None:
-        xformers, torch = packages.get("xformers"), packages.get("torch")
-        if xformers is None or torch is None:
-            raise NotApplicable("xformers and torch are not both installed")
+        xformers, torch = _with_torch(packages, "xformers")
         torch_major = _torch_cuda_major(torch)
         if torch_major is None:
             if torch.cuda_variant is not None and not torch.cuda_variant.startswith("cu"):

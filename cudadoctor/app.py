@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import InvalidValue, SnapshotError, UsageError
 from cudadoctor.facts.model import Facts
+from cudadoctor.record import record
 from cudadoctor.report.document import Report
 
 __all__ = [
@@ -39,7 +40,7 @@ FAIL_ON_LEVELS: dict[str, frozenset[Status]] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class FactSource:
     """Where the facts come from, and what to assume about the host."""
 
@@ -57,7 +58,7 @@ class FactSource:
     dcgm_timeout: float | None = None  #: ``--dcgm-timeout``; None: the level's default
 
 
-@dataclass(frozen=True)
+@record
 class CheckRequest:
     """Everything ``check`` was asked, flags and project settings merged."""
 

@@ -8,13 +8,13 @@ them itself into the same :class:`CheckOptions` that the typer command builds, a
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 from cudadoctor.errors import CudadoctorError, UsageError
+from cudadoctor.record import record
 from cudadoctor.report import Format
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["CheckOptions", "check_command", "closed_pipe", "err", "guard", "render_report"]
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class CheckOptions:
     """The options of ``cudadoctor check``: one field per option, named and defaulted as the command's
     parameters are (``tests/test_entry.py`` keeps the two equal)."""

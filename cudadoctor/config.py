@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from cudadoctor.errors import UsageError
 from cudadoctor.fileread import read_file
+from cudadoctor.record import record
 
 __all__ = ["FAIL_ON", "Settings", "find_settings", "parse_settings"]
 
@@ -22,7 +23,7 @@ FAIL_ON = ("error", "warning", "never")
 _KEYS = {"ignore", "select", "require", "fail-on"}
 
 
-@dataclass(frozen=True)
+@record
 class Settings:
     ignore: tuple[str, ...] = ()
     select: tuple[str, ...] = ()

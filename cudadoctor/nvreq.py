@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from cudadoctor.record import record
 
 __all__ = ["Condition", "RequirementError", "brand_token", "evaluate", "parse_requirement"]
 
@@ -38,7 +39,7 @@ class RequirementError(ValueError):
     """The value is not in the requirement language (libnvidia-container: "invalid expression")."""
 
 
-@dataclass(frozen=True)
+@record
 class Condition:
     prop: str
     op: str

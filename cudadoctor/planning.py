@@ -10,7 +10,7 @@ import difflib
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier
@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import InvalidValue, UsageError
 from cudadoctor.facts.model import DriverVersion, Facts
+from cudadoctor.record import record
 from cudadoctor.suggest import (
     PLATFORMS,
     Constraints,
@@ -67,7 +68,7 @@ PLANNERS: dict[str, Planner] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class HostFlags:
     """The machine ``suggest`` plans for, as described on the command line (None: probe it)."""
 

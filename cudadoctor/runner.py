@@ -14,8 +14,9 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
+
+from cudadoctor.record import record
 
 __all__ = ["DEFAULT_TIMEOUT", "CommandResult", "NullRunner", "Runner", "SubprocessRunner"]
 
@@ -26,7 +27,7 @@ DEFAULT_TIMEOUT = 10.0
 _MAX_OUTPUT = 4 << 20
 
 
-@dataclass(frozen=True)
+@record
 class CommandResult:
     """What a command did."""
 

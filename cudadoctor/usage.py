@@ -23,13 +23,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, field, replace
 from typing import Any
 
 from cudadoctor.errors import UsageError
 from cudadoctor.facts.health import GpuHealth
 from cudadoctor.probes.health_parse import parse_gpu
 from cudadoctor.probes.nvml_health import HealthSource
+from cudadoctor.record import record
 
 __all__ = [
     "CANNOT_TELL",
@@ -75,7 +76,7 @@ CANNOT_TELL = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class ProcessUse:
     """One compute process on one GPU."""
 
@@ -92,7 +93,7 @@ class ProcessUse:
         return None if self.sm_percent is None else self.sm_percent == 0
 
 
-@dataclass(frozen=True)
+@record
 class GpuUse:
     """What one look says about one GPU's use."""
 
@@ -117,7 +118,7 @@ class GpuUse:
     explanation: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class UsageView:
     """The whole view: every GPU, or why NVML could not be asked."""
 

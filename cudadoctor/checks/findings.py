@@ -8,7 +8,9 @@ a JSON report shows exactly what was examined.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from cudadoctor.record import record
 
 __all__ = ["Finding", "Problem", "Remediation", "Status", "worst"]
 
@@ -52,7 +54,7 @@ def worst(statuses: list[Status]) -> Status:
     return max(statuses, key=lambda s: s.rank, default=Status.OK)
 
 
-@dataclass(frozen=True)
+@record
 class Remediation:
     """How to fix a problem: words, then the exact commands or images."""
 
@@ -61,7 +63,7 @@ class Remediation:
     images: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Problem:
     """What a check returns when its condition does not hold."""
 
@@ -72,7 +74,7 @@ class Problem:
     status: Status | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """One check's outcome in a report."""
 

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
@@ -20,6 +19,7 @@ from cudadoctor.errors import InvalidValue
 from cudadoctor.facts.derive import effective_cuda
 from cudadoctor.facts.model import Facts
 from cudadoctor.facts.names import canonical_name
+from cudadoctor.record import record
 
 __all__ = ["CD901", "CD902", "STALE_AFTER_DAYS", "Assertion", "parse_assertion"]
 
@@ -27,7 +27,7 @@ __all__ = ["CD901", "CD902", "STALE_AFTER_DAYS", "Assertion", "parse_assertion"]
 _SPECIAL = ("cuda", "driver")
 
 
-@dataclass(frozen=True)
+@record
 class Assertion:
     """One ``--require``: a package requirement, or ``cuda`` / ``driver`` with a version specifier."""
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from cudadoctor.compare.values import FACTS, INFORMATIONAL, Policy
+from cudadoctor.record import record
 
 __all__ = ["Difference", "Node", "Pool", "Verdict", "judge"]
 
 
-@dataclass(frozen=True)
+@record
 class Node:
     name: str
     values: Mapping[str, str | None]
@@ -24,7 +25,7 @@ class Node:
     findings: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record
 class Difference:
     """One fact on which some nodes of a pool differ."""
 
@@ -37,14 +38,14 @@ class Difference:
     basis: str  #: ``baseline`` / ``majority`` / ``no majority``
 
 
-@dataclass(frozen=True)
+@record
 class Pool:
     key: Mapping[str, str | None]
     nodes: tuple[str, ...]
     differences: tuple[Difference, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Verdict:
     pools: tuple[Pool, ...]
     #: check code -> (status, nodes) for every problem a node's report holds

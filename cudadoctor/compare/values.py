@@ -14,8 +14,9 @@ from __future__ import annotations
 import enum
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from cudadoctor.record import record
 
 __all__ = ["FACTS", "CompareFact", "Policy", "node_values"]
 
@@ -27,7 +28,7 @@ class Policy(str, enum.Enum):
     FLEET = "fleet"
 
 
-@dataclass(frozen=True)
+@record
 class CompareFact:
     key: str
     title: str

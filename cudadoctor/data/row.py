@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from cudadoctor.record import Spec, init_record, spec_of
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -35,52 +37,20 @@ def row(*, kw_only: bool = False) -> Callable[[T], T]:
     def wrap(cls: T) -> T:
         # frozen=False: Row's own __setattr__ refuses every assignment, so nothing is generated at all.
         declared: type = dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=kw_only)(cls)
-        type.__setattr__(declared, "_row_spec", _spec(declared))  # read by every __init__: computed once
+        type.__setattr__(declared, "_row_spec", spec_of(declared))  # read by every __init__: computed once
         return cast(T, declared)
 
     return wrap
-
-
-class _Spec(NamedTuple):
-    names: tuple[str, ...]
-    positional: int  #: how many leading fields may be given by position
-    defaults: tuple[tuple[str, Any, Any], ...]  #: (name, default, default factory)
-
-
-def _spec(cls: Any) -> _Spec:
-    fields = dataclasses.fields(cls)
-    positional = next((i for i, f in enumerate(fields) if f.kw_only), len(fields))
-    return _Spec(
-        tuple(f.name for f in fields), positional, tuple((f.name, f.default, f.default_factory) for f in fields)
-    )
 
 
 class Row:
     """Methods shared by every row type (see the module's docstring)."""
 
     __slots__ = ()
-    _row_spec: _Spec  #: set by :func:`row` on each row type
+    _row_spec: Spec  #: set by :func:`row` on each row type
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        spec = self._row_spec
-        if len(args) > spec.positional:
-            raise TypeError(f"{type(self).__name__}() takes {spec.positional} positional arguments")
-        given = dict(zip(spec.names, args, strict=False))  # fewer arguments than fields
-        if clash := given.keys() & kwargs.keys():
-            raise TypeError(f"{type(self).__name__}() got multiple values for {sorted(clash)}")
-        given.update(kwargs)
-        for name, default, factory in spec.defaults:
-            if name in given:
-                value = given.pop(name)
-            elif default is not dataclasses.MISSING:
-                value = default
-            elif factory is not dataclasses.MISSING:
-                value = factory()
-            else:
-                raise TypeError(f"{type(self).__name__}() missing required argument: {name!r}")
-            object.__setattr__(self, name, value)
-        if given:
-            raise TypeError(f"{type(self).__name__}() got unexpected arguments {sorted(given)}")
+        init_record(self, self._row_spec, args, kwargs)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")

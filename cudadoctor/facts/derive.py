@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
@@ -25,6 +24,7 @@ from cudadoctor.facts.model import (
     LibcudaFile,
     VisibleDevices,
 )
+from cudadoctor.record import record
 from cudadoctor.rules.scheduler import detect_scheduler
 from cudadoctor.rules.toolchain import build_toolkit
 
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class Derived:
     """One derived fact: how to compute it and why a check needing it is not applicable when absent."""
 

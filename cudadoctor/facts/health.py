@@ -7,7 +7,9 @@ ECC), which is an answer ("not applicable"), not a missing fact. Counters are NV
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from cudadoctor.record import record
 
 __all__ = [
     "DcgmDiag",
@@ -21,7 +23,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class UtilSample:
     """One entry of the driver's utilization ring buffer (``nvmlDeviceGetSamples``)."""
 
@@ -29,7 +31,7 @@ class UtilSample:
     percent: int
 
 
-@dataclass(frozen=True)
+@record
 class GpuHealth:
     """One GPU's health answers from NVML."""
 
@@ -87,7 +89,7 @@ class GpuHealth:
     gpm: dict[str, float] = field(default_factory=dict)  #: GPM metrics over ``gpm["seconds"]``
 
 
-@dataclass(frozen=True)
+@record
 class XidEvent:
     """One ``NVRM: Xid`` line of the kernel log."""
 
@@ -97,7 +99,7 @@ class XidEvent:
     text: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class HostHealth:
     """What the host (not NVML) says: PCI functions, the kernel log, NCCL prerequisites."""
 
@@ -118,7 +120,7 @@ class HostHealth:
     fabric_manager_version: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class HealthInfo:
     """The health category's facts."""
 
@@ -131,7 +133,7 @@ class HealthInfo:
     query_ms: float | None = None
 
 
-@dataclass(frozen=True)
+@record
 class DcgmEntityResult:
     """One entity's result of one DCGM diagnostic test, as ``dcgmi diag -j`` reported it."""
 
@@ -140,7 +142,7 @@ class DcgmEntityResult:
     warnings: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class DcgmTest:
     """One test of a DCGM diagnostic run (``software``, ``memory``, ``pcie`` …)."""
 
@@ -151,7 +153,7 @@ class DcgmTest:
     info: tuple[str, ...] = ()  #: the test summary's info lines
 
 
-@dataclass(frozen=True)
+@record
 class DcgmDiag:
     """What ``dcgmi diag -r LEVEL -j`` answered, when ``check --dcgm-diag LEVEL`` asked for it."""
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, field
+from dataclasses import MISSING, field
 from typing import Any
 
 from packaging.version import Version
@@ -45,6 +45,7 @@ from cudadoctor.facts.runtime import (
     RuntimeDevice,
     RuntimeInfo,
 )
+from cudadoctor.record import record
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -133,7 +134,7 @@ class SourceKind(str, enum.Enum):
     RUNTIME = "runtime"  #: reported by a child process at run time (``check --deep``)
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     """The place one fact was read."""
 
@@ -145,7 +146,7 @@ class Source:
         return f"{self.kind.value}: {self.where}"
 
 
-@dataclass(frozen=True)
+@record
 class ProbeError:
     """Why a fact is unknown. The fact is then absent, never guessed."""
 
@@ -159,7 +160,7 @@ class ProbeError:
 # --- driver ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class DriverReading:
     """One source's answer about the driver. Every source is kept: disagreement is itself a fact."""
 
@@ -169,7 +170,7 @@ class DriverReading:
     detail: str | None = None  #: e.g. the libcuda path that answered
 
 
-@dataclass(frozen=True)
+@record
 class KernelModule:
     """The loaded NVIDIA kernel module, from ``/proc/driver/nvidia/version``."""
 
@@ -179,7 +180,7 @@ class KernelModule:
     source: Source
 
 
-@dataclass(frozen=True)
+@record
 class LibcudaFile:
     """A user-space driver library file found on disk, versioned by its file name."""
 
@@ -193,7 +194,7 @@ class LibcudaFile:
     source: Source | None = None
 
 
-@dataclass(frozen=True)
+@record
 class LibcudaResolution:
     """Where the loader model (probes/linkage.py) finds a libcuda name, without loading anything."""
 
@@ -203,7 +204,7 @@ class LibcudaResolution:
     via: str  #: ``LD_PRELOAD``, ``LD_LIBRARY_PATH``, ``ld.so.cache``, ``ld.so.conf`` or ``default``
 
 
-@dataclass(frozen=True)
+@record
 class DriverInfo:
     """The NVIDIA driver, as every source saw it."""
 
@@ -227,7 +228,7 @@ class DriverInfo:
 # --- GPUs -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class GpuInfo:
     """One GPU. No UUID or serial number is ever kept."""
 
@@ -245,7 +246,7 @@ class GpuInfo:
     compute_capability_source: Source | None = None
 
 
-@dataclass(frozen=True)
+@record
 class VisibleDevices:
     """What limits which GPUs a process sees."""
 
@@ -257,7 +258,7 @@ class VisibleDevices:
 # --- CUDA toolkits --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class ToolkitInstall:
     """One CUDA toolkit directory."""
 
@@ -269,7 +270,7 @@ class ToolkitInstall:
     real_path: str | None = None  #: ``root`` with symlinks resolved
 
 
-@dataclass(frozen=True)
+@record
 class NvccInfo:
     """The first ``nvcc`` on PATH and what it says."""
 
@@ -282,7 +283,7 @@ class NvccInfo:
 # --- libraries ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class WheelComponent:
     """One CUDA component installed as a pip wheel (``nvidia-cuda-runtime``, ``nvidia-cublas-cu12``)."""
 
@@ -292,7 +293,7 @@ class WheelComponent:
     source: Source
 
 
-@dataclass(frozen=True)
+@record
 class CudaWheels:
     """The CUDA runtime and math libraries that pip wheels put in site-packages."""
 
@@ -306,7 +307,7 @@ class CudaWheels:
     runtime_version: Version | None = None
 
 
-@dataclass(frozen=True)
+@record
 class LibraryCopy:
     """One installed copy of cuDNN, NCCL or TensorRT."""
 
@@ -323,7 +324,7 @@ class LibraryCopy:
     bundled_by: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class LinkedFile:
     """One file the dynamic loader could load for a soname, and where in its search order it sits."""
 
@@ -337,7 +338,7 @@ class LinkedFile:
     bundled_by: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class SubLibrary:
     """A sub-library the loaded cuDNN shim loads by soname with ``dlopen`` (``libcudnn_ops_infer.so.8``):
     its copy beside the shim and the copy the loader's own search finds (which one loads is the rule of
@@ -349,7 +350,7 @@ class SubLibrary:
     searched: LinkedFile | None
 
 
-@dataclass(frozen=True)
+@record
 class NeededLibrary:
     """A CUDA library one package's shared object needs (DT_NEEDED), resolved the way ld.so would."""
 
@@ -373,7 +374,7 @@ class NeededLibrary:
     optional: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class LoaderView:
     """What ld.so would load for the CUDA libraries that installed packages need."""
 
@@ -388,7 +389,7 @@ class LoaderView:
 # --- Python packages ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class PythonEnv:
     """The interpreter whose packages are examined (not necessarily cudadoctor's own)."""
 
@@ -402,7 +403,7 @@ class PythonEnv:
     chosen_by: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class TorchBuild:
     """``torch/version.py``, read as text (torch is never imported)."""
 
@@ -417,7 +418,7 @@ class TorchBuild:
     cxx11_abi: bool | None = None
 
 
-@dataclass(frozen=True)
+@record
 class InstalledPackage:
     """A Python distribution of interest in the target environment."""
 
@@ -443,7 +444,7 @@ class InstalledPackage:
 # --- host and context -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class ContainerInfo:
     """Signs that this runs inside a container."""
 
@@ -452,7 +453,7 @@ class ContainerInfo:
     markers: tuple[str, ...]  #: what was seen (``/.dockerenv``, ``KUBERNETES_SERVICE_HOST`` …)
 
 
-@dataclass(frozen=True)
+@record
 class EnvVar:
     """One environment variable that matters to CUDA. Secret-looking values are masked on output."""
 
@@ -463,7 +464,7 @@ class EnvVar:
     claims: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class HostInfo:
     """The operating system, CPU and context cudadoctor runs in (or, with ``--root``, the image)."""
 
@@ -494,7 +495,7 @@ class HostInfo:
 # --- everything -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class FactSpec:
     """How one top-level fact is gathered, judged absent, reported and documented.
 
@@ -529,7 +530,7 @@ def _probe(module: str, function: str) -> str:
     return f"cudadoctor.probes.{module}:{function}"
 
 
-@dataclass(frozen=True)
+@record
 class Facts:
     """Everything the probes observed about one machine (or one image root).
 

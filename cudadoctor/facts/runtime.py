@@ -13,8 +13,10 @@ needs nothing from :mod:`cudadoctor.facts.model` at run time (and the model can 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
+
+from cudadoctor.record import record
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["DriverApiResult", "FrameworkRuntime", "LoadedLibrary", "NcclSmoke", "RuntimeDevice", "RuntimeInfo"]
 
 
-@dataclass(frozen=True)
+@record
 class LoadedLibrary:
     """One CUDA library file a child process had mapped (from its ``/proc/self/maps``)."""
 
@@ -39,7 +41,7 @@ class LoadedLibrary:
     origin: str
 
 
-@dataclass(frozen=True)
+@record
 class RuntimeDevice:
     """A GPU as a child process's CUDA saw it (after ``CUDA_VISIBLE_DEVICES``). No UUID is kept."""
 
@@ -48,7 +50,7 @@ class RuntimeDevice:
     compute_capability: str | None  #: ``"9.0"``
 
 
-@dataclass(frozen=True)
+@record
 class DriverApiResult:
     """The CUDA driver API called directly: ``cuDriverGetVersion``, ``cuInit(0)``, the devices."""
 
@@ -74,7 +76,7 @@ class DriverApiResult:
     seconds: float | None = None  #: wall time of the child process
 
 
-@dataclass(frozen=True)
+@record
 class FrameworkRuntime:
     """One framework imported in its own child process, with one small GPU operation run."""
 
@@ -116,7 +118,7 @@ class FrameworkRuntime:
     seconds: float | None = None  #: wall time of the child process
 
 
-@dataclass(frozen=True)
+@record
 class RuntimeInfo:
     """Everything ``check --deep`` learned from child processes of the target interpreter."""
 
@@ -129,7 +131,7 @@ class RuntimeInfo:
     nccl_smoke: NcclSmoke | None = None
 
 
-@dataclass(frozen=True)
+@record
 class NcclSmoke:
     """A two-process NCCL all-reduce across the GPUs (``check --deep --nccl``)."""
 

@@ -37,6 +37,7 @@ from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.linkage import resolve_plain
 from cudadoctor.probes.loader import search_dirs, soname_version
 from cudadoctor.probes.native import LibcudaResult, NvmlResult, decode_cuda_version
+from cudadoctor.record import record
 
 __all__ = [
     "PROC_VERSION",
@@ -140,7 +141,7 @@ def parse_proc_driver_version(text: str) -> KernelModule | None:
     return KernelModule(version=version, flavour=flavour, arch=arch, source=Source(SourceKind.FILE, PROC_VERSION))
 
 
-@dataclass(frozen=True)
+@record
 class SmiGpu:
     """One row of the nvidia-smi query."""
 
@@ -201,7 +202,7 @@ def nvml_answered_fully(nvml: NvmlResult) -> bool:
 # --- nvidia-smi, shared with the GPU probe --------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class SmiQuery:
     """What the one nvidia-smi query gave: its rows, or why there are none."""
 

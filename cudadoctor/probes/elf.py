@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from cudadoctor.fileread import RegularFile
+from cudadoctor.record import record
 
 __all__ = ["ELF_MAGIC", "ElfDynamic", "ElfError", "parse_dynamic", "read_dynamic"]
 
@@ -46,7 +46,7 @@ class ElfError(ValueError):
     """The file is not an ELF shared object this reader can read, and why."""
 
 
-@dataclass(frozen=True)
+@record
 class ElfDynamic:
     """The loader-relevant entries of one ELF file's dynamic section."""
 
@@ -83,7 +83,7 @@ class _Reader:
         return data
 
 
-@dataclass(frozen=True)
+@record
 class _Layout:
     endian: str  #: "<" or ">"
     wide: bool  #: ELF64

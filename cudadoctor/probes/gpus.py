@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
 
 from cudadoctor import gpu_models
 from cudadoctor.errors import CompatDataError
@@ -22,6 +21,7 @@ from cudadoctor.facts.model import GpuInfo, Source, SourceKind, VisibleDevices
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.driver import SmiQuery, query_nvidia_smi
 from cudadoctor.probes.native import NvmlResult
+from cudadoctor.record import record
 
 __all__ = ["GpuInformation", "parse_gpu_information", "probe_gpus", "probe_visible"]
 
@@ -30,7 +30,7 @@ PROC_GPUS = "/proc/driver/nvidia/gpus"
 TABLE_SOURCE = Source(SourceKind.FILE, "compat/gpus.toml")
 
 
-@dataclass(frozen=True)
+@record
 class GpuInformation:
     """The fields of one ``information`` file that cudadoctor keeps (never ``GPU UUID``)."""
 

@@ -15,7 +15,8 @@ bytes); the header is 48 bytes. ``flags & 0xff`` is the library type (3: ELF lib
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+
+from cudadoctor.record import record
 
 __all__ = ["CacheEntry", "arch_flag", "by_soname", "lookup", "parse_ld_so_cache"]
 
@@ -33,7 +34,7 @@ _FLAG_ELF_LIBC6 = 0x0003
 _ARCH_FLAGS = {"x86_64": 0x0300, "aarch64": 0x0A00}
 
 
-@dataclass(frozen=True)
+@record
 class CacheEntry:
     """One line of ``ldconfig -p``: ``libcudnn.so.9 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn.so.9``."""
 

@@ -30,6 +30,7 @@ from cudadoctor.facts.model import CudaWheels, LibraryCopy, Source, SourceKind, 
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes import loader, toolkit
 from cudadoctor.probes.context import ProbeContext
+from cudadoctor.record import record
 
 if TYPE_CHECKING:
     from cudadoctor.data.rows import TorchBundledCudnn
@@ -282,7 +283,7 @@ def _read(ctx: ProbeContext, probe: str, path: str) -> str | None:
         return None
 
 
-@dataclass(frozen=True)
+@record
 class _Dist:
     """One ``*.dist-info`` of interest."""
 
@@ -435,7 +436,7 @@ def probe_cuda_wheels(ctx: ProbeContext) -> CudaWheels | None:
 # --- cuDNN, NCCL, TensorRT copies -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class _Spec:
     library: str  #: ``cudnn`` / ``nccl`` / ``tensorrt``
     #: header name patterns in tiers: a later tier is read only in a directory where no earlier

@@ -28,7 +28,7 @@ import functools
 import os
 import posixpath
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
@@ -38,6 +38,7 @@ from cudadoctor.facts.model import LinkedFile, LoaderView, NeededLibrary, SubLib
 from cudadoctor.probes import ldcache, loader, scancache
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.elf import ElfDynamic
+from cudadoctor.record import record
 
 if TYPE_CHECKING:
     from cudadoctor.data.rows import FrameworkPreload, RuntimeLoad
@@ -101,7 +102,7 @@ _MAX_DIRS = 256
 _MAX_NEEDS = 2000
 
 
-@dataclass(frozen=True)
+@record
 class _Search:
     """The parts of the search order that do not depend on the needer."""
 
@@ -539,7 +540,7 @@ def runtime_load_rows() -> tuple[RuntimeLoad, ...]:
     return CompatMatrix(cache_dir=False).runtime_loads
 
 
-@dataclass(frozen=True)
+@record
 class _RuntimeLoads:
     """What the run-time needs are resolved against."""
 

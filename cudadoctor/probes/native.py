@@ -13,8 +13,10 @@ import contextlib
 import ctypes
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol, TypeVar
+
+from cudadoctor.record import record
 
 __all__ = [
     "LibcudaResult",
@@ -48,7 +50,7 @@ def decode_cuda_version(value: int) -> str | None:
     return f"{value // 1000}.{(value % 1000) // 10}"
 
 
-@dataclass(frozen=True)
+@record
 class NvmlDevice:
     """One device as NVML reports it. The UUID is never read."""
 
@@ -64,7 +66,7 @@ class NvmlDevice:
     mig_devices: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class NvmlResult:
     """NVML's answers, or why there are none."""
 
@@ -75,7 +77,7 @@ class NvmlResult:
     device_errors: tuple[str, ...] = field(default=())
 
 
-@dataclass(frozen=True)
+@record
 class LibcudaResult:
     """``cuDriverGetVersion`` of the libcuda the dynamic loader picks for ``libcuda.so.1``."""
 

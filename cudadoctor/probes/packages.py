@@ -26,7 +26,6 @@ import os
 import posixpath
 import re
 import sys
-from dataclasses import dataclass
 from functools import partial
 
 from packaging.version import InvalidVersion, Version
@@ -35,6 +34,7 @@ from cudadoctor.bounded import loads_json, parse_int, parse_marker, parse_requir
 from cudadoctor.facts.model import InstalledPackage, PythonEnv, Source, SourceKind, TorchBuild
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes.context import ProbeContext
+from cudadoctor.record import record
 
 __all__ = [
     "INTERESTING_NAMES",
@@ -488,7 +488,7 @@ def probe_python(ctx: ProbeContext) -> PythonEnv | None:
 # --- distributions --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Distribution:
     """One installed distribution, known so far only by its metadata directory's name."""
 

@@ -9,15 +9,15 @@ another about what was found.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
 
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.facts.model import Facts
+from cudadoctor.record import record
 
 __all__ = ["Counts", "Report"]
 
 
-@dataclass(frozen=True)
+@record
 class Counts:
     """How the checks ended."""
 
@@ -47,7 +47,7 @@ class Counts:
         return " · ".join(parts)
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     """One run's outcome, as every format shows it."""
 

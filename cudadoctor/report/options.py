@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from cudadoctor.record import record
 
 __all__ = ["RenderOptions"]
 
 
-@dataclass(frozen=True)
+@record
 class RenderOptions:
     verbose: bool = False  #: every fact and its source (text)
     color: bool = False  #: ANSI colours (text)

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from cudadoctor.checks.findings import Finding, Status
+from cudadoctor.record import record
 from cudadoctor.report.document import Report
 from cudadoctor.report.options import RenderOptions
 
@@ -54,7 +54,7 @@ HEALTH_KIND = "cudadoctor-node-health"
 HEALTH_SCHEMA = 1
 
 
-@dataclass(frozen=True)
+@record
 class NodeVerdict:
     """What the node-level checks say, as a scheduler consumes it."""
 

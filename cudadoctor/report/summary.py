@@ -18,6 +18,7 @@ from packaging.version import Version
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.facts.model import Facts, HostInfo, InstalledPackage, LibraryCopy, ProbeError, Source, SourceKind
 from cudadoctor.facts.registry import category_of_error
+from cudadoctor.record import record
 
 __all__ = ["Category", "Line", "Mark", "categories"]
 
@@ -34,7 +35,7 @@ _MARK_RANK = {Mark.ABSENT: 0, Mark.OK: 0, Mark.UNKNOWN: 1, Mark.WARN: 2, Mark.FA
 _FINDING_MARK = {Status.UNKNOWN: Mark.UNKNOWN, Status.WARN: Mark.WARN, Status.FAIL: Mark.FAIL, Status.ERROR: Mark.FAIL}
 
 
-@dataclass(frozen=True)
+@record
 class Line:
     """One detail under a category."""
 

@@ -11,13 +11,13 @@ fails with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import GpuArch
 from cudadoctor.facts.model import DriverVersion
+from cudadoctor.record import record
 from cudadoctor.rules.archs import parse_cc
 from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
 
@@ -41,7 +41,7 @@ FORWARD_COMPAT_SEGMENTS = frozenset({"datacenter", "embedded"})
 _FIRST_MINOR_COMPAT_MAJOR = 11
 
 
-@dataclass(frozen=True)
+@record
 class ForwardCompat:
     """A cuda-compat libcuda newer than the kernel module, picked by the loader: the CUDA it provides."""
 

@@ -10,14 +10,14 @@ MIG device created (or none assigned to the process) gives CUDA nothing to run o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from cudadoctor.facts.model import GpuInfo
+from cudadoctor.record import record
 
 __all__ = ["MigView", "mig_gpus", "mig_view"]
 
 
-@dataclass(frozen=True)
+@record
 class MigView:
     """What CUDA_VISIBLE_DEVICES leaves a process of the MIG devices; ``devices`` None when unknown."""
 

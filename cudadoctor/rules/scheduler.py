@@ -18,7 +18,8 @@ The Ray worker's own variables are not kept as facts, so Ray is told by what the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from cudadoctor.record import record
 
 __all__ = ["SLURM_VARS", "Scheduler", "detect_scheduler", "scheduler_fix"]
 
@@ -27,7 +28,7 @@ __all__ = ["SLURM_VARS", "Scheduler", "detect_scheduler", "scheduler_fix"]
 SLURM_VARS = ("SLURM_JOB_ID", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS")
 
 
-@dataclass(frozen=True)
+@record
 class Scheduler:
     """A scheduler that hands out GPUs, and what showed it."""
 

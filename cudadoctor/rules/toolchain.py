@@ -12,11 +12,10 @@ applies the same rule at JIT time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from packaging.version import Version
 
 from cudadoctor.facts.model import NvccInfo, ToolkitInstall
+from cudadoctor.record import record
 from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
 
 __all__ = ["BuildToolkit", "build_toolkit", "nvcc_matches_torch", "nvcc_runs_on_driver"]
@@ -27,7 +26,7 @@ __all__ = ["BuildToolkit", "build_toolkit", "nvcc_matches_torch", "nvcc_runs_on_
 JIT_BUILDERS = ("deepspeed", "ninja")
 
 
-@dataclass(frozen=True)
+@record
 class BuildToolkit:
     """The toolkit torch would build extensions with, and the nvcc release it holds."""
 

@@ -9,8 +9,9 @@ says which fact or which data was missing, so that policy can be made explicit e
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from cudadoctor.record import record
 
 __all__ = ["Outcome", "Verdict", "cannot_judge", "fails", "fits", "not_applicable"]
 
@@ -26,7 +27,7 @@ class Outcome(enum.Enum):
     NOT_APPLICABLE = "not applicable"
 
 
-@dataclass(frozen=True)
+@record
 class Verdict(Generic[T_co]):
     """One rule's answer about one subject.
 

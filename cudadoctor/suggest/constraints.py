@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from packaging.version import Version
 
 from cudadoctor.facts.model import DriverVersion
+from cudadoctor.record import record
 from cudadoctor.rules.driver import ForwardCompat
 from cudadoctor.rules.wheels import PLATFORMS
 
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class Gpu:
     name: str
     compute_capability: str
@@ -34,7 +35,7 @@ class Gpu:
     segment: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Constraints:
     """What a plan must fit. ``None`` means unknown: the rule that needs it is not applied (and said so)."""
 
@@ -66,7 +67,7 @@ class Constraints:
     wanted_variant: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Exclusion:
     """Why one candidate does not fit: the rule, what was observed, what it requires."""
 
@@ -76,7 +77,7 @@ class Exclusion:
     required: str
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     target: str
     packages: tuple[tuple[str, str], ...]  #: (name, version) pairs to install
@@ -91,7 +92,7 @@ class Plan:
     images: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Upgrade:
     """One change to the machine and the best plan it would unlock (``suggest`` under that assumption)."""
 
@@ -101,7 +102,7 @@ class Upgrade:
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class Suggestion:
     target: str
     requirement: str

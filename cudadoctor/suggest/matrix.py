@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.bounded import parse_specifier
 from cudadoctor.data import CompatMatrix
+from cudadoctor.record import record
 from cudadoctor.suggest.accelerators import NON_CUDA
 from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion
 from cudadoctor.suggest.per_major import RELEASES
@@ -30,7 +31,7 @@ Planner = Callable[..., Suggestion]
 _ALL = 1000
 
 
-@dataclass(frozen=True)
+@record
 class Cell:
     """One release by build: the plan ``suggest`` makes for it, or the exclusions that stop it."""
 
@@ -44,7 +45,7 @@ class Cell:
         return self.plan is not None
 
 
-@dataclass(frozen=True)
+@record
 class MatrixRow:
     version: str
     cells: tuple[Cell, ...]
@@ -52,7 +53,7 @@ class MatrixRow:
     reasons: tuple[Exclusion, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class FitMatrix:
     target: str
     requirement: str

@@ -23,12 +23,11 @@ cudadoctor's plan is :func:`cudadoctor.suggest.suggest_torch`'s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
+from cudadoctor.record import record
 from cudadoctor.rules.wheels import torch_has_wheels
 from cudadoctor.suggest.constraints import Constraints
 from cudadoctor.suggest.judge import Reason, driver_reasons, gpu_reason, start
@@ -36,7 +35,7 @@ from cudadoctor.suggest.judge import Reason, driver_reasons, gpu_reason, start
 __all__ = ["UvPick", "uv_auto_indexes", "uv_auto_pick"]
 
 
-@dataclass(frozen=True)
+@record
 class UvPick:
     """uv's pick on one machine: the index, the torch it installs, and what cudadoctor's rules say of it."""
 

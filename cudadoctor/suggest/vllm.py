@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease, VllmRelease
+from cudadoctor.record import record
 from cudadoctor.rules.gpus import vllm_supports_gpu
 from cudadoctor.rules.wheels import torch_has_wheels, vllm_has_wheels
 from cudadoctor.suggest.advice import advice
@@ -87,7 +87,7 @@ def _admissible(matrix: CompatMatrix, c: Constraints, run: Run, release: VllmRel
     return torch
 
 
-@dataclass(frozen=True)
+@record
 class _Build:
     """One build of a release: the PyPI wheel, or a wheel vLLM publishes outside PyPI (``wheel``)."""
 

@@ -21,19 +21,20 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from cudadoctor.pipconfig import redacted
+from cudadoctor.record import record
 from cudadoctor.update.errors import UpdateError
 from cudadoctor.update.names import is_http_url, is_safe_filename
 
 __all__ = ["IndexFile", "parse_index_page", "parse_simple_html", "parse_simple_json"]
 
 
-@dataclass(frozen=True)
+@record
 class IndexFile:
     """One file listed on a package's index page."""
 

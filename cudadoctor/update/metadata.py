@@ -11,19 +11,19 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from email.parser import Parser
 from email.policy import compat32
 
 from packaging.version import Version
 
 from cudadoctor.pipconfig import redacted
+from cudadoctor.record import record
 from cudadoctor.update.errors import UpdateError
 
 __all__ = ["CoreMetadata", "MetadataRead", "parse_core_metadata", "verify_metadata"]
 
 
-@dataclass(frozen=True)
+@record
 class CoreMetadata:
     """The fields of a wheel's METADATA file that a refresh keeps."""
 
@@ -33,7 +33,7 @@ class CoreMetadata:
     requires_dist: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class MetadataRead:
     """Core metadata and where it was read."""
 

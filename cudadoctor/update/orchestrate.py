@@ -31,6 +31,7 @@ from packaging.utils import canonicalize_name
 
 from cudadoctor.cachedir import default_cache_dir
 from cudadoctor.pipconfig import PYPI_SIMPLE, IndexConfig, redacted
+from cudadoctor.record import record
 from cudadoctor.update.cache import load_cache, save_cache
 from cudadoctor.update.errors import FetchError, PackagesNotFound, UpdateError
 from cudadoctor.update.fetch import (
@@ -87,7 +88,7 @@ Pages = dict[str, list[IndexFile] | None]
 Reads = dict[str, dict[str, MetadataRead | None]]
 
 
-@dataclass(frozen=True)
+@record
 class PackageSummary:
     """What a refresh did for one package."""
 
@@ -98,7 +99,7 @@ class PackageSummary:
     unavailable: int  #: releases read this time whose metadata could not be read
 
 
-@dataclass(frozen=True)
+@record
 class UpdateResult:
     index: str  #: credentials masked
     cache_path: str

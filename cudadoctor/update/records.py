@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from cudadoctor.record import record
 
 __all__ = ["STATUSES", "STATUS_NO_WHEEL", "STATUS_READ", "STATUS_UNAVAILABLE", "IndexData", "ReleaseRecord"]
 
@@ -19,7 +20,7 @@ STATUS_READ, STATUS_NO_WHEEL, STATUS_UNAVAILABLE = "read", "no-wheel", "unavaila
 STATUSES = (STATUS_READ, STATUS_NO_WHEEL, STATUS_UNAVAILABLE)
 
 
-@dataclass(frozen=True)
+@record
 class ReleaseRecord:
     """What the index says about one release (one record of the cache)."""
 
@@ -71,7 +72,7 @@ class ReleaseRecord:
         )
 
 
-@dataclass(frozen=True)
+@record
 class IndexData:
     """The cache: per package, its releases (newest first) by version string."""
 

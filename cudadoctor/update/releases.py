@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from packaging.utils import (
@@ -23,6 +22,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from cudadoctor.record import record
 from cudadoctor.update.errors import UpdateError
 from cudadoctor.update.index import IndexFile
 from cudadoctor.update.metadata import MetadataRead
@@ -35,7 +35,7 @@ _PY_TAG = re.compile(r"^(?P<impl>[a-z]+)(?P<major>\d)(?P<minor>\d*)(?P<ft>t?)$")
 _PLATFORM_ARCH = re.compile(r"_(x86_64|aarch64|i686|ppc64le|ppc64|s390x|armv7l|riscv64|arm64|universal2|intel)$")
 
 
-@dataclass(frozen=True)
+@record
 class Dist:
     file: IndexFile
     version: Version

@@ -1,0 +1,100 @@
+"""``@record`` behaves as ``@dataclass(frozen=True)`` does, operation by operation."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+
+import pytest
+
+from cudadoctor.record import record
+
+
+@record
+class Rec:
+    """A record with every kind of field."""
+
+    name: str
+    count: int = 0
+    tags: tuple[str, ...] = ()
+    extra: dict[str, int] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class Ref:
+    """The same fields as a frozen dataclass."""
+
+    name: str
+    count: int = 0
+    tags: tuple[str, ...] = ()
+    extra: dict[str, int] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+
+CALLS = [
+    (("a",), {}),
+    (("a", 2), {}),
+    (("a",), {"tags": ("x",), "count": 3}),
+    ((), {"name": "b", "extra": {"k": 1}}),
+]
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CALLS)
+def test_construction_equality_hash_and_repr_match_dataclass(args, kwargs) -> None:
+    ours, theirs = Rec(*args, **kwargs), Ref(*args, **kwargs)
+    assert repr(ours).replace("Rec(", "X(") == repr(theirs).replace("Ref(", "X(")
+    assert ours == Rec(*args, **kwargs) and hash(ours) == hash(Rec(*args, **kwargs))
+    assert dataclasses.astuple(ours) == dataclasses.astuple(theirs)
+    assert dataclasses.asdict(ours) == dataclasses.asdict(theirs)
+    assert [f.name for f in dataclasses.fields(ours)] == [f.name for f in dataclasses.fields(theirs)]
+
+
+def test_compare_false_fields_do_not_count_and_classes_do_not_mix() -> None:
+    assert Rec("a", extra={"x": 1}) == Rec("a", extra={"y": 2})
+    assert Rec("a") != Rec("b") and Rec("a") != Ref("a")
+    assert len({Rec("a"), Rec("a"), Rec("b")}) == 2
+
+
+def test_default_factories_give_fresh_values() -> None:
+    first, second = Rec("a"), Rec("a")
+    assert first.extra == {} and first.extra is not second.extra
+
+
+def test_frozen_replace_copy_and_pickle() -> None:
+    item = Rec("a", 1, ("t",))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        item.count = 2  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del item.name  # type: ignore[misc]
+    assert dataclasses.replace(item, count=5) == Rec("a", 5, ("t",))
+    assert copy.deepcopy(item) == item and copy.copy(item) == item
+    assert pickle.loads(pickle.dumps(item)) == item  # noqa: S301 - our own object, round trip
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ((), {}, "missing required argument: 'name'"),
+        (("a", 1, (), {}, 5), {}, "takes 4 positional arguments"),
+        (("a",), {"name": "b"}, "multiple values"),
+        (("a",), {"colour": "red"}, "unexpected arguments"),
+    ],
+)
+def test_wrong_arguments_are_refused_as_dataclass_would(args, kwargs, message) -> None:
+    with pytest.raises(TypeError, match=message):
+        Rec(*args, **kwargs)
+    with pytest.raises(TypeError):
+        Ref(*args, **kwargs)
+
+
+def test_a_method_the_class_defines_is_kept() -> None:
+    @record
+    class Shown:
+        """A record with its own repr."""
+
+        secret: str
+
+        def __repr__(self) -> str:
+            return "Shown(***)"
+
+    assert repr(Shown("x")) == "Shown(***)" and hash(Shown("x")) == hash(Shown("x"))

@@ -109,6 +109,9 @@ def _torch_of(plan: Plan) -> tuple[Version, str, Version]:
     torch = max(
         (t for t in M.torch_releases if release.torch.contains(t.version, prereleases=True)), key=lambda t: t.version
     )
+    if plan.variant.startswith("cu") and plan.cuda is not None:
+        # vLLM's build published outside PyPI (vllm 0.31.0+cu129): its command takes torch from that CUDA's index
+        return torch.version, plan.variant, plan.cuda
     assert torch.pypi_default_cuda is not None
     cuda = torch.pypi_default_cuda
     return torch.version, f"cu{cuda.major}{cuda.minor}", cuda
@@ -146,11 +149,15 @@ def _package(name: str, version: Version, cuda: Version | None, variant: str | N
 
 def _installed(plan: Plan) -> dict[str, InstalledPackage]:
     version, variant, cuda = _torch_of(plan)
-    local = Version(f"{version}+{variant}") if plan.target == "torch" and plan.index_url else version
+    other_build = plan.target == "vllm" and plan.variant.startswith("cu")  # vLLM's wheel published outside PyPI
+    local = Version(f"{version}+{variant}") if (plan.target == "torch" or other_build) and plan.index_url else version
     packages = {"torch": _package("torch", local, cuda, variant)}
     if plan.target == "vllm":
         release = next(r for r in M.vllm_releases if str(r.version) == plan.packages[0][1])
-        packages["vllm"] = _package("vllm", release.version, release.cuda, None)
+        if other_build:  # the wheel's own version carries its build: vllm-0.31.0+cu129-….whl
+            packages["vllm"] = _package("vllm", Version(f"{release.version}+{variant}"), plan.cuda, variant)
+        else:
+            packages["vllm"] = _package("vllm", release.version, release.cuda, None)
     return packages
 
 

@@ -8,12 +8,13 @@ two for every form); anything else, including ``-h`` and every mistake, goes to 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
 from cudadoctor.commands import CheckOptions
 
-__all__ = ["fast_check_options", "main"]
+__all__ = ["fast_check_options", "main", "run"]
 
 #: Flags without a value that the fast path takes, and the option each sets.
 _FLAGS = {
@@ -49,8 +50,18 @@ def fast_check_options(argv: Sequence[str]) -> CheckOptions | None:
     return CheckOptions(**values)  # type: ignore[arg-type]
 
 
-def main() -> None:
-    """Run ``cudadoctor``: ``check`` directly when this module can parse it, else through typer."""
+def run() -> None:
+    """The ``cudadoctor`` command: :func:`main`, and a fast path's exit without the interpreter's teardown."""
+    main(hard_exit=True)
+
+
+def main(*, hard_exit: bool = False) -> None:
+    """Run ``cudadoctor``: ``check`` directly when this module can parse it, else through typer.
+
+    ``hard_exit``: end a fast ``check`` with ``os._exit`` once its output is flushed. Tearing down ~150 modules
+    and the NVML threads cost ~10 ms of a 110 ms run (measured); nothing of the fast path is left to clean up
+    (its caches are written and closed, its child processes waited for, its threads daemons).
+    """
     # A report reaches stdout whatever it holds: a file name or variable that is not UTF-8 (a surrogate
     # escape) or a terminal that cannot show "✓" prints "?" there, instead of an internal error (exit 3).
     if hasattr(sys.stdout, "reconfigure"):
@@ -68,6 +79,11 @@ def main() -> None:
     start_early(health=not options.no_health)
     try:
         code = guard(lambda: check_command(options))
+        if hard_exit:
+            sys.stdout.flush()
+            sys.stderr.flush()
     except BrokenPipeError:
         closed_pipe()
+    if hard_exit:
+        os._exit(code)
     sys.exit(code)

@@ -104,3 +104,25 @@ def test_fast_path_errors_exit_like_typer_path(
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == "cudadoctor: error: the env file is unreadable"
     assert started == [True]  # the NVML queries were started before the checks were imported
+
+
+def test_the_command_exits_hard_with_its_code_and_all_its_output(tmp_path) -> None:
+    """``python -m cudadoctor check`` ends with os._exit after flushing: the same output and exit code as the
+    ordinary exit (a report to a pipe, and a usage error's exit 2 from an invalid settings file)."""
+    hard = subprocess.run(
+        [sys.executable, "-m", "cudadoctor", "check", "--no-health", "-f", "json"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    soft = subprocess.run(
+        [sys.executable, "-c", "import sys; from cudadoctor.entry import main; sys.argv[1:] = "
+         "['check', '--no-health', '-f', 'json']; main()"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert hard.returncode == soft.returncode
+    assert hard.stdout.endswith("}\n") and len(hard.stdout) > 1000
+    (tmp_path / ".cudadoctor.toml").write_text("this is not toml = = =\n", encoding="utf-8")
+    broken = subprocess.run(
+        [sys.executable, "-m", "cudadoctor", "check"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert broken.returncode == 2
+    assert broken.stderr.startswith("cudadoctor: error:") and "not valid TOML" in broken.stderr

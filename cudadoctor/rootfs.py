@@ -35,6 +35,7 @@ class RootFS:
         self.root = os.path.abspath(root)
         self.is_live = self.root == "/"
         self._real_cache: dict[str, str] = {}
+        self._listings: dict[str, tuple[str, ...]] = {}
 
     # --- paths ------------------------------------------------------------------------------------
 
@@ -147,8 +148,17 @@ class RootFS:
         return os.readlink(self.host_path(path))  # host_path: OSError, never ValueError, for a NUL
 
     def listdir(self, path: str) -> list[str]:
-        """Sorted entries of a directory; raises OSError when it cannot be listed."""
-        return sorted(os.listdir(self._followed(path)))
+        """Sorted entries of a directory; raises OSError when it cannot be listed.
+
+        Each directory is listed once per run: the cuDNN, NCCL, TensorRT, driver and loader probes all
+        look through the same library directories (``/usr/lib/x86_64-linux-gnu`` holds a thousand entries
+        on a CUDA machine), each for its own pattern.
+        """
+        host = self._followed(path)
+        names = self._listings.get(host)
+        if names is None:
+            names = self._listings[host] = tuple(sorted(os.listdir(host)))
+        return list(names)
 
     def glob(self, directory: str, pattern: str) -> list[str]:
         """Entries of ``directory`` whose names match ``pattern``, as full paths; [] on any error."""
@@ -156,7 +166,8 @@ class RootFS:
             names = self.listdir(directory)
         except OSError:
             return []
-        return [posixpath.join(directory, n) for n in names if fnmatch.fnmatchcase(n, pattern)]
+        # fnmatch.filter compiles the pattern once for all names (case-sensitive on POSIX, as fnmatchcase)
+        return [posixpath.join(directory, n) for n in fnmatch.filter(names, pattern)]
 
     def read_text(self, path: str, limit: int = MAX_READ_BYTES) -> str:
         """The file's text (undecodable bytes replaced), at most ``limit`` bytes of it.

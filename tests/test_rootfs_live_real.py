@@ -37,3 +37,15 @@ def test_a_link_changed_between_runs_is_seen_by_a_new_root(tmp_path: Path) -> No
     os.unlink(tmp_path / "cur")
     os.symlink(tmp_path / "two", tmp_path / "cur")
     assert RootFS("/").resolve(f"{tmp_path}/cur/x") == f"{tmp_path}/two/x"
+
+
+def test_a_directory_is_listed_once_per_run(tmp_path: Path) -> None:
+    """Listings are kept for the run (one RootFS): callers get their own copy; a new run lists again."""
+    (tmp_path / "libcudnn.so.9").write_text("", encoding="utf-8")
+    fs = RootFS("/")
+    first = fs.listdir(str(tmp_path))
+    first.append("changed-by-a-caller")
+    (tmp_path / "libnccl.so.2").write_text("", encoding="utf-8")
+    assert fs.listdir(str(tmp_path)) == ["libcudnn.so.9"]
+    assert fs.glob(str(tmp_path), "libcudnn*") == [f"{tmp_path}/libcudnn.so.9"]
+    assert RootFS("/").glob(str(tmp_path), "lib*.so.*") == [f"{tmp_path}/libcudnn.so.9", f"{tmp_path}/libnccl.so.2"]

@@ -20,7 +20,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.data.row import Row, row
-from cudadoctor.data.types import Branch, BranchDesignation, Cc, PlainCc, YearMonth, in_data
+from cudadoctor.data.types import Branch, BranchDesignation, Cc, PlainCc, PreloadWhen, YearMonth, in_data
 from cudadoctor.facts.model import DriverVersion
 
 __all__ = [
@@ -514,10 +514,20 @@ class FrameworkPreload(Row):
     package: str  #: the distribution (``torch``)
     versions: SpecifierSet  #: the releases the row covers (``>=2.6.0,<2.9.0``)
     #: ``load_failure``: only after its own load failed to find one of them; ``wheel_cudart``: only when its
-    #: libcudart came from the ``nvidia/cuda_runtime`` wheel
-    when: str
+    #: libcudart came from the ``nvidia/cuda_runtime`` wheel; ``cudart_loaded``: whenever its own libcudart
+    #: loaded, from anywhere; ``always``: whenever it initialises
+    when: PreloadWhen
     #: ``<folder>/lib/<glob>`` under ``nvidia/`` of the first site directory that has it
     libraries: tuple[str, ...]
+    #: in order, until the first that no site directory holds (the framework stops there: torch)
+    ordered: bool = False
+    #: also ``nvidia/cu<N>/lib/<file>`` (the CUDA 13 wheels' one directory), N = the framework's CUDA major
+    cuda_folder: bool = False
+    serves: tuple[str, ...] = ()  #: other distributions whose objects load after the preload (JAX's plugin)
+    #: only when this distribution is installed in ``requires_versions`` (CuPy takes NCCL from its wheel)
+    requires_package: str | None = None
+    requires_versions: SpecifierSet | None = None
+    member: str | None = None  #: the wheel member the row was read from (``torch/__init__.py``)
 
 
 @row(kw_only=True)

@@ -12,7 +12,7 @@ import dataclasses
 import re
 from typing import Annotated, Any, NamedTuple
 
-__all__ = ["Branch", "BranchDesignation", "Cc", "Digits", "Pattern", "PlainCc", "YearMonth", "in_data"]
+__all__ = ["Branch", "BranchDesignation", "Cc", "Digits", "Pattern", "PlainCc", "PreloadWhen", "YearMonth", "in_data"]
 
 
 class Pattern(NamedTuple):
@@ -40,6 +40,10 @@ BranchDesignation = Annotated[
 ]
 #: A month as NVIDIA gives end-of-life dates ("June 2028" is written "2028-06").
 YearMonth = Annotated[str, Pattern(re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$"), 'a month ("YYYY-MM")')]
+#: When a framework preloads its NVIDIA wheel libraries (compat/runtime_libraries.toml ``preload``).
+PreloadWhen = Annotated[
+    str, Pattern(re.compile(r"^(load_failure|wheel_cudart|cudart_loaded|always)$"), "a preload condition")
+]
 #: A driver branch ("R580" is written "580"), compared as an integer.
 Branch = Annotated[int, Digits("a driver branch")]
 

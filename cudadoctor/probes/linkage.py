@@ -17,8 +17,8 @@ as ldconfig would list them, and the view says so.
 A framework that loads a wheel's library by full path when it is imported (torch's ``_load_global_deps``:
 compat/runtime_libraries.toml ``preload``, per release) makes the needer's search moot for that soname:
 ld.so reuses a loaded soname. Those copies become ``loaded`` (``via`` says which framework preloads them)
-for the framework's own needs and for the needs of the NVIDIA wheels only it loads. JAX's and CuPy's
-preloading are not modelled (compat/notes/runtime-libraries.md).
+for the framework's own needs and for the needs of the NVIDIA wheels only it loads: torch's, JAX's CUDA
+plugin's and CuPy's NCCL (compat/notes/runtime-libraries.md says what each release does).
 """
 
 from __future__ import annotations
@@ -630,18 +630,35 @@ def framework_preloads(
         return needs
     for row in rows:
         version = installed.get(row.package)
-        if version is None or not row.versions.contains(version, prereleases=True):
+        if version is None or not row.versions.contains(version, prereleases=True) or not _required(row, installed):
             continue
         own = [n for n in needs if n.package == row.package and n.how == "DT_NEEDED"]
         if not _preload_runs(row, own):
             continue
-        copies = _preloaded_copies(ctx, versions, sites, row, f"preloaded by {row.package} {version}")
+        via = f"preloaded by {row.package} {version}" + (f" ({row.member})" if row.member else "")
+        copies = _preloaded_copies(ctx, versions, sites, row, via, _cuda_major(own))
         users = _wheel_users(needs)
         needs = [
-            _preloaded(ctx, n, copies[n.soname]) if n.soname in copies and _loaded_by(n, row.package, users) else n
+            _preloaded(ctx, n, copies[n.soname])
+            if n.soname in copies and _loaded_by(n, row.package, users, row.serves)
+            else n
             for n in needs
         ]
     return needs
+
+
+def _required(row: FrameworkPreload, installed: dict[str, Version | None]) -> bool:
+    """The distribution the row takes its libraries from is installed in the versions it accepts (CuPy
+    preloads NCCL only from an nvidia-nccl wheel of its major at least its ``min_pypi_version``)."""
+    if row.requires_package is None:
+        return True
+    version = installed.get(row.requires_package)
+    return version is not None and (row.requires_versions is None or row.requires_versions.contains(version))
+
+
+def _cuda_major(own: list[NeededLibrary]) -> str | None:
+    """The CUDA major of the framework's own libcudart need (``libcudart.so.13`` -> ``13``)."""
+    return next((n.soname.rsplit(".", 1)[1] for n in own if n.soname.startswith("libcudart.so.")), None)
 
 
 def _preload_runs(row: FrameworkPreload, own: list[NeededLibrary]) -> bool:
@@ -653,6 +670,10 @@ def _preload_runs(row: FrameworkPreload, own: list[NeededLibrary]) -> bool:
             and "/nvidia/cuda_runtime/lib/" in n.loaded.path
             for n in own
         )
+    if row.when == "always":
+        return True
+    if row.when == "cudart_loaded":
+        return any(n.soname.startswith("libcudart.so.") and n.loaded is not None for n in own)
     if row.when == "load_failure":
         globs = [posixpath.basename(lib) for lib in row.libraries]
         return any(
@@ -664,21 +685,39 @@ def _preload_runs(row: FrameworkPreload, own: list[NeededLibrary]) -> bool:
 
 
 def _preloaded_copies(
-    ctx: ProbeContext, versions: _Versions, sites: tuple[str, ...], row: FrameworkPreload, via: str
+    ctx: ProbeContext,
+    versions: _Versions,
+    sites: tuple[str, ...],
+    row: FrameworkPreload,
+    via: str,
+    cuda_major: str | None = None,
 ) -> dict[str, LinkedFile]:
-    """soname -> the copy the framework loads: the row's file in the first site directory that has it."""
+    """soname -> the copy the framework loads: the row's file in the first site directory that has it
+    (``nvidia/<folder>/lib``, then ``nvidia/cu<N>/lib`` where the row says so). An ``ordered`` row stops at
+    the first library no site directory holds, as torch's ``_preload_cuda_deps`` does (it raises there)."""
     copies: dict[str, LinkedFile] = {}
     for library in row.libraries:
-        directory, pattern = posixpath.split(library)
-        for site in sites:
-            found = sorted(
-                p for p in ctx.fs.glob(posixpath.join(site, "nvidia", directory), pattern) if ctx.fs.is_file(p)
-            )
-            parsed = cuda_soname(found[0]) if found else None
-            if parsed is not None:
-                copies.setdefault(parsed[1], versions.file(found[0], via))
+        found = _first_preload_file(ctx, sites, library, cuda_major if row.cuda_folder else None)
+        if found is None:
+            if row.ordered:
                 break
+            continue
+        parsed = cuda_soname(found)
+        if parsed is not None:
+            copies.setdefault(parsed[1], versions.file(found, via))
     return copies
+
+
+def _first_preload_file(ctx: ProbeContext, sites: tuple[str, ...], library: str, cuda_major: str | None) -> str | None:
+    """The file ``<folder>/lib/<glob>`` names under ``nvidia/`` of the first site directory holding it."""
+    directory, pattern = posixpath.split(library)
+    folders = [directory] + ([f"cu{cuda_major}/lib"] if cuda_major else [])
+    for site in sites:
+        for folder in folders:
+            found = sorted(p for p in ctx.fs.glob(posixpath.join(site, "nvidia", folder), pattern) if ctx.fs.is_file(p))
+            if found:
+                return found[0]
+    return None
 
 
 def _wheel_users(needs: list[NeededLibrary]) -> dict[str, set[str]]:
@@ -691,12 +730,14 @@ def _wheel_users(needs: list[NeededLibrary]) -> dict[str, set[str]]:
     return users
 
 
-def _loaded_by(need: NeededLibrary, framework: str, users: dict[str, set[str]]) -> bool:
-    """The need is the framework's own, or an NVIDIA wheel's that no package other than the framework uses
-    (a JAX plugin using the same nvidia-cusparse wheel gets no help from torch's preload)."""
-    if need.package == framework:
+def _loaded_by(need: NeededLibrary, framework: str, users: dict[str, set[str]], serves: tuple[str, ...] = ()) -> bool:
+    """The need is the framework's own (or of a package it ``serves``: JAX's PJRT plugin preloads before its
+    kernels package loads), or an NVIDIA wheel's that no other package uses (a JAX plugin using the same
+    nvidia-cusparse wheel gets no help from torch's preload)."""
+    own = {framework, *serves}
+    if need.package in own:
         return True
-    return need.package.startswith("nvidia-") and users.get(need.package, set()) <= {framework}
+    return need.package.startswith("nvidia-") and users.get(need.package, set()) <= own
 
 
 def _preloaded(ctx: ProbeContext, need: NeededLibrary, copy: LinkedFile) -> NeededLibrary:

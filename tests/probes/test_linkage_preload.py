@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 from packaging.version import Version
@@ -84,3 +85,56 @@ def test_the_preloaded_copy_loads_and_hides_the_one_the_search_found(tmp_path):
     after = linkage._preloaded(ctx, need, copy)
     assert after.loaded == copy
     assert after.shadowed == (old,)
+
+
+def _rows(package: str, version: str) -> list[object]:
+    return [r for r in MATRIX.framework_preloads if r.package == package and r.versions.contains(version)]
+
+
+def test_torch_2_9_and_later_preload_whenever_cudart_loaded_from_anywhere():
+    # torch 2.9.0's __init__.py checks for 'libcudart.so' in /proc/self/maps, no longer the wheel's path
+    row = next(r for r in _rows("torch", "2.10.0") if r.when == "cudart_loaded")
+    system = NeededLibrary("torch", f"{SITE}/torch/lib/libtorch_global_deps.so", "libcudart.so.12",
+                           _file("/usr/local/cuda/lib64/libcudart.so.12", "LD_LIBRARY_PATH"))  # fmt: skip
+    assert linkage._preload_runs(row, [system])
+    assert not linkage._preload_runs(row, [replace(system, loaded=None)])
+
+
+def _tree(tmp_path, *paths: str) -> object:
+    from tests.conftest import make_ctx
+
+    for path in paths:
+        target = tmp_path / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"")
+    return make_ctx(root=str(tmp_path))
+
+
+def test_an_ordered_preload_stops_at_the_first_missing_library_and_reads_the_cuda13_folder(tmp_path):
+    row = next(r for r in _rows("torch", "2.10.0") if r.when == "cudart_loaded")
+    lib = f"{SITE}/nvidia/cu13/lib"
+    ctx = _tree(tmp_path, f"{lib}/libcublasLt.so.13", f"{lib}/libcublas.so.13", f"{lib}/libnvJitLink.so.13")
+    versions = linkage._Versions(ctx, (SITE,), {})
+    copies = linkage._preloaded_copies(ctx, versions, (SITE,), row, "preloaded by torch", "13")
+    # no cuDNN wheel: torch's loop raises there, so nvJitLink (later in the list) is not preloaded
+    assert set(copies) == {"libcublasLt.so.13", "libcublas.so.13"}
+    assert linkage._preloaded_copies(ctx, versions, (SITE,), row, "preloaded by torch", None) == {}
+
+
+def test_jax_plugin_preload_serves_its_kernels_package_and_skips_missing_libraries(tmp_path):
+    (row,) = _rows("jax-cuda12-pjrt", "0.7.0")
+    assert row.when == "always" and not row.ordered and "jax-cuda12-plugin" in row.serves
+    ctx = _tree(tmp_path, f"{SITE}/nvidia/cudnn/lib/libcudnn.so.9")
+    copies = linkage._preloaded_copies(ctx, linkage._Versions(ctx, (SITE,), {}), (SITE,), row, "preloaded by jax")
+    assert set(copies) == {"libcudnn.so.9"}
+    need = NeededLibrary("jax-cuda12-plugin", "cuda_plugin_extension.so", "libcudnn.so.9", None)
+    assert linkage._loaded_by(need, row.package, {}, row.serves)
+    assert not linkage._loaded_by(need, "torch", {})
+
+
+def test_cupy_takes_nccl_from_the_wheel_only_in_the_versions_it_accepts():
+    (row,) = _rows("cupy-cuda12x", "13.6.0")
+    assert linkage._required(row, {"nvidia-nccl-cu12": Version("2.21.5")})
+    assert not linkage._required(row, {"nvidia-nccl-cu12": Version("2.16.2")})
+    assert not linkage._required(row, {})
+    assert not _rows("cupy-cuda12x", "13.4.0")

@@ -23,7 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("cudadoctor", "compat", "docs", "examples", "bench", "tests", "README.md", "CONTRIBUTING.md")
 
 
-
 def _private_names() -> list[str]:
     """The names of the notes beside the checkout (the folder the developers share, outside the repository),
     read from the disk rather than spelled here, so this test cites none of them itself."""

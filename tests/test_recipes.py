@@ -247,11 +247,17 @@ def test_a_healthy_cuda12_machine_has_no_errors_or_warnings(image, driver):
 HEALTHY_IMAGE_SKIPS = {
     "CD101",  # the user-space driver against the kernel module: judged only on the machine itself
     "CD120",  # a running container's devices: an image root has none by nature
-    "CD130", "CD131",  # no GPU in MIG mode
-    "CD132", "CD133", "CD134", "CD135",  # not WSL2
-    "CD201", "CD202",  # the image has no toolkit to build extensions with
+    "CD130",
+    "CD131",  # no GPU in MIG mode
+    "CD132",
+    "CD133",
+    "CD134",
+    "CD135",  # not WSL2
+    "CD201",
+    "CD202",  # the image has no toolkit to build extensions with
     "CD303",  # no CuPy or TensorRT installed
-    "CD304", "CD306",  # the recipe's library files are empty: no shared object needs a CUDA library
+    "CD304",
+    "CD306",  # the recipe's library files are empty: no shared object needs a CUDA library
     "CD403",  # no JAX CUDA plugin installed
     "CD420",  # no flash-attn installed
     "CD421",  # no xformers installed
@@ -265,8 +271,23 @@ HEALTHY_IMAGE_SKIPS = {
     "CD806",  # runtime probes run only with --deep
     "CD901",  # no --require given
     # GPU health is examined only on the machine itself
-    "CD150", "CD151", "CD152", "CD153", "CD154", "CD155", "CD156", "CD157", "CD158", "CD159", "CD160",
-    "CD161", "CD162", "CD163", "CD164", "CD165", "CD166",
+    "CD150",
+    "CD151",
+    "CD152",
+    "CD153",
+    "CD154",
+    "CD155",
+    "CD156",
+    "CD157",
+    "CD158",
+    "CD159",
+    "CD160",
+    "CD161",
+    "CD162",
+    "CD163",
+    "CD164",
+    "CD165",
+    "CD166",
     "CD167",  # DCGM's diagnostic runs only with --dcgm-diag
 }
 

@@ -59,7 +59,7 @@ def test_no_import_cycle_at_module_level() -> None:
         state[node] = 1
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append([*stack[stack.index(nxt):], nxt] if nxt in stack else [node, nxt])
+                cycles.append([*stack[stack.index(nxt) :], nxt] if nxt in stack else [node, nxt])
             elif nxt not in state:
                 visit(nxt, [*stack, nxt])
         state[node] = 2

@@ -121,7 +121,9 @@ def base_image(tmp: str) -> tuple[str, str]:
     root = os.path.join(tmp, "root")
     shutil.copytree(FIXTURE, root, symlinks=True)
     put(root, "/etc/os-release", 'PRETTY_NAME="Ubuntu 24.04.3 LTS"\nNAME="Ubuntu"\nVERSION_ID="24.04"\nID=ubuntu\n')
-    put(root, "/opt/torch/.venv/pyvenv.cfg", "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.12.3\n")
+    put(
+        root, "/opt/torch/.venv/pyvenv.cfg", "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.12.3\n"
+    )
     link(root, "/opt/torch/.venv/bin/python3", "/usr/bin/python3.12")
     put(root, "/usr/bin/python3.12", b"")
     env = os.path.join(tmp, "image.env")
@@ -179,8 +181,20 @@ def elf(
     total = dyn_off + len(dyn)
     ident = b"\x7fELF" + bytes([2, 2 if big_endian else 1, 1, 0]) + bytes(8)
     hdr = ident + struct.pack(
-        end + "HHIQQQIHHHHHH", e_type, 62, 1, 0, 64 if phoff is None else phoff, 0, 0, 64, 56,
-        2 if phnum is None else phnum, 64, 0, 0,
+        end + "HHIQQQIHHHHHH",
+        e_type,
+        62,
+        1,
+        0,
+        64 if phoff is None else phoff,
+        0,
+        0,
+        64,
+        56,
+        2 if phnum is None else phnum,
+        64,
+        0,
+        0,
     )
     load = struct.pack(end + "IIQQQQQQ", 1, 5, 0, 0, 0, total, total, 0x1000)
     dph = struct.pack(end + "IIQQQQQQ", 2, 6, dyn_off, dyn_off, dyn_off, len(dyn), len(dyn), 8)
@@ -193,7 +207,11 @@ def elf(
 def snapshot_of(tmp: str) -> dict:
     """A snapshot of the clean image with a loader view (one ELF needing libcudart), made by cudadoctor."""
     root, env = base_image(os.path.join(tmp, "snapsrc"))
-    put(root, f"{SITE}/torch/lib/libtorch_cuda.so", elf(["libcudart.so.13", "libnccl.so.2"], ["$ORIGIN/../../nvidia/cu13/lib"]))
+    put(
+        root,
+        f"{SITE}/torch/lib/libtorch_cuda.so",
+        elf(["libcudart.so.13", "libnccl.so.2"], ["$ORIGIN/../../nvidia/cu13/lib"]),
+    )
     put(root, f"{SITE}/nvidia/cu13/lib/libcudart.so.13", elf())
     out = os.path.join(tmp, "snap.json")
     proc = run_cd(["snapshot", "--root", root, "--env-file", env, "-o", out], tmp, {})
@@ -274,22 +292,36 @@ def _(tmp: str) -> Spec:
 @case("root", "torch-metadata-utf16-with-bom")
 def _(tmp: str) -> Spec:
     spec = image(tmp)
-    put(spec.argv[2], f"{SITE}/torch-2.11.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n".encode("utf-16"))
+    put(
+        spec.argv[2],
+        f"{SITE}/torch-2.11.0.dist-info/METADATA",
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n".encode("utf-16"),
+    )
     return spec
 
 
 @case("root", "torch-metadata-10MB-header-line")
 def _(tmp: str) -> Spec:
     spec = image(tmp)
-    put(spec.argv[2], f"{SITE}/torch-2.11.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\nSummary: " + "x" * (10 << 20) + "\n")
+    put(
+        spec.argv[2],
+        f"{SITE}/torch-2.11.0.dist-info/METADATA",
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\nSummary: " + "x" * (10 << 20) + "\n",
+    )
     return spec
 
 
 @case("root", "torch-metadata-100000-requires-dist")
 def _(tmp: str) -> Spec:
     spec = image(tmp)
-    lines = "".join(f"Requires-Dist: nvidia-pkg{i}-cu13==13.0.{i}; platform_system == 'Linux'\n" for i in range(100_000))
-    put(spec.argv[2], f"{SITE}/torch-2.11.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n" + lines)
+    lines = "".join(
+        f"Requires-Dist: nvidia-pkg{i}-cu13==13.0.{i}; platform_system == 'Linux'\n" for i in range(100_000)
+    )
+    put(
+        spec.argv[2],
+        f"{SITE}/torch-2.11.0.dist-info/METADATA",
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n" + lines,
+    )
     return spec
 
 
@@ -297,8 +329,11 @@ def _(tmp: str) -> Spec:
 def _(tmp: str) -> Spec:
     spec = image(tmp)
     marker = "(" * 5000 + 'python_version > "3"' + ")" * 5000
-    put(spec.argv[2], f"{SITE}/torch-2.11.0.dist-info/METADATA",
-        f"Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\nRequires-Dist: nvidia-cudnn-cu13==9.19.0.56; {marker}\n")
+    put(
+        spec.argv[2],
+        f"{SITE}/torch-2.11.0.dist-info/METADATA",
+        f"Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\nRequires-Dist: nvidia-cudnn-cu13==9.19.0.56; {marker}\n",
+    )
     return spec
 
 
@@ -306,8 +341,11 @@ def _(tmp: str) -> Spec:
 def _(tmp: str) -> Spec:
     spec = image(tmp)
     marker = "(" * 5000 + 'extra == "x"' + ")" * 5000
-    put(spec.argv[2], f"{SITE}/nvidia_evil_cu13-1.0.dist-info/METADATA",
-        f"Metadata-Version: 2.1\nName: nvidia-evil-cu13\nVersion: 1.0\nRequires-Dist: foo; {marker}\n")
+    put(
+        spec.argv[2],
+        f"{SITE}/nvidia_evil_cu13-1.0.dist-info/METADATA",
+        f"Metadata-Version: 2.1\nName: nvidia-evil-cu13\nVersion: 1.0\nRequires-Dist: foo; {marker}\n",
+    )
     return spec
 
 
@@ -315,25 +353,46 @@ def _(tmp: str) -> Spec:
 def _(tmp: str) -> Spec:
     spec = image(tmp)
     marker = " or ".join(['python_version == "3.1"'] * 20000)
-    put(spec.argv[2], f"{SITE}/torch-2.11.0.dist-info/METADATA",
-        f"Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\nRequires-Dist: nvidia-nccl-cu13==2.28.9; {marker}\n")
+    put(
+        spec.argv[2],
+        f"{SITE}/torch-2.11.0.dist-info/METADATA",
+        f"Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\nRequires-Dist: nvidia-nccl-cu13==2.28.9; {marker}\n",
+    )
     return spec
 
 
 @case("root", "requires-dist-unterminated-and-odd-markers")
 def _(tmp: str) -> Spec:
     spec = image(tmp)
-    odd = ['foo; extra == "', "foo; python_version ~= '3.*'", "foo;;;", "[[[", "foo @ file:///etc/passwd ; os_name == 'x' and", "nvidia-cudnn-cu13 (>=" + HUGE + ")"]
-    put(spec.argv[2], f"{SITE}/torch-2.11.0.dist-info/METADATA",
-        "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n" + "".join(f"Requires-Dist: {o}\n" for o in odd))
+    odd = [
+        'foo; extra == "',
+        "foo; python_version ~= '3.*'",
+        "foo;;;",
+        "[[[",
+        "foo @ file:///etc/passwd ; os_name == 'x' and",
+        "nvidia-cudnn-cu13 (>=" + HUGE + ")",
+    ]
+    put(
+        spec.argv[2],
+        f"{SITE}/torch-2.11.0.dist-info/METADATA",
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n" + "".join(f"Requires-Dist: {o}\n" for o in odd),
+    )
     return spec
 
 
 @case("root", "torch-metadata-name-is-a-path-and-fullwidth-version")
 def _(tmp: str) -> Spec:
     spec = image(tmp)
-    put(spec.argv[2], f"{SITE}/nvidia_x_cu13-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: ../../../etc/passwd\nVersion: \uff12.\uff16\n")
-    put(spec.argv[2], f"{SITE}/nvidia_y_cu13-\u0662.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: nvidia-y-cu13\nVersion: \u0662.0\n")
+    put(
+        spec.argv[2],
+        f"{SITE}/nvidia_x_cu13-1.0.dist-info/METADATA",
+        "Metadata-Version: 2.1\nName: ../../../etc/passwd\nVersion: \uff12.\uff16\n",
+    )
+    put(
+        spec.argv[2],
+        f"{SITE}/nvidia_y_cu13-\u0662.0.dist-info/METADATA",
+        "Metadata-Version: 2.1\nName: nvidia-y-cu13\nVersion: \u0662.0\n",
+    )
     return spec
 
 
@@ -354,7 +413,11 @@ def _(tmp: str) -> Spec:
 @case("root", "torch-version-py-1M-lines-and-nul")
 def _(tmp: str) -> Spec:
     spec = image(tmp)
-    put(spec.argv[2], f"{SITE}/torch/version.py", "x = 1\n" * 1_000_000 + "__version__ = '2.11.0\x00+cu130'\ncuda = '13.0'\n")
+    put(
+        spec.argv[2],
+        f"{SITE}/torch/version.py",
+        "x = 1\n" * 1_000_000 + "__version__ = '2.11.0\x00+cu130'\ncuda = '13.0'\n",
+    )
     return spec
 
 
@@ -385,9 +448,14 @@ _elf_case("elf-8000-distinct-cuda-needed", lambda: elf([f"libcudart.so.{i}" for 
 _elf_case("elf-needed-with-path-escape", lambda: elf(["../../../../../../etc/libcudart.so.13", "/etc/libnccl.so.2"]))
 _elf_case(
     "elf-runpath-4000-origin-entries",
-    lambda: elf(["libcudart.so.13", "libcublas.so.13", "libnccl.so.2"], [f"$ORIGIN/{'../' * (i % 40)}x{i}" for i in range(4000)]),
+    lambda: elf(
+        ["libcudart.so.13", "libcublas.so.13", "libnccl.so.2"], [f"$ORIGIN/{'../' * (i % 40)}x{i}" for i in range(4000)]
+    ),
 )
-_elf_case("elf-needed-non-utf8-and-escapes", lambda: elf(["libcudart.so.13\x1b[2J", "libnccl.so.2\udcff".encode("utf-8", "surrogateescape").decode("latin-1")]))
+_elf_case(
+    "elf-needed-non-utf8-and-escapes",
+    lambda: elf(["libcudart.so.13\x1b[2J", "libnccl.so.2\udcff".encode("utf-8", "surrogateescape").decode("latin-1")]),
+)
 
 
 @case("elf", "elf-500-objects-each-needing-200-sonames")
@@ -434,8 +502,12 @@ def _ldcache_case(name: str, data: Callable[[], bytes]) -> None:
         return spec
 
 
-_ldcache_case("ldcache-nlibs-2-to-32", lambda: _ldcache([("libcudart.so.13", "/usr/lib/libcudart.so.13")], nlibs=2**32 - 1))
-_ldcache_case("ldcache-string-offsets-negative-and-past-end", lambda: _ldcache([("libcudart.so.13", "/x")], strtab_off=2**31))
+_ldcache_case(
+    "ldcache-nlibs-2-to-32", lambda: _ldcache([("libcudart.so.13", "/usr/lib/libcudart.so.13")], nlibs=2**32 - 1)
+)
+_ldcache_case(
+    "ldcache-string-offsets-negative-and-past-end", lambda: _ldcache([("libcudart.so.13", "/x")], strtab_off=2**31)
+)
 _ldcache_case("ldcache-path-escapes-root", lambda: _ldcache([("libcudart.so.13", "/../../../../../../etc/passwd")] * 3))
 _ldcache_case("ldcache-200000-entries", lambda: _ldcache([(f"libcudart.so.{i}", f"/l/{i}") for i in range(200_000)]))
 _ldcache_case("ldcache-magic-only", lambda: b"glibc-ld.so.cache1.1")
@@ -478,7 +550,9 @@ def _(tmp: str) -> Spec:
 def _(tmp: str) -> Spec:
     spec = image(tmp, gate=["--require", "torch>=99"])
     for i in range(10000):
-        replace_with(spec.argv[2], f"/proc/driver/nvidia/gpus/0000:{i:04x}:00.0/information", "dir" if i % 2 else "zero")
+        replace_with(
+            spec.argv[2], f"/proc/driver/nvidia/gpus/0000:{i:04x}:00.0/information", "dir" if i % 2 else "zero"
+        )
     return spec
 
 
@@ -502,7 +576,9 @@ def _(tmp: str) -> Spec:
 def _(tmp: str) -> Spec:
     spec = image(tmp)
     link(spec.argv[2], "/etc/os-release", "os-release")
-    put(spec.argv[2], "/var/lib/dpkg/status", ("Package: x\nVersion: 1\n" + "Description: " + "y" * (10 << 20) + "\n\n"))
+    put(
+        spec.argv[2], "/var/lib/dpkg/status", ("Package: x\nVersion: 1\n" + "Description: " + "y" * (10 << 20) + "\n\n")
+    )
     return spec
 
 
@@ -557,8 +633,17 @@ _envfile_case("envfile-crlf-and-export-prefix", lambda: b"export LD_LIBRARY_PATH
 _envfile_case("envfile-nul-bytes-and-invalid-utf8-key", lambda: b"A\x00B=1\n\xff\xfe=2\nNCCL_DEBUG=\x00\n")
 _envfile_case("envfile-200000-lines", lambda: b"".join(b"K%d=v\n" % i for i in range(200_000)))
 _envfile_case("envfile-key-only-equals-and-dup-virtual-env", lambda: b"=\n==\n=x\nVIRTUAL_ENV=\nVIRTUAL_ENV=/nowhere\n")
-_envfile_case("envfile-nvidia-require-5000-clauses", lambda: b"NVIDIA_REQUIRE_CUDA=" + b" ".join(b"brand=tesla,driver>=%d,driver<%d" % (i, i + 1) for i in range(5000)) + b"\n")
-_envfile_case("envfile-cuda-visible-devices-200000-dups", lambda: b"CUDA_VISIBLE_DEVICES=" + b",".join([b"0"] * 200_000) + b"\n")
+_envfile_case(
+    "envfile-nvidia-require-5000-clauses",
+    lambda: (
+        b"NVIDIA_REQUIRE_CUDA="
+        + b" ".join(b"brand=tesla,driver>=%d,driver<%d" % (i, i + 1) for i in range(5000))
+        + b"\n"
+    ),
+)
+_envfile_case(
+    "envfile-cuda-visible-devices-200000-dups", lambda: b"CUDA_VISIBLE_DEVICES=" + b",".join([b"0"] * 200_000) + b"\n"
+)
 
 
 @case("envfile", "envfile-is-a-symlink-to-dev-zero")
@@ -592,21 +677,90 @@ def _set(path: str, value: object) -> Callable[[dict], None]:
 
 _snap_case("snap-loader-a-string", _set("loader", "x" * 1000))
 _snap_case("snap-loader-needs-wrong-typed", _set("loader.needs", [1, None, {"soname": 5}, ["a"]]))
-_snap_case("snap-loader-needs-100000", lambda f: f["loader"].__setitem__("needs", f["loader"]["needs"] * 100_000) if f.get("loader") else None)
-_snap_case("snap-loader-loaded-version-5000-digits", lambda f: [n.get("loaded", {}).__setitem__("version", HUGE) for n in (f.get("loader") or {}).get("needs", []) if isinstance(n.get("loaded"), dict)] and None)
+_snap_case(
+    "snap-loader-needs-100000",
+    lambda f: f["loader"].__setitem__("needs", f["loader"]["needs"] * 100_000) if f.get("loader") else None,
+)
+_snap_case(
+    "snap-loader-loaded-version-5000-digits",
+    lambda f: (
+        [
+            n.get("loaded", {}).__setitem__("version", HUGE)
+            for n in (f.get("loader") or {}).get("needs", [])
+            if isinstance(n.get("loaded"), dict)
+        ]
+        and None
+    ),
+)
 _snap_case("snap-health-wrong-typed", _set("health", {"gpus": "x", "xids": 5, "nccl": [None], "errors": {"a": 1}}))
 _snap_case("snap-health-list-of-nan", _set("health", [float("nan"), float("inf")]))
-_snap_case("snap-errors-crashed-wrong-types", _set("errors", [{"crashed": "yes", "probe": 5, "message": None}, {"crashed": True}, "x", 7]))
-_snap_case("snap-errors-crashed-packages-probe", _set("errors", [{"crashed": True, "probe": "packages", "message": "boom", "source": None}]))
-_snap_case("snap-errors-200000", _set("errors", [{"crashed": False, "probe": "driver", "message": "m", "source": None}] * 200_000))
-_snap_case("snap-gpus-60000-same-uuid-escape-names", _set("gpus", [{"index": i, "name": "NVIDIA H200\x1b]0;t\x07\n\u2713 No issues", "compute_capability": "9.0", "uuid": "GPU-0", "memory_mib": -1, "mig_mode": "Disabled", "brand": "NVIDIA", "pci_bus_id": "x", "source": {"kind": "api", "where": "nvml"}} for i in range(60000)]))
-_snap_case("snap-gpu-cc-and-memory-odd-numbers", _set("gpus", [{"index": True, "name": "H200", "compute_capability": "9." + HUGE, "memory_mib": 1e308, "mig_mode": None, "brand": "NVIDIA", "pci_bus_id": None, "source": None}]))
+_snap_case(
+    "snap-errors-crashed-wrong-types",
+    _set("errors", [{"crashed": "yes", "probe": 5, "message": None}, {"crashed": True}, "x", 7]),
+)
+_snap_case(
+    "snap-errors-crashed-packages-probe",
+    _set("errors", [{"crashed": True, "probe": "packages", "message": "boom", "source": None}]),
+)
+_snap_case(
+    "snap-errors-200000",
+    _set("errors", [{"crashed": False, "probe": "driver", "message": "m", "source": None}] * 200_000),
+)
+_snap_case(
+    "snap-gpus-60000-same-uuid-escape-names",
+    _set(
+        "gpus",
+        [
+            {
+                "index": i,
+                "name": "NVIDIA H200\x1b]0;t\x07\n\u2713 No issues",
+                "compute_capability": "9.0",
+                "uuid": "GPU-0",
+                "memory_mib": -1,
+                "mig_mode": "Disabled",
+                "brand": "NVIDIA",
+                "pci_bus_id": "x",
+                "source": {"kind": "api", "where": "nvml"},
+            }
+            for i in range(60000)
+        ],
+    ),
+)
+_snap_case(
+    "snap-gpu-cc-and-memory-odd-numbers",
+    _set(
+        "gpus",
+        [
+            {
+                "index": True,
+                "name": "H200",
+                "compute_capability": "9." + HUGE,
+                "memory_mib": 1e308,
+                "mig_mode": None,
+                "brand": "NVIDIA",
+                "pci_bus_id": None,
+                "source": None,
+            }
+        ],
+    ),
+)
 _snap_case("snap-driver-version-with-newline-forgery", _set("driver.version", "580.159.04\n\u2713 No issues found"))
 _snap_case("snap-torch-version-with-escapes", _set("packages.torch.version", "99.0\x1b[2J"))
-_snap_case("snap-packages-50000-entries", lambda f: f["packages"].update({f"p{i}": dict(f["packages"]["torch"], name=f"p{i}") for i in range(50000)}))
+_snap_case(
+    "snap-packages-50000-entries",
+    lambda f: f["packages"].update({f"p{i}": dict(f["packages"]["torch"], name=f"p{i}") for i in range(50000)}),
+)
 _snap_case("snap-mode-unknown-and-schema-bool", lambda f: (f.__setitem__("mode", "\x00weird"), None)[1])
 _snap_case("snap-runtime-wrong-typed", _set("runtime", {"devices": "x", "frameworks": [1, 2], "cuinit": {"rc": "x"}}))
-_snap_case("snap-report-kind-with-hostile-findings", lambda f: {"kind": "cudadoctor-report", "schema_version": 2, "facts": f, "findings": [{"code": 5, "status": {}}] * 10})
+_snap_case(
+    "snap-report-kind-with-hostile-findings",
+    lambda f: {
+        "kind": "cudadoctor-report",
+        "schema_version": 2,
+        "facts": f,
+        "findings": [{"code": 5, "status": {}}] * 10,
+    },
+)
 
 
 # --- compare -----------------------------------------------------------------------------------------
@@ -620,7 +774,9 @@ def _nodes(tmp: str, count: int = 4) -> tuple[str, dict]:
     return nodes, doc
 
 
-def _compare_case(name: str, build: Callable[[str, str, dict], list[str] | None], must_fail: bool = False, extra: tuple[str, ...] = ()) -> None:
+def _compare_case(
+    name: str, build: Callable[[str, str, dict], list[str] | None], must_fail: bool = False, extra: tuple[str, ...] = ()
+) -> None:
     @case("compare", name)
     def _(tmp: str) -> Spec:
         nodes, doc = _nodes(tmp)
@@ -641,6 +797,8 @@ _compare_case("compare-gpus-an-integer", _bad_node("gpus", 5), must_fail=True)
 _compare_case("compare-nccl-an-integer", _bad_node("nccl", 7), must_fail=True)
 _compare_case("compare-host-env-an-integer", _bad_node("host.env", 3), must_fail=True)
 _compare_case("compare-packages-torch-a-list", _bad_node("packages.torch", [1]), must_fail=False)
+
+
 def _driver_and_name(tmp: str, nodes: str, doc: dict) -> None:
     """Both changes on one node (applying two _bad_node builders would keep only the second)."""
     bad = json.loads(json.dumps(doc))
@@ -658,7 +816,9 @@ def _(tmp: str) -> Spec:
     lost = json.loads(json.dumps(doc))
     lost["facts"]["gpus"] = []
     lost["facts"]["driver"] = None
-    lost["facts"]["errors"] = [{"crashed": False, "probe": "driver", "message": "no NVIDIA driver found", "source": None}]
+    lost["facts"]["errors"] = [
+        {"crashed": False, "probe": "driver", "message": "no NVIDIA driver found", "source": None}
+    ]
     write_json(os.path.join(nodes, "lost.json"), lost)
     return Spec(["compare", nodes], must_fail=True)
 
@@ -703,7 +863,13 @@ def _(tmp: str) -> Spec:
 def _(tmp: str) -> Spec:
     nodes = os.path.join(tmp, "nodes")
     for i in range(5000):
-        write_json(os.path.join(nodes, f"node{i}.json"), {"kind": "cudadoctor-facts", "facts": {"gpus": [{"name": "H200"}] * (i % 3), "driver": {"version": f"{500 + i % 2}.1"}}})
+        write_json(
+            os.path.join(nodes, f"node{i}.json"),
+            {
+                "kind": "cudadoctor-facts",
+                "facts": {"gpus": [{"name": "H200"}] * (i % 3), "driver": {"version": f"{500 + i % 2}.1"}},
+            },
+        )
     return Spec(["compare", nodes], must_fail=True)
 
 
@@ -715,10 +881,20 @@ def _baseline_case(name: str, data: Callable[[str], str]) -> None:
 
 
 _baseline_case("baseline-a-json-list", lambda t: write_json(os.path.join(t, "b.json"), [1, 2]))
-_baseline_case("baseline-dict-values-and-huge", lambda t: write_json(os.path.join(t, "b.json"), {"nccl": {"a": [1]}, "driver_branch": HUGE * 100}))
-_baseline_case("baseline-nested-200000-deep", lambda t: put(t, "b.json", '{"nccl":' + "[" * 200000 + "]" * 200000 + "}"))
+_baseline_case(
+    "baseline-dict-values-and-huge",
+    lambda t: write_json(os.path.join(t, "b.json"), {"nccl": {"a": [1]}, "driver_branch": HUGE * 100}),
+)
+_baseline_case(
+    "baseline-nested-200000-deep", lambda t: put(t, "b.json", '{"nccl":' + "[" * 200000 + "]" * 200000 + "}")
+)
 _baseline_case("baseline-is-a-fifo", lambda t: (os.mkfifo(os.path.join(t, "b.json")), os.path.join(t, "b.json"))[1])
-_baseline_case("baseline-facts-wrong-typed-report", lambda t: write_json(os.path.join(t, "b.json"), {"kind": "cudadoctor-facts", "facts": {"gpus": 1, "nccl": "x", "host": []}}))
+_baseline_case(
+    "baseline-facts-wrong-typed-report",
+    lambda t: write_json(
+        os.path.join(t, "b.json"), {"kind": "cudadoctor-facts", "facts": {"gpus": 1, "nccl": "x", "host": []}}
+    ),
+)
 
 
 # --- --output targets ---------------------------------------------------------------------------------
@@ -802,9 +978,19 @@ def _settings_case(name: str, fname: str, data: bytes, must_fail: bool = True) -
 _settings_case("settings-dotfile-select-nothing-matching", ".cudadoctor.toml", b'select = ["CD0000"]\n')
 _settings_case("settings-dotfile-keys-with-escapes", ".cudadoctor.toml", b'"\\u001b[2Jfail-on" = "never"\n')
 _settings_case("settings-dotfile-is-a-fifo", ".cudadoctor.toml", b"")
-_settings_case("settings-pyproject-cudadoctor-is-an-array-of-tables", "pyproject.toml", b"[[tool.cudadoctor]]\nfail-on='never'\n")
-_settings_case("settings-pyproject-require-5000-digit-version", "pyproject.toml", b'[tool.cudadoctor]\nrequire = ["torch>=' + HUGE.encode() + b'", "driver>=' + HUGE.encode() + b'"]\n')
-_settings_case("settings-dotfile-10000-ignores-not-matching", ".cudadoctor.toml", b"ignore = [" + b",".join(b'"CD%05d"' % (i + 10000) for i in range(10000)) + b"]\n")
+_settings_case(
+    "settings-pyproject-cudadoctor-is-an-array-of-tables", "pyproject.toml", b"[[tool.cudadoctor]]\nfail-on='never'\n"
+)
+_settings_case(
+    "settings-pyproject-require-5000-digit-version",
+    "pyproject.toml",
+    b'[tool.cudadoctor]\nrequire = ["torch>=' + HUGE.encode() + b'", "driver>=' + HUGE.encode() + b'"]\n',
+)
+_settings_case(
+    "settings-dotfile-10000-ignores-not-matching",
+    ".cudadoctor.toml",
+    b"ignore = [" + b",".join(b'"CD%05d"' % (i + 10000) for i in range(10000)) + b"]\n",
+)
 
 
 @case("settings", "settings-dotfile-fifo-really")
@@ -838,7 +1024,18 @@ _suggest_case("suggest-gpu-cc-huge", "--gpu", "9." + HUGE, "--python", "3.12")
 _suggest_case("suggest-driver-negative-and-huge", "--driver", "-1." + HUGE, "--python", "3.12")
 _suggest_case("suggest-python-3-alone-and-cuda-nan", "--python", "3", "--cuda", "nan")
 _suggest_case("suggest-cuda-0-and-platform-odd", "--cuda", "0.0", "--platform", "linux-\x1b[2Jx86", "--python", "3.12")
-_suggest_case("suggest-format-dockerfile-with-escapes-target", "vllm", "--gpu", "H200", "--driver", "580\n", "--python", "3.12", "-f", "dockerfile")
+_suggest_case(
+    "suggest-format-dockerfile-with-escapes-target",
+    "vllm",
+    "--gpu",
+    "H200",
+    "--driver",
+    "580\n",
+    "--python",
+    "3.12",
+    "-f",
+    "dockerfile",
+)
 
 
 # --- update against a hostile loopback server -----------------------------------------------------------
@@ -916,7 +1113,16 @@ def _update_case(name: str, respond: Callable[[socket.socket, str, int], None]) 
         marker = put(cache, "index-releases.json.keep", "pre-existing\n")
         old = put(cache, "index-releases.json", '{"format": 1, "projects": {}}')
         return Spec(
-            ["update", "--index-url", f"http://127.0.0.1:{server.port}/simple/", "--cache-dir", cache, "--limit", "3", "torch"],
+            [
+                "update",
+                "--index-url",
+                f"http://127.0.0.1:{server.port}/simple/",
+                "--cache-dir",
+                cache,
+                "--limit",
+                "3",
+                "torch",
+            ],
             ok_exits=(0, 1, 2, 3),  # 3: a failed refresh (README), one line, the old cache kept
             watch=[marker, old],
             env={"PIP_CONFIG_FILE": os.devnull, "NO_PROXY": "*", "no_proxy": "*"},
@@ -944,7 +1150,10 @@ def _redirect_loop(conn: socket.socket, line: str, port: int) -> None:
 
 def _gzip_bomb(conn: socket.socket, line: str, port: int) -> None:
     bomb = gzip.compress(b"\0" * (256 << 20), 9)
-    _send(conn, _resp("200 OK", [("Content-Type", "application/vnd.pypi.simple.v1+json"), ("Content-Encoding", "gzip")], bomb))
+    _send(
+        conn,
+        _resp("200 OK", [("Content-Type", "application/vnd.pypi.simple.v1+json"), ("Content-Encoding", "gzip")], bomb),
+    )
 
 
 def _deep_json(conn: socket.socket, line: str, port: int) -> None:
@@ -954,12 +1163,31 @@ def _deep_json(conn: socket.socket, line: str, port: int) -> None:
 
 def _hostile_index(conn: socket.socket, line: str, port: int) -> None:
     if line.split(" ")[1].endswith(".metadata"):
-        meta = ("Metadata-Version: 2.1\nName: torch\nVersion: " + HUGE + "\nRequires-Dist: nvidia-cudnn-cu13 ==" + HUGE + "; "
-                + "(" * 3000 + 'python_version>"3"' + ")" * 3000 + "\nRequires-Python: >=" + HUGE + "\n").encode()
+        meta = (
+            "Metadata-Version: 2.1\nName: torch\nVersion: "
+            + HUGE
+            + "\nRequires-Dist: nvidia-cudnn-cu13 =="
+            + HUGE
+            + "; "
+            + "(" * 3000
+            + 'python_version>"3"'
+            + ")" * 3000
+            + "\nRequires-Python: >="
+            + HUGE
+            + "\n"
+        ).encode()
         _send(conn, _resp("200 OK", [("Content-Type", "text/plain")], meta))
         return
-    files = [{"filename": f"torch-{v}-cp312-cp312-manylinux_2_28_x86_64.whl", "url": f"/f/{i}.whl", "hashes": {}, "core-metadata": True,
-              "requires-python": ">=3." + HUGE} for i, v in enumerate(["2.99.0+cu999", HUGE + ".0", "2.6.0\x1b[2J", "../../../x"])]
+    files = [
+        {
+            "filename": f"torch-{v}-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "url": f"/f/{i}.whl",
+            "hashes": {},
+            "core-metadata": True,
+            "requires-python": ">=3." + HUGE,
+        }
+        for i, v in enumerate(["2.99.0+cu999", HUGE + ".0", "2.6.0\x1b[2J", "../../../x"])
+    ]
     files.append({"filename": 5, "url": None})
     body = json.dumps({"meta": {"api-version": "1.1"}, "name": "torch", "files": files, "versions": [HUGE]}).encode()
     _send(conn, _resp("200 OK", [("Content-Type", "application/vnd.pypi.simple.v1+json")], body))
@@ -970,7 +1198,10 @@ def _retry_after_nan(conn: socket.socket, line: str, port: int) -> None:
 
 
 def _content_length_lies(conn: socket.socket, line: str, port: int) -> None:
-    _send(conn, b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.pypi.simple.v1+json\r\nContent-Length: 100000\r\n\r\n{\"files\":[")
+    _send(
+        conn,
+        b'HTTP/1.1 200 OK\r\nContent-Type: application/vnd.pypi.simple.v1+json\r\nContent-Length: 100000\r\n\r\n{"files":[',
+    )
 
 
 def _http09_garbage(conn: socket.socket, line: str, port: int) -> None:
@@ -1040,11 +1271,24 @@ def _(tmp: str) -> Spec:
 
 def run_cd(argv: list[str], cwd: str, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDADOCTOR", "PIP_", "VIRTUAL_ENV", "CONDA"))}
-    env.update({"PYTHONPATH": REPO, "NO_COLOR": "1", "HOME": os.path.join(cwd, "home"), "XDG_CACHE_HOME": os.path.join(cwd, "xdg")})
+    env.update(
+        {
+            "PYTHONPATH": REPO,
+            "NO_COLOR": "1",
+            "HOME": os.path.join(cwd, "home"),
+            "XDG_CACHE_HOME": os.path.join(cwd, "xdg"),
+        }
+    )
     env.update(env_extra)
     return subprocess.run(
-        [sys.executable, "-m", "cudadoctor", *argv], cwd=cwd, env=env, capture_output=True, text=True,
-        errors="replace", timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+        [sys.executable, "-m", "cudadoctor", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -1092,7 +1336,11 @@ def run_one(group: str, name: str, build: Callable[[str], Spec], keep: bool) -> 
         result["traceback"] = "Traceback (most recent call last)" in out or "internal error" in out
         after = tree_fingerprint(tmp)
         target = spec.argv[spec.argv.index("-o") + 1] if "-o" in spec.argv else None  # meant to be written
-        changed = sorted(p for p in before if p != target and p in after and before[p] != after[p] and "/xdg/" not in p and "/cache/" not in p)
+        changed = sorted(
+            p
+            for p in before
+            if p != target and p in after and before[p] != after[p] and "/xdg/" not in p and "/cache/" not in p
+        )
         removed = sorted(p for p in before if p not in after and "/xdg/" not in p and "/cache/" not in p)
         changed += [p for p, fp in watched.items() if fingerprint(p) != fp]
         result["clobbered"] = changed + removed
@@ -1120,7 +1368,15 @@ def run_one(group: str, name: str, build: Callable[[str], Spec], keep: bool) -> 
         result["note"] = note
         result["last"] = [line for line in out.strip().splitlines() if line.strip()][-2:] if out.strip() else []
     except Exception as exc:  # the harness itself failed to build the input
-        result.update(rc="-", seconds=0, traceback=False, clobbered=[], problems=[f"HARNESS: {type(exc).__name__}: {exc}"], note="", last=[])
+        result.update(
+            rc="-",
+            seconds=0,
+            traceback=False,
+            clobbered=[],
+            problems=[f"HARNESS: {type(exc).__name__}: {exc}"],
+            note="",
+            last=[],
+        )
     finally:
         if spec is not None and spec.cleanup is not None:
             spec.cleanup()
@@ -1142,9 +1398,12 @@ def main() -> int:
         r = run_one(group, name, build, args.keep)
         results.append(r)
         mark = "FAIL" if r["problems"] else "held"
-        print(f"{mark:4}  {group:8} {name:62} rc={r['rc']!s:7} {r['seconds']:6}s"
-              f"  tb={'Y' if r['traceback'] else 'n'} clob={'Y' if r['clobbered'] else 'n'}"
-              + (f"  [{r['note']}]" if r["note"] else ""), flush=True)
+        print(
+            f"{mark:4}  {group:8} {name:62} rc={r['rc']!s:7} {r['seconds']:6}s"
+            f"  tb={'Y' if r['traceback'] else 'n'} clob={'Y' if r['clobbered'] else 'n'}"
+            + (f"  [{r['note']}]" if r["note"] else ""),
+            flush=True,
+        )
         for problem in r["problems"]:
             print(f"        -> {problem}")
             for line in r["last"]:

@@ -23,7 +23,10 @@ from cudadoctor.probes.elf import ElfDynamic, ElfError, read_dynamic
 __all__ = ["CACHE_NAME", "ScanCache", "cache_path"]
 
 CACHE_NAME = "elf-scan.json"
-_FORMAT = 2
+_FORMAT = 3
+#: The file names a listing keeps: shared objects, the only files the scan reads (a site-packages tree holds tens
+#: of thousands of other names, and the cache is read on every run).
+_SHARED_OBJECT = re.compile(r"\.so(\.\d+)*$")
 #: Entries kept at most: a cache is never allowed to grow without bound.
 _MAX_ENTRIES = 20_000
 _MAX_CACHE_BYTES = 16 << 20
@@ -100,7 +103,8 @@ class ScanCache:
         self.unchanged: set[str] = set()
 
     def listing(self, host_dir: str) -> tuple[list[str], list[str]]:
-        """(file names, subdirectory names) of a directory on this machine's disk; [] when unreadable.
+        """(shared-object file names, subdirectory names but ``__pycache__``) of a directory on this machine's
+        disk; [] when unreadable.
 
         A directory's mtime changes whenever an entry is added, removed or renamed in it, so an
         unchanged mtime means an unchanged listing: a warm run stats directories instead of listing them.
@@ -120,8 +124,9 @@ class ScanCache:
                 for item in entries:
                     try:
                         if item.is_dir(follow_symlinks=False):
-                            subdirs.append(item.name)
-                        elif item.is_file(follow_symlinks=False):
+                            if item.name != "__pycache__":
+                                subdirs.append(item.name)
+                        elif _SHARED_OBJECT.search(item.name) and item.is_file(follow_symlinks=False):
                             files.append(item.name)
                     except OSError:
                         continue

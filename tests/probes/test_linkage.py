@@ -160,3 +160,24 @@ def test_expand_origin():
 )  # fmt: skip
 def test_torch_cxx11_abi_from_torchconfig(text, abi):
     assert packages.parse_torch_cxx11_abi(text) is abi
+
+
+def test_the_scan_cache_keeps_only_what_the_scan_reads(tmp_path, monkeypatch):
+    """A listing keeps shared objects and subdirectories (not __pycache__): a site-packages tree's tens of
+    thousands of other names stay out of the cache every run reads."""
+    from cudadoctor.probes import scancache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    site = tmp_path / "site"
+    for name in ("libcudnn.so.9", "libfoo.so", "_C.cpython-312-x86_64-linux-gnu.so", "module.py", "data.json"):
+        (site / "pkg").mkdir(parents=True, exist_ok=True)
+        (site / "pkg" / name).write_bytes(b"")
+    for sub in ("__pycache__", "lib", "include"):
+        (site / "pkg" / sub).mkdir()
+    cache = scancache.ScanCache()
+    files, subdirs = cache.listing(str(site / "pkg"))
+    assert files == ["_C.cpython-312-x86_64-linux-gnu.so", "libcudnn.so.9", "libfoo.so"]
+    assert subdirs == ["include", "lib"]
+    cache.save()
+    again = scancache.ScanCache().listing(str(site / "pkg"))
+    assert again == (files, subdirs)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from cudadoctor.probes.native import call_with_timeout, load_nvml_library, take_early
+from cudadoctor.probes.native import call_with_timeout, load_nvml_library, nvml_binding, take_early
 
 __all__ = [
     "HEALTH_TIMEOUT",
@@ -140,7 +140,7 @@ def query_health(utilization: bool = False, sample_seconds: float = 0.0) -> Reco
         out["init"] = {"e": f"NVML Shared Library Not Found ({missing})", "c": NO_NVML}
         return out
     try:
-        import pynvml  # NVIDIA's binding, imported only on a machine that has NVML
+        pynvml = nvml_binding()  # imported only on a machine that has NVML
     except ImportError:
         out["init"] = {"e": "nvidia-ml-py is not installed", "c": NO_NVML}
         return out

@@ -9,6 +9,7 @@ the same fake library, are identical.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import json
 import os
 import pathlib
@@ -345,3 +346,39 @@ def test_both_bindings_record_the_same(fakes: dict[str, pathlib.Path], variant: 
     assert result["ours"]["native"]["devices"][0]["mig_devices"] == 2
     expected_gen = {"c": 13, "e": "Function Not Found"} if variant == "old" else {"v": 5}
     assert health["devices"][0]["pcie_gen_gpu_max"] == expected_gen
+
+
+# -- bench/compare_nvml.py, the comparison for the next device session -------------------------------------
+
+
+def _bench() -> Any:
+    spec = importlib.util.spec_from_file_location("compare_nvml", ROOT / "bench" / "compare_nvml.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_tells_live_readings_from_real_differences() -> None:
+    bench = _bench()
+    ours = {
+        "devices": [{"power_usage_mw": {"v": 1}, "name": {"v": "H200"}, "ecc_mode": {"e": "Not Supported", "c": 3}}]
+    }
+    theirs = {"devices": [{"power_usage_mw": {"v": 2}, "name": {"v": "H200"}, "ecc_mode": {"v": [1, 1]}}]}
+    found = bench._differences(bench._shape(ours), bench._shape(theirs))
+    paths = ["/devices[0]/ecc_mode/c", "/devices[0]/ecc_mode/e", "/devices[0]/ecc_mode/v"]
+    assert [(path, bench._volatile(path)) for path, *_ in found] == [(p, False) for p in paths]
+    values = bench._differences(ours, theirs)
+    assert [bench._volatile(path) for path, *_ in values if "power" in path] == [True]
+
+
+@pytest.mark.slow
+def test_bench_agrees_on_the_fake_library(fakes: dict[str, pathlib.Path]) -> None:
+    env = {k: v for k, v in os.environ.items() if k != native.BINDING_VAR}
+    env.update(LD_LIBRARY_PATH=str(fakes["new"].parent), PYTHONPATH=str(ROOT))
+    argv = [sys.executable, str(ROOT / "bench" / "compare_nvml.py"), "--rounds", "1", "--sample-seconds", "0.01"]
+    argv += ["--import-runs", "1", "--check-runs", "0"]
+    run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "0 shape differences, 0 value differences" in run.stdout
+    assert "records agree" in run.stdout

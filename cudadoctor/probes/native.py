@@ -168,7 +168,7 @@ def take_early(name: str, timeout: float, on_timeout: T) -> T | None:
 
 
 class RealNative:
-    """NVML through NVIDIA's binding (``nvidia-ml-py``), libcuda through ctypes."""
+    """NVML through :func:`nvml_binding` (nvidia-ml-py unless ``CUDADOCTOR_NVML=ctypes``), libcuda through ctypes."""
 
     def __init__(self, timeout: float = NATIVE_TIMEOUT) -> None:
         self.timeout = timeout
@@ -208,11 +208,12 @@ def load_nvml_library() -> str | None:
 
 
 def nvml_binding() -> Any:
-    """The NVML binding to use: NVIDIA's ``pynvml`` (nvidia-ml-py), or with ``CUDADOCTOR_NVML=ctypes``
-    cudadoctor's own :mod:`cudadoctor.probes.nvml` (same names and shapes, ~0.7 ms to import against ~11 ms).
+    """The NVML binding to use: NVIDIA's ``pynvml`` (nvidia-ml-py), or cudadoctor's own one.
 
-    Opt-in until ``bench/compare_nvml.py`` has shown both record the same answers on a real GPU.
-    Raises ImportError when nvidia-ml-py is not installed.
+    ``CUDADOCTOR_NVML=ctypes`` selects :mod:`cudadoctor.probes.nvml` (the same names and return shapes for
+    the calls cudadoctor makes; ~1 ms to import against ~11 ms for pynvml, measured here). Opt-in until
+    ``bench/compare_nvml.py`` has shown both record the same answers on a real GPU. Raises ImportError when
+    nvidia-ml-py is not installed.
     """
     if os.environ.get(BINDING_VAR) == "ctypes":
         from cudadoctor.probes import nvml

@@ -30,6 +30,7 @@ __all__ = [
     "decode_cuda_version",
     "load_nvml_library",
     "nvml_binding",
+    "open_nvml_library",
     "start_early",
     "take_early",
 ]
@@ -205,6 +206,11 @@ def load_nvml_library() -> str | None:
     except OSError as exc:
         return str(exc)
     return None
+
+
+def open_nvml_library() -> ctypes.CDLL:
+    """NVML by its fixed name, the library cudadoctor's own binding calls (raises OSError when absent)."""
+    return ctypes.CDLL("libnvidia-ml.so.1")
 
 
 def nvml_binding() -> Any:

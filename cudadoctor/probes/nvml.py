@@ -17,6 +17,7 @@ offsets and field types against nvidia-ml-py and runs every function against a f
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from ctypes import (
     CDLL,
     POINTER,
@@ -40,8 +41,7 @@ from ctypes import (
 )
 from typing import Any
 
-#: The name the dynamic loader resolves (the driver installs it; nvidia-ml-py loads the same name).
-LIBRARY = "libnvidia-ml.so.1"
+from cudadoctor.probes.native import open_nvml_library
 
 # nvmlReturn_t (nvml.h)
 NVML_SUCCESS = 0
@@ -130,14 +130,19 @@ def _error_text(code: int) -> str:
 # -- the library ------------------------------------------------------------------------------------------
 
 _LOCK = threading.Lock()
-_STATE: dict[str, Any] = {"path": LIBRARY, "lib": None}
+#: ``open``: what loads the library: libnvidia-ml.so.1 by its fixed name, the one place cudadoctor
+#: dlopens NVML (cudadoctor.probes.native; tests/security/test_static.py keeps it so).
+_STATE: dict[str, Any] = {"open": open_nvml_library, "lib": None}
 _FUNCTIONS: dict[str, Any] = {}
 
 
-def use_library(path: str) -> None:
-    """Load NVML from ``path`` from now on (tests: a fake library); forgets a library already loaded."""
+def use_library(opener: Callable[[], CDLL] | None) -> None:
+    """Load NVML with ``opener`` from now on (tests: a fake library), None for the real one by its name.
+
+    Forgets a library already loaded; the next :func:`nvmlInit` loads it again.
+    """
     with _LOCK:
-        _STATE["path"], _STATE["lib"] = path, None
+        _STATE["open"], _STATE["lib"] = opener or open_nvml_library, None
         _FUNCTIONS.clear()
 
 
@@ -145,7 +150,7 @@ def _load() -> None:
     with _LOCK:
         if _STATE["lib"] is None:
             try:
-                _STATE["lib"] = CDLL(_STATE["path"])
+                _STATE["lib"] = _STATE["open"]()
             except OSError:
                 raise NVMLError(NVML_ERROR_LIBRARY_NOT_FOUND) from None
 

@@ -16,7 +16,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -100,12 +100,16 @@ def fakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pathlib.Path]:
     return {"new": _compile(base / "new"), "old": _compile(base / "old", "-DOLD_DRIVER")}
 
 
+def _opener(path: pathlib.Path) -> Callable[[], ctypes.CDLL]:
+    return lambda: ctypes.CDLL(str(path))
+
+
 @pytest.fixture
 def nv(fakes: dict[str, pathlib.Path]) -> Iterator[Any]:
-    nvml.use_library(str(fakes["new"]))
+    nvml.use_library(_opener(fakes["new"]))
     nvml.nvmlInit()
     yield nvml
-    nvml.use_library(nvml.LIBRARY)
+    nvml.use_library(None)
 
 
 # (function, arguments with "h0"/"h1" for the two devices' handles, the answer)
@@ -275,14 +279,14 @@ def test_mig_devices_by_slot(nv: Any) -> None:
 
 
 def test_an_entry_point_the_driver_lacks(fakes: dict[str, pathlib.Path]) -> None:
-    nvml.use_library(str(fakes["old"]))
+    nvml.use_library(_opener(fakes["old"]))
     try:
         nvml.nvmlInit()
         with pytest.raises(nvml.NVMLError) as raised:
             nvml.nvmlDeviceGetGpuMaxPcieLinkGeneration(nvml.nvmlDeviceGetHandleByIndex(0))
         assert (raised.value.value, str(raised.value)) == (13, "Function Not Found")
     finally:
-        nvml.use_library(nvml.LIBRARY)
+        nvml.use_library(None)
 
 
 def test_unknown_codes_ask_the_library(nv: Any) -> None:
@@ -291,17 +295,17 @@ def test_unknown_codes_ask_the_library(nv: Any) -> None:
 
 def test_no_library_and_no_init(tmp_path: pathlib.Path, fakes: dict[str, pathlib.Path]) -> None:
     try:
-        nvml.use_library(str(tmp_path / "missing.so"))
+        nvml.use_library(_opener(tmp_path / "missing.so"))
         with pytest.raises(nvml.NVMLError) as raised:
             nvml.nvmlInit()
         assert (raised.value.value, str(raised.value)) == (12, "NVML Shared Library Not Found")
         assert str(nvml.NVMLError(28)) == "NVML Error with code 28"  # nvmlErrorString itself unreachable
-        nvml.use_library(str(fakes["new"]))
+        nvml.use_library(_opener(fakes["new"]))
         with pytest.raises(nvml.NVMLError) as raised:
             nvml.nvmlDeviceGetCount()
         assert raised.value.value == nvml.NVML_ERROR_UNINITIALIZED
     finally:
-        nvml.use_library(nvml.LIBRARY)
+        nvml.use_library(None)
 
 
 def test_the_binding_is_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:

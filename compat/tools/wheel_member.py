@@ -24,55 +24,10 @@ import io
 import json
 import re
 import sys
-import urllib.request
 import zipfile
 
-SIMPLE = "https://pypi.org/simple/{}/"
-UA = "cudadoctor-compat-tools/1 (+stdlib urllib)"
-TIMEOUT = 300
-
-
-def _request(url: str, headers: dict[str, str] | None = None) -> bytes:
-    if not url.startswith("https://"):
-        raise ValueError(f"refusing a non-https URL: {url}")
-    req = urllib.request.Request(url, headers={"User-Agent": UA, **(headers or {})})  # noqa: S310 - https only
-    with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:  # noqa: S310 - https only
-        return resp.read()
-
-
-class _RangeFile(io.RawIOBase):
-    """Seekable read-only file over HTTP range requests (enough for zipfile to read one member)."""
-
-    def __init__(self, url: str, size: int):
-        self.url, self.size, self.pos = url, size, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self.pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self.pos = {0: offset, 1: self.pos + offset, 2: self.size + offset}[whence]
-        return self.pos
-
-    def read(self, n: int = -1) -> bytes:
-        end = self.size if n is None or n < 0 else min(self.size, self.pos + n)
-        if end <= self.pos:
-            return b""
-        data = _request(self.url, {"Range": f"bytes={self.pos}-{end - 1}"})
-        if len(data) != end - self.pos:
-            raise OSError(f"range request to {self.url} returned {len(data)} bytes, wanted {end - self.pos}")
-        self.pos = end
-        return data
-
-    def readinto(self, b) -> int:  # type: ignore[override]
-        data = self.read(len(b))
-        b[: len(data)] = data
-        return len(data)
+# The HTTP helpers are torch_from_pypi's (this folder is on sys.path when either script runs).
+from torch_from_pypi import SIMPLE, _RangeFile, _request
 
 
 def find_wheel(pkg: str, version: str, pattern: str) -> dict:

@@ -104,15 +104,10 @@ def _validate_dcgm(source: FactSource) -> None:
 def read_snapshot(path: str) -> Facts:
     """The facts of a snapshot or JSON report file (at most 64 MiB, UTF-8)."""
     from cudadoctor.facts.codec import facts_from_json
-    from cudadoctor.fileread import read_file
+    from cudadoctor.fileread import read_named_file
 
-    try:
-        # A snapshot is tens of kilobytes; refuse anything absurd instead of reading it whole.
-        data = read_file(path, (64 << 20) + 1, allow_stream=True)
-    except OSError as exc:
-        raise SnapshotError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > 64 << 20:
-        raise SnapshotError(f"{path}: larger than 64 MiB, not a cudadoctor snapshot")
+    # A snapshot is tens of kilobytes; refuse anything absurd instead of reading it whole.
+    data = read_named_file(path, 64 << 20, "a cudadoctor snapshot", SnapshotError, allow_stream=True)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -14,7 +14,7 @@ from dataclasses import field
 from typing import Any
 
 from cudadoctor.errors import UsageError
-from cudadoctor.fileread import read_file
+from cudadoctor.fileread import read_named_file
 from cudadoctor.record import record
 
 __all__ = ["FAIL_ON", "Settings", "find_settings", "parse_settings"]
@@ -67,12 +67,7 @@ def _load(path: str) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover - Python 3.10 only
         import tomli as tomllib
-    try:
-        data = read_file(path, _MAX_SETTINGS_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > _MAX_SETTINGS_BYTES:
-        raise UsageError(f"{path}: larger than 1 MiB, not a settings file")
+    data = read_named_file(path, _MAX_SETTINGS_BYTES, "a settings file", UsageError)
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:

@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 
-__all__ = ["NotRegularFile", "read_file"]
+__all__ = ["NotRegularFile", "read_file", "read_named_file"]
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -100,3 +100,19 @@ def _read_up_to(fd: int, limit: int) -> bytes:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
+
+
+def read_named_file(path: str, limit: int, what: str, error: type[Exception], *, allow_stream: bool = False) -> bytes:
+    """A file the user named (a settings file, a snapshot, a report), at most ``limit`` bytes; ``error`` with
+    one line when it cannot be read or is larger (``what`` names what it should have been)."""
+    try:
+        data = read_file(path, limit + 1, allow_stream=allow_stream)
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise error(f"{path}: larger than {_size(limit)}, not {what}")
+    return data
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"

@@ -15,7 +15,7 @@ from typing import Any
 from cudadoctor.compare.judge import Node
 from cudadoctor.compare.values import FACTS, Policy, node_values
 from cudadoctor.errors import UsageError
-from cudadoctor.fileread import read_file
+from cudadoctor.fileread import read_named_file
 
 __all__ = ["baseline_values", "load_nodes", "node_files"]
 
@@ -41,12 +41,7 @@ def node_files(paths: Sequence[str]) -> list[str]:
 
 
 def _document(path: str, *, kinds: tuple[str, ...] = _KINDS) -> dict[str, Any]:
-    try:
-        data = read_file(path, _LIMIT + 1)
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > _LIMIT:
-        raise UsageError(f"{path}: larger than 64 MiB, not a cudadoctor report")
+    data = read_named_file(path, _LIMIT, "a cudadoctor report", UsageError)
     try:
         document = json.loads(data)
     except (ValueError, RecursionError):

@@ -16,6 +16,7 @@ import shlex
 import pytest
 from typer.testing import CliRunner
 
+from cudadoctor.checks import ALL_CHECKS, HEALTH_PREFIXES
 from cudadoctor.cli import app
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import DriverVersion
@@ -270,25 +271,8 @@ HEALTHY_IMAGE_SKIPS = {
     "CD805",
     "CD806",  # runtime probes run only with --deep
     "CD901",  # no --require given
-    # GPU health is examined only on the machine itself
-    "CD150",
-    "CD151",
-    "CD152",
-    "CD153",
-    "CD154",
-    "CD155",
-    "CD156",
-    "CD157",
-    "CD158",
-    "CD159",
-    "CD160",
-    "CD161",
-    "CD162",
-    "CD163",
-    "CD164",
-    "CD165",
-    "CD166",
-    "CD167",  # DCGM's diagnostic runs only with --dcgm-diag
+    # GPU health (CD150-CD199, DCGM's diagnostic among them) is examined only on the machine itself
+    *(code for code in ALL_CHECKS if code.startswith(HEALTH_PREFIXES)),
 }
 
 #: The checks that could not judge it: their data does not cover this release.

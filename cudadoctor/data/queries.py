@@ -18,6 +18,7 @@ from cudadoctor.data.load import Table, load_table
 from cudadoctor.data.row import Row
 from cudadoctor.data.row import row as _row
 from cudadoctor.data.rows import (
+    BaseOs,
     CudaError,
     CudaRelease,
     CudnnLoading,
@@ -691,6 +692,11 @@ class CompatMatrix:
     @property
     def nvidia_cuda_tags(self) -> tuple[NvidiaCudaTag, ...]:
         return self._rows("images", "nvidia_cuda_tag")
+
+    @property
+    def base_oses(self) -> tuple[BaseOs, ...]:
+        """The OS releases of nvidia/cuda images, newest first (compat/images.toml ``base_os``)."""
+        return self._rows("images", "base_os")
 
     @property
     def nvidia_cuda_scheme(self) -> NvidiaCudaScheme | None:

@@ -558,6 +558,15 @@ class NvidiaCudaScheme(Row):
 
 
 @row(kw_only=True)
+class BaseOs(Row):
+    """An OS release nvidia/cuda images are built on, with what an image on it gets."""
+
+    os: str  #: as the tags write it: ``ubuntu24.04``
+    python: str  #: the release's python3 (``apt-get install python3``)
+    standard_support_end: str  #: ``YYYY-MM``, the month the vendor's standard support ends
+
+
+@row(kw_only=True)
 class NvidiaCudaTag(Row):
     """One nvidia/cuda image tag."""
 
@@ -680,6 +689,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
         "runtime-libraries": Layout({"load": RuntimeLoad, "driver_open": DriverOpen, "preload": FrameworkPreload}),
         "container-images": Layout(
             {
+                "base_os": BaseOs,
                 "nvidia_cuda_tag": NvidiaCudaTag,
                 "pytorch_image": PytorchImage,
                 "vllm_image": VllmImage,

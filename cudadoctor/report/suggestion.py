@@ -122,7 +122,8 @@ def render_dockerfile(s: Suggestion, c: Constraints) -> str:
     deadsnakes PPA (as vLLM's own docker/Dockerfile does), with gcc and Python's headers wherever something is
     compiled (:func:`~cudadoctor.suggest.images.compiler_need`). Written to pass hadolint's apt and pip rules.
     """
-    from cudadoctor.suggest.images import OS_PYTHON, compiler_need
+    from cudadoctor.data import CompatMatrix
+    from cudadoctor.suggest.images import compiler_need, os_python
 
     if not s.plans:
         return ""
@@ -134,8 +135,8 @@ def render_dockerfile(s: Suggestion, c: Constraints) -> str:
         pip = plan.commands[0].replace("python -m pip install", "python -m pip install --no-cache-dir")
         return head + f"FROM {image}\nRUN {pip}\n"
     need, _why = compiler_need(c, plan)
-    os_python = OS_PYTHON.get(image.rsplit("-", 1)[-1])
-    binary = "python3" if os_python == python else f"python{python}"
+    distribution_python = os_python(CompatMatrix(cache_dir=False), image.rsplit("-", 1)[-1])
+    binary = "python3" if distribution_python == python else f"python{python}"
     packages = [f"{binary}", f"{binary}-dev", f"{binary}-venv", *(["build-essential"] if need else [])]
     ppa = "" if binary == "python3" else (
         "RUN apt-get update && apt-get install -y --no-install-recommends software-properties-common \\\n"

@@ -24,19 +24,29 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import NvidiaCudaTag
 from cudadoctor.suggest.constraints import Constraints, Plan, short
 
-__all__ = ["OS_PYTHON", "compiler_need", "with_images"]
-
-_OS_PREFERENCE = ("ubuntu24.04", "ubuntu22.04", "ubuntu20.04")
-
-#: the python3 each Ubuntu release ships (https://packages.ubuntu.com/noble/python3,
-#: https://packages.ubuntu.com/jammy/python3, https://packages.ubuntu.com/focal/python3); nvidia/cuda images
-#: have no Python of their own, so `apt-get install python3` gives this one
-OS_PYTHON = {"ubuntu24.04": "3.12", "ubuntu22.04": "3.10", "ubuntu20.04": "3.8"}
+__all__ = ["compiler_need", "os_python", "with_images"]
 
 _OS_PYTHON_MATCH = "its python3 is the plan's"
 
-#: Ubuntu releases past their standard support (https://ubuntu.com/about/release-cycle: 20.04 ended May 2025)
-_OS_END_OF_LIFE = {"ubuntu20.04": "Ubuntu 20.04's standard support ended in May 2025"}
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")  # fmt: skip
+
+
+def os_python(matrix: CompatMatrix, os_name: str) -> str | None:
+    """The python3 an nvidia/cuda image on ``os_name`` gets from its distribution (compat/images.toml
+    ``base_os``): nvidia/cuda images have no Python of their own."""
+    return next((o.python for o in matrix.base_oses if o.os == os_name), None)
+
+
+def _ended(matrix: CompatMatrix, os_name: str) -> str | None:
+    """ "Ubuntu 20.04's standard support ended in May 2025" when that month is before the data's date."""
+    row = next((o for o in matrix.base_oses if o.os == os_name), None)
+    if row is None or row.standard_support_end >= matrix.curated_as_of.strftime("%Y-%m"):
+        return None
+    year, month = row.standard_support_end.split("-")
+    name = os_name.replace("ubuntu", "Ubuntu ")
+    return f"{name}'s standard support ended in {_MONTHS[int(month) - 1]} {year}"
+
 
 #: marks an image the driver cannot start: it becomes a caveat of the plan, not an image to use
 _NOT_OFFERED = "not offered: "
@@ -91,10 +101,11 @@ def with_images(matrix: CompatMatrix, c: Constraints, plan: Plan) -> Plan:
     return replace(plan, images=shown, caveats=(*plan.caveats, *refused))
 
 
-def _fits(c: Constraints, tag: NvidiaCudaTag, plan_cuda: Version, flavour: str) -> bool:
-    """An Ubuntu tag of the flavour, the plan's CUDA major, no newer than the plan's CUDA or the driver's."""
+def _fits(c: Constraints, tag: NvidiaCudaTag, plan_cuda: Version, flavour: str, oses: tuple[str, ...]) -> bool:
+    """A tag of the flavour on a base OS in data, the plan's CUDA major, no newer than the plan's CUDA or the
+    driver's."""
     cuda = tag.cuda
-    if tag.flavour != flavour or tag.variant or tag.os not in _OS_PREFERENCE:
+    if tag.flavour != flavour or tag.variant or tag.os not in oses:
         return False
     if cuda.major != plan_cuda.major or (cuda.major, cuda.minor) > (plan_cuda.major, plan_cuda.minor):
         return False
@@ -107,16 +118,17 @@ def _nvidia_cuda(
     """The newest nvidia/cuda tag of a flavour that fits; an OS whose python3 is the plan's comes first among
     those of that CUDA, and an OS past its standard support is said so."""
     python = short(c.python) if c.python is not None else None
+    oses = tuple(o.os for o in matrix.base_oses)  # newest first: the preferred one
     fitting = [
         (
             (tag.cuda.major, tag.cuda.minor),
-            python is not None and OS_PYTHON.get(tag.os or "") == python,
+            python is not None and os_python(matrix, tag.os or "") == python,
             tag.cuda,
-            -_OS_PREFERENCE.index(tag.os or ""),
+            -oses.index(tag.os or ""),
             tag,
         )
         for tag in matrix.nvidia_cuda_tags
-        if _fits(c, tag, plan_cuda, flavour)
+        if _fits(c, tag, plan_cuda, flavour, oses)
     ]
     if not fitting:
         return []
@@ -130,9 +142,9 @@ def _nvidia_cuda(
     if same_python:
         why += f"; {_OS_PYTHON_MATCH} {python}"
     elif python is not None:
-        why += f"; its python3 is {OS_PYTHON.get(os_name, '?')}, not the plan's {python}"
-    if os_name in _OS_END_OF_LIFE:
-        why += f"; {_OS_END_OF_LIFE[os_name]}"
+        why += f"; its python3 is {os_python(matrix, os_name) or '?'}, not the plan's {python}"
+    if ended := _ended(matrix, os_name):
+        why += f"; {ended}"
     reference = matrix.nvidia_cuda_references(best)[0].removeprefix("docker.io/")
     return [(reference, why)]
 

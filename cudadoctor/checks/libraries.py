@@ -236,35 +236,8 @@ def _release3(version: object) -> tuple[int, ...]:
     return tuple((*release, 0, 0, 0)[:3])
 
 
-_CUDNN_FILE = re.compile(r"^libcudnn(?:_\w+)?\.so\.(\d+)")
-
-
-def _sibling_loads_first(need: NeededLibrary, matrix: CompatMatrix) -> bool:
-    """One cuDNN library needing another of its own release that sits beside it, under a major whose core
-    loads its sub-libraries from its own directory first (compat/libraries.toml ``cudnn_loading``: cuDNN 9,
-    pytorch/pytorch#119989). By the time this object's DT_NEEDED is resolved the sibling is already
-    loaded, and ld.so reuses a loaded soname: the copy a search of LD_LIBRARY_PATH would find never loads.
-    Measured on the H200: the cu13 wheel's libcudnn_adv.so.9 needs libcudnn_graph.so.9 with a system
-    cuDNN 9.14 on LD_LIBRARY_PATH, and the wheel's own 9.19 is used.
-    """
-    needer, soname = _CUDNN_FILE.match(posixpath.basename(need.needer)), _CUDNN_FILE.match(need.soname)
-    if needer is None or soname is None or needer.group(1) != soname.group(1):
-        return False
-    if not matrix.cudnn_own_directory_first(int(soname.group(1))):
-        return False
-    own = posixpath.dirname(need.needer)
-    return any(posixpath.dirname(copy.path) == own for copy in need.shadowed)
-
-
-def _loader_problems(
-    loader: LoaderView | None, matrix: CompatMatrix | None = None
-) -> tuple[list[str], dict[str, str], list[str]]:
-    def judge(need: NeededLibrary) -> str | None:
-        if matrix is not None and _sibling_loads_first(need, matrix):
-            return None
-        return _older_than_wheel(need)
-
-    return _needs_judged(loader, judge)
+def _loader_problems(loader: LoaderView | None) -> tuple[list[str], dict[str, str], list[str]]:
+    return _needs_judged(loader, _older_than_wheel)
 
 
 def _needs_judged(
@@ -411,7 +384,7 @@ def _loader_finding(
 ) -> Problem | None:
     """CD302's error from the loader's view: an older copy hides a wheel's (or torch/lib's) copy, or a cuDNN
     shim takes sub-libraries from another cuDNN version."""
-    older, evidence, dirs = _loader_problems(loader, matrix)
+    older, evidence, dirs = _loader_problems(loader)
     first: list[str] = []
     if matrix is not None:
         for more, more_evidence, more_dirs in (_bundled_problems(loader, packages, matrix),):

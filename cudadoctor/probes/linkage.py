@@ -404,6 +404,7 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
     loads = _RuntimeLoads(installed, scanned, majors, sites)
     needs += runtime_needs(ctx, search, versions, loads)
     needs = framework_preloads(ctx, versions, needs, installed, sites)
+    needs = cudnn_siblings(ctx, needs)
     if not needs and not search.preloaded:
         return None
     return LoaderView(tuple(search.preloaded.values()), tuple(needs), note, len(objects))
@@ -738,6 +739,47 @@ def _loaded_by(need: NeededLibrary, framework: str, users: dict[str, set[str]], 
     if need.package in own:
         return True
     return need.package.startswith("nvidia-") and users.get(need.package, set()) <= own
+
+
+_CUDNN_FILE = re.compile(r"^libcudnn(?:_\w+)?\.so\.(\d+)")
+
+
+def cudnn_siblings(ctx: ProbeContext, needs: list[NeededLibrary]) -> list[NeededLibrary]:
+    """The needs with a cuDNN library's need of another cuDNN library of its major resolved to the copy beside
+    it, where that major's core loads its sub-libraries from its own directory first (compat/libraries.toml
+    ``cudnn_loading``: cuDNN 9, pytorch/pytorch#119989). By the time such a DT_NEEDED is resolved the sibling is
+    loaded, and ld.so reuses a loaded soname (ld.so(8)): measured on the H200, the cu13 wheel's
+    ``libcudnn_adv.so.9`` uses the wheel's ``libcudnn_graph.so.9`` though a system cuDNN 9.14 is first on
+    LD_LIBRARY_PATH."""
+    out = []
+    for need in needs:
+        sibling = _sibling_of(need)
+        if sibling is None or sibling is need.loaded:
+            out.append(need)
+        else:
+            out.append(_preloaded(ctx, need, replace(sibling, via="loaded by cuDNN from its own directory")))
+    return out
+
+
+def _sibling_of(need: NeededLibrary) -> LinkedFile | None:
+    """The copy of a cuDNN library's same-major cuDNN need found beside it, when that major loads its own
+    directory first; None otherwise."""
+    needer, soname = _CUDNN_FILE.match(posixpath.basename(need.needer)), _CUDNN_FILE.match(need.soname)
+    if needer is None or soname is None or needer.group(1) != soname.group(1):
+        return None
+    if not _cudnn_own_directory_first(int(soname.group(1))):
+        return None
+    here = posixpath.dirname(need.needer)
+    return next((f for f in (need.loaded, *need.shadowed) if f and posixpath.dirname(f.path) == here), None)
+
+
+def _cudnn_own_directory_first(major: int) -> bool | None:
+    from cudadoctor.data import CompatMatrix
+
+    try:
+        return CompatMatrix(cache_dir=False).cudnn_own_directory_first(major)
+    except CompatDataError:
+        return None
 
 
 def _preloaded(ctx: ProbeContext, need: NeededLibrary, copy: LinkedFile) -> NeededLibrary:

@@ -11,6 +11,8 @@ from packaging.version import Version
 
 from cudadoctor.checks.findings import Status
 from cudadoctor.facts.model import InstalledPackage, LibraryCopy, LinkedFile, LoaderView, NeededLibrary, SubLibrary
+from cudadoctor.probes.collect import live_context
+from cudadoctor.probes.linkage import cudnn_siblings
 from cudadoctor.testing import run_check
 from tests.checks.conftest import with_env
 
@@ -179,7 +181,11 @@ def _sibling_need(major: int, wheel_version: str, system_version: str, *, beside
     system = LinkedFile(f"{SYSTEM}/{graph}", "LD_LIBRARY_PATH", Version(system_version))
     wheel = LinkedFile(f"{WHEEL}/{graph}", "RUNPATH", Version(wheel_version), dist)
     hidden = (wheel,) if beside else (replace(wheel, path=f"{SITE}/elsewhere/{graph}"),)
-    return NeededLibrary(dist, f"{WHEEL}/{adv}", graph, system, hidden)
+    # the loader's view as the probe leaves it: cuDNN's own-directory rule applied (probes/linkage.py)
+    (resolved,) = cudnn_siblings(
+        live_context(health=False), [NeededLibrary(dist, f"{WHEEL}/{adv}", graph, system, hidden)]
+    )
+    return resolved
 
 
 def test_cudnn9_sub_library_needing_its_sibling_gets_the_sibling(h200):

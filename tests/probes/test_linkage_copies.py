@@ -131,3 +131,40 @@ def test_without_records_the_name_decides(root):
         (root / SITE.lstrip("/") / f"{name}-{version}.dist-info" / "RECORD").unlink()
     loaded = need(view(root)[0], "torch", "libnccl.so.2").loaded
     assert loaded is not None and loaded.distribution == "nvidia-nccl-cu11"
+
+
+def _adv_needs_graph(root, major: int, wheel: str, system: str) -> None:
+    """The wheel's cuDNN library needing its sibling (libcudnn_adv.so.9 -> libcudnn_graph.so.9; cuDNN 8's
+    libcudnn_adv_infer.so.8 -> libcudnn_ops_infer.so.8), with an older system cuDNN first on LD_LIBRARY_PATH."""
+    graph, adv = ("libcudnn_graph", "libcudnn_adv") if major >= 9 else ("libcudnn_ops_infer", "libcudnn_adv_infer")
+    dist(root, f"nvidia-cudnn-cu{major + 4}", wheel)
+    put(root, f"{SITE}/nvidia/cudnn/lib/{graph}.so.{major}")
+    put(
+        root,
+        f"{SITE}/nvidia/cudnn/lib/{adv}.so.{major}",
+        shared_object([f"{graph}.so.{major}"], f"{adv}.so.{major}", ["$ORIGIN"]),
+    )
+    put(root, f"{SYSTEM}/{graph}.so.{system}")
+    link(root, f"{SYSTEM}/{graph}.so.{major}", f"{graph}.so.{system}")
+
+
+@pytest.mark.parametrize(
+    ("major", "wheel", "system", "sibling"), [(9, "9.19.0.56", "9.14.0", True), (8, "8.9.2.26", "8.9.0", False)]
+)
+def test_a_cudnn_library_gets_its_sibling_where_cudnn_loads_its_own_directory_first(
+    root, major, wheel, system, sibling
+):
+    """cuDNN 9 loads its sub-libraries from its own directory first (compat/libraries.toml cudnn_loading,
+    pytorch/pytorch#119989), so a sub-library's need of its sibling gets the wheel's copy, as measured on the H200
+    with a system cuDNN 9.14 first on LD_LIBRARY_PATH; cuDNN 8 searches the loader's path, so the older copy loads."""
+    _adv_needs_graph(root, major, wheel, system)
+    graph = "libcudnn_graph" if major >= 9 else "libcudnn_ops_infer"
+    result, _ctx = view(root, {"LD_LIBRARY_PATH": SYSTEM})
+    got = need(result, f"nvidia-cudnn-cu{major + 4}", f"{graph}.so.{major}")
+    assert got.loaded is not None
+    if sibling:
+        assert got.loaded.path == f"{SITE}/nvidia/cudnn/lib/{graph}.so.{major}"
+        assert got.loaded.via == "loaded by cuDNN from its own directory"
+        assert any(f.path == f"{SYSTEM}/{graph}.so.{major}" for f in got.shadowed)
+    else:
+        assert got.loaded.path == f"{SYSTEM}/{graph}.so.{major}" and got.loaded.via == "LD_LIBRARY_PATH"

@@ -289,6 +289,32 @@ def _mixed_sublibraries(need: NeededLibrary, matrix: CompatMatrix) -> tuple[list
     return names, copies
 
 
+def _unjudged(loader: LoaderView | None, packages: dict[str, InstalledPackage], matrix: CompatMatrix) -> list[str]:
+    """The parts of CD302 the data could not decide: a loaded cuDNN shim with sub-libraries whose release or
+    major compat/libraries.toml does not cover, and a torch whose cuDNN in torch/lib compat/torch.toml does not know."""
+    parts = []
+    torch = packages.get("torch")
+    for need in loader.needs if loader else ():
+        shim = need.loaded
+        if shim is not None and shim.version is not None and need.sublibraries:
+            major = int(need.soname.rsplit(".", 1)[1])
+            if (
+                matrix.cudnn_own_directory_first(major) is None
+                or matrix.cudnn_sublibraries_loaded(shim.version) is None
+            ):
+                parts.append(f"the sub-libraries cuDNN {shim.version} loads (not in compat/libraries.toml)")
+        bundled = (
+            torch is not None and torch.cuda_variant is not None and any(f.bundled_by == "torch" for f in need.shadowed)
+        )
+        if (
+            bundled
+            and torch is not None
+            and matrix.torch_bundled_cudnn(torch.version, torch.cuda_variant or "") is None
+        ):
+            parts.append(f"the cuDNN torch {torch.version} bundles in torch/lib (not in compat/torch.toml)")
+    return sorted(set(parts))
+
+
 def _sublibrary_problems(
     loader: LoaderView | None, matrix: CompatMatrix
 ) -> tuple[list[str], dict[str, str], list[str]]:
@@ -516,8 +542,6 @@ class CD302(Check):
         if found is not None:
             return found
         dirs = set(_ld_library_path(host))
-        if not dirs:
-            return None
         problems = []
         evidence: dict[str, str] = {}
         for label, copies, prefix in (("cuDNN", cudnn, "nvidia-cudnn-cu"), ("NCCL", nccl, "nvidia-nccl-cu")):
@@ -541,6 +565,8 @@ class CD302(Check):
                         evidence[f"{label} {copy.origin}"] = f"{copy.version} at {copy.path}"
                         evidence[f"{label} pip"] = f"{wanted.version} ({dist}, pinned by {framework.name})"
         if not problems:
+            if matrix is not None and (unjudged := _unjudged(loader, packages, matrix)):
+                raise CannotJudge("; ".join(unjudged))
             return None
         return Problem(
             "; ".join(sorted(set(problems))),

@@ -229,3 +229,26 @@ def test_a_system_copy_on_ld_library_path_does_not_beat_torchs_rpath(h200):
     facts = with_env(h200, LD_LIBRARY_PATH="/lib/x86_64-linux-gnu:/usr/local/cuda/lib64")
     assert run_check("CD302", facts).status is Status.WARN  # without the loader's view: only the directory guess
     assert run_check("CD302", replace(facts, loader=_torch_rpath_needs())).status is Status.OK
+
+
+def test_a_cudnn_release_outside_the_data_is_not_passed(h200):
+    """A shim whose sub-library rule compat/libraries.toml does not hold (a cuDNN 10 no table knows): CD302 could not
+    judge that part, it does not say OK."""
+    need = _shim_need(10, "10.0.0", "10.0.0", {"libcudnn_graph.so.10": (True, True)})
+    finding = run_check("CD302", replace(h200, loader=LoaderView(needs=(need,))))
+    assert finding.status is Status.UNKNOWN
+    assert "the sub-libraries cuDNN 10.0.0 loads (not in compat/libraries.toml)" in finding.reason
+
+
+def test_torch_bundled_cudnn_outside_the_data_is_not_passed(h200):
+    """torch/lib holds a cuDNN of a torch release compat/torch.toml has no bundled_cudnn row for."""
+    torch = InstalledPackage(
+        "torch", Version("1.7.1+cu110"), SITE, h200.packages["torch"].source, cuda_variant="cu110", cuda_build="11.0"
+    )
+    bundled = LinkedFile(f"{SITE}/torch/lib/libcudnn.so.8", "RUNPATH", None, None, "torch")
+    loaded = LinkedFile("/usr/lib/x86_64-linux-gnu/libcudnn.so.8", "LD_LIBRARY_PATH", Version("8.0.5"))
+    need = NeededLibrary("torch", f"{SITE}/torch/lib/libtorch_cuda.so", "libcudnn.so.8", loaded, (bundled,))
+    facts = replace(h200, loader=LoaderView(needs=(need,)), packages={**h200.packages, "torch": torch})
+    finding = run_check("CD302", facts)
+    assert finding.status is Status.UNKNOWN
+    assert "the cuDNN torch 1.7.1+cu110 bundles in torch/lib (not in compat/torch.toml)" in finding.reason

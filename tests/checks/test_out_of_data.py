@@ -32,7 +32,8 @@ JUDGED_FROM_FACTS = {
     "CD120": "the container's device nodes and injected libcuda against the kernel module's presence",
     "CD105": "forward compatibility is only in effect with a newer cuda-compat libcuda loaded (none here)",
     "CD301": "the CUDA majors of the installed nvidia-* wheels against each other",
-    "CD302": "the cuDNN/NCCL copies on LD_LIBRARY_PATH against the wheels the frameworks pin",
+    "CD302": "the cuDNN/NCCL copies that load against the wheels the frameworks pin (its data-backed parts, cuDNN's "
+    "sub-libraries and torch 1.x's bundled cuDNN, end could not judge outside the data: test_cudnn_copies.py)",
     "CD303": "the CUDA libraries CuPy/TensorRT find against the major their own name states",
     "CD402": "the torch build's variant against the GPUs present",
     "CD702": "the spelling of NVIDIA_DISABLE_REQUIRE",

@@ -9,9 +9,10 @@ from __future__ import annotations
 import posixpath
 import re
 
-from cudadoctor.checks._base import Check, NotApplicable
+from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
-from cudadoctor.facts.model import LoaderView, NeededLibrary
+from cudadoctor.data import CompatMatrix
+from cudadoctor.facts.model import HostInfo, InstalledPackage, LoaderView, NeededLibrary
 
 __all__ = ["CD304", "CD306", "dlopen_commands", "wheel_dir", "wheel_for"]
 
@@ -122,12 +123,24 @@ class CD304(Check):
     category = "wheels"
     severity = Status.FAIL
 
-    def check(self, loader: LoaderView) -> Problem | None:
-        missing = [n for n in loader.needs if n.loaded is None and not n.optional]
-        if not loader.needs:
+    def check(
+        self,
+        loader: LoaderView | None = None,
+        packages: dict[str, InstalledPackage] | None = None,
+        matrix: CompatMatrix | None = None,
+        host: HostInfo | None = None,
+    ) -> Problem | None:
+        unknown = _runtime_loads_unknown(packages or {}, matrix, host)
+        if loader is None or not loader.needs:
+            if unknown:
+                raise CannotJudge("; ".join(unknown))
             raise NotApplicable("no installed package needs a CUDA library")
+        missing = [n for n in loader.needs if n.loaded is None and not n.optional]
         if not missing:
-            return _off_search_path(loader)
+            found = _off_search_path(loader)
+            if found is None and unknown:
+                raise CannotJudge("; ".join(unknown))
+            return found
         first = missing[0]
         parts = []
         evidence: dict[str, str] = {"loader cache": loader.cache}
@@ -144,6 +157,22 @@ class CD304(Check):
         for need in missing[1:]:  # every missing library's wheel, in order, once
             commands += tuple(c for c in _fix(loader, need)[1] if c not in commands)
         return Problem("; ".join(parts), evidence, Remediation(text, commands))
+
+
+def _runtime_loads_unknown(
+    packages: dict[str, InstalledPackage], matrix: CompatMatrix | None, host: HostInfo | None
+) -> list[str]:
+    """Installed packages known to open CUDA libraries by name (compat/runtime_libraries.toml) whose release the
+    table does not cover: what they open is not known, so it is not judged."""
+    if matrix is None:
+        return []
+    arch = host.arch if host is not None else "x86_64"
+    covered = {row.package for row in matrix.runtime_loads}
+    return [
+        f"the libraries {pkg.name} {pkg.version} opens by name (not in compat/runtime_libraries.toml)"
+        for name, pkg in sorted(packages.items())
+        if name in covered and not matrix.runtime_loads_for(name, pkg.version, arch)
+    ]
 
 
 def _off_search_path(loader: LoaderView) -> Problem | None:

@@ -165,3 +165,14 @@ def test_wheel_dir():
     assert wheel_dir(f"{CT2}/x.so", "nvidia-cudnn-cu12==8.*") == f"{SITE}/nvidia/cudnn/lib"
     assert wheel_dir(f"{CT2}/x.so", "nvidia-cublas") == f"{SITE}/nvidia/cu13/lib"
     assert wheel_dir("/opt/x.so", "nvidia-cublas-cu12") is None
+
+
+def test_cd304_could_not_judge_a_release_the_table_does_not_cover(h200):
+    """ctranslate2 is known to open cuBLAS/cuDNN by name, but not what a release outside
+    compat/runtime_libraries.toml opens: could not judge, never not-applicable or OK."""
+    installed = {**h200.packages, "ctranslate2": _pkg("ctranslate2", "99.0.0")}
+    finding = run_check("CD304", replace(h200, loader=None, packages=installed))
+    assert finding.status is Status.UNKNOWN
+    assert "the libraries ctranslate2 99.0.0 opens by name (not in compat/runtime_libraries.toml)" in finding.reason
+    covered = {**h200.packages, "ctranslate2": _pkg("ctranslate2", "4.7.1")}
+    assert run_check("CD304", replace(h200, loader=None, packages=covered)).status is Status.NOT_APPLICABLE

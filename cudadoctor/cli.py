@@ -17,18 +17,17 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
 
 from cudadoctor import __version__
-from cudadoctor.commands import CheckOptions, check_command, closed_pipe, err, guard, render_report
+from cudadoctor.commands import CheckOptions, check_command, closed_pipe, guard
 from cudadoctor.errors import UsageError
 from cudadoctor.report import Format
 
 if TYPE_CHECKING:
     from cudadoctor.planning import HostFlags
-    from cudadoctor.report.document import Report
 
 __all__ = ["app", "main"]
 
@@ -111,10 +110,6 @@ NoRedactOpt = Annotated[
         "secret-looking environment values, credentials in URLs and GPU UUIDs stay masked.",
     ),
 ]
-
-
-def _err(message: str) -> None:
-    err(message)
 
 
 def _guarded(func: Callable[P, int | None]) -> Callable[P, None]:
@@ -266,10 +261,6 @@ def check(
 
 def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
     return tuple(values) if values is not None else None
-
-
-def _render(report: Report, fmt: Format, *, verbose: bool, to_terminal: bool, snapshot: bool) -> str:
-    return render_report(report, fmt, verbose=verbose, to_terminal=to_terminal, snapshot=snapshot)
 
 
 @app.command()
@@ -654,8 +645,4 @@ def main() -> None:
     try:
         app()
     except BrokenPipeError:
-        _closed_pipe()
-
-
-def _closed_pipe() -> NoReturn:
-    closed_pipe()
+        closed_pipe()

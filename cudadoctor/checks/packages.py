@@ -145,15 +145,22 @@ class CD403(Check):
             if p.version != jaxlib.version
         ]
         record = matrix.jax_release(jaxlib.version)
+        unjudged = []
         for plugin in plugins:
             major = re.search(r"cuda(\d+)", plugin.name).group(1)  # type: ignore[union-attr]
             minimum = record.min_cudnn.get(f"cuda{major}") if record is not None else None
             wheel = packages.get(f"nvidia-cudnn-cu{major}")
-            if minimum and wheel is not None and wheel.version < minimum and plugin.name.endswith("plugin"):
+            if not plugin.name.endswith("plugin") or wheel is None:
+                continue
+            if minimum is None:
+                unjudged.append(f"the cuDNN minimum of {plugin.name} {plugin.version} (not in compat/ecosystem.toml)")
+            elif wheel.version < minimum:
                 problems.append(
                     f"nvidia-cudnn-cu{major} {wheel.version} is below {minimum}, the minimum of {plugin.name}"
                 )
         if not problems:
+            if unjudged:
+                raise CannotJudge("; ".join(unjudged))
             return None
         major = re.search(r"cuda(\d+)", plugins[0].name).group(1)  # type: ignore[union-attr]
         return Problem(

@@ -43,7 +43,6 @@ JUDGED_FROM_FACTS = {
 #: Checks that end OK on out-of-data facts although part of their verdict rests on data (other owners'
 #: checks; issue #17 item 1). Strict: fixing one makes its entry fail here, so the list stays exact.
 KNOWN_GAPS = {
-    "CD403": "the cuDNN minimum of an unknown JAX release is not judged, and the check still ends OK",
     "CD701": "brand clauses of NVIDIA_REQUIRE_CUDA are not judged for an unknown GPU (issue #16 e)",
 }
 

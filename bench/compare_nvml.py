@@ -46,7 +46,7 @@ VOLATILE = {
     "violation_power", "violation_thermal", "pcie_gen_current", "pcie_width_current", "pcie_replay_counter",
     "field_values", "samples_gpu", "process_samples", "process_names", "gpm",
 }  # fmt: skip
-BINDINGS = {"pynvml": None, "ctypes": "ctypes"}
+BINDINGS = {"pynvml": "pynvml", "ctypes": None}
 PRELOADED = "import ctypes, threading, typing, functools, os, sys, string, dataclasses"
 
 

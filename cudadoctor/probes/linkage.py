@@ -250,6 +250,7 @@ class _Versions:
         self.dists = dists
         self._wheel_memo: dict[str, list[str]] = {}
         self._owners: dict[str, tuple[str | None, str | None]] = {}
+        self._files: dict[tuple[str, str], LinkedFile] = {}
 
     def wheel_copies(self, soname: str) -> list[str]:
         """``soname`` in the NVIDIA wheels' library directories of every site directory."""
@@ -264,6 +265,14 @@ class _Versions:
         return found
 
     def file(self, path: str, via: str) -> LinkedFile:
+        """The copy at ``path`` found ``via`` a search step, with its version and owner (each asked once per run:
+        one copy serves many needers)."""
+        key = (path, via)
+        if key not in self._files:
+            self._files[key] = self._file(path, via)
+        return self._files[key]
+
+    def _file(self, path: str, via: str) -> LinkedFile:
         version = _name_version(path) or _name_version(_real(self.ctx, path))
         distribution, bundled = self._owner(path)
         if distribution is not None:
@@ -314,6 +323,7 @@ def owner_of(top: str, dists: dict[str, Version | None] | set[str]) -> str:
     return min(matches, key=len) if matches else name
 
 
+@functools.lru_cache(maxsize=4096)
 def _name_version(path: str) -> Version | None:
     match = _FULL.search(posixpath.basename(path))
     if not match:
@@ -490,8 +500,8 @@ def record_owner(ctx: ProbeContext, path: str, distribution: str) -> str:
     from cudadoctor.probes import packages  # owns the distributions' directories
 
     dists = packages.distributions(ctx)
-    base = _CUDA_SUFFIX.sub("", distribution)
-    rivals = [d for n, d in sorted(dists.items()) if n != distribution and _CUDA_SUFFIX.sub("", n) == base]
+    family = _cuda_families(ctx, dists).get(_CUDA_SUFFIX.sub("", distribution), ())
+    rivals = [dists[n] for n in family if n != distribution]
     if not rivals or distribution not in dists:
         return distribution
     try:
@@ -500,6 +510,18 @@ def record_owner(ctx: ProbeContext, path: str, distribution: str) -> str:
         return distribution
     matching = [d.name for d in (dists[distribution], *rivals) if _recorded_size(ctx, d, path) == size]
     return matching[0] if len(matching) == 1 else distribution
+
+
+def _cuda_families(ctx: ProbeContext, dists: dict[str, Distribution]) -> dict[str, tuple[str, ...]]:
+    """Installed distributions by name without the CUDA suffix (``nvidia-nccl`` -> cu11, cu12), sorted; once per run."""
+
+    def group() -> dict[str, tuple[str, ...]]:
+        families: dict[str, list[str]] = {}
+        for name in sorted(dists):
+            families.setdefault(_CUDA_SUFFIX.sub("", name), []).append(name)
+        return {base: tuple(names) for base, names in families.items()}
+
+    return ctx.once("cuda-families", group)
 
 
 def _recorded_size(ctx: ProbeContext, dist: Distribution, path: str) -> int | None:

@@ -123,3 +123,24 @@ def test_every_check_has_a_test():
                     text += handle.read()
     untested = [code for code in ALL_CHECKS if f'"{code}"' not in text and f"{code}()" not in text]
     assert untested == []
+
+
+def test_parameters_read_from_code_are_inspects() -> None:
+    """The engine's parameter reader gives what inspect.signature gives, for every check and odd signatures."""
+    import functools
+    import inspect
+
+    from cudadoctor.checks import ALL_CHECKS
+    from cudadoctor.checks.engine import _parameters
+
+    def odd(a, b=1, *, c, d=2):  # type: ignore[no-untyped-def]
+        return None
+
+    def star(a, *rest, **more):  # type: ignore[no-untyped-def]
+        return None
+
+    functions = [c.check for c in ALL_CHECKS.values()] + [odd, star, functools.partial(odd, 1)]
+    for function in functions:
+        expected = [(n, p.default) for n, p in inspect.signature(function).parameters.items()]
+        assert _parameters(function) == expected, function
+    assert _parameters(odd) == [("a", inspect.Parameter.empty), ("b", 1), ("c", inspect.Parameter.empty), ("d", 2)]

@@ -9,6 +9,7 @@ stops the others. Which checks run is decided by ``--select`` / ``--ignore`` bef
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -55,15 +56,43 @@ def _arguments(function: Callable[..., Any], values: dict[str, Any]) -> dict[str
     """The check's arguments by parameter name, or why it cannot run: (status, reason)."""
     kwargs: dict[str, Any] = {}
     unreadable = _unreadable(values)
-    for name, param in inspect.signature(function).parameters.items():
+    for name, default in _parameters(function):
         value = values.get(name)
         absent = value is None or (isinstance(value, (tuple, list, dict)) and not value and name != "packages")
         if name in unreadable and (absent or name == "packages"):
             return Status.UNKNOWN, f"could not read {name}: {unreadable[name]}"
-        if absent and param.default is inspect.Parameter.empty:
+        if absent and default is _REQUIRED:
             return Status.NOT_APPLICABLE, absent_reason(name) or f"{name} unknown"
-        kwargs[name] = value if not absent else param.default
+        kwargs[name] = value if not absent else default
     return kwargs
+
+
+_REQUIRED = inspect.Parameter.empty
+
+
+def _parameters(function: Callable[..., Any]) -> list[tuple[str, Any]]:
+    """(name, default or ``_REQUIRED``) of each parameter, as ``inspect.signature`` gives them.
+
+    A plain function's are read from its code object: ``inspect.signature`` cost ~1.5 ms for the sixty checks of
+    every run (measured); anything else (a partial, a callable object) goes through ``inspect``.
+    """
+    bound = isinstance(function, types.MethodType)
+    plain = function.__func__ if isinstance(function, types.MethodType) else function
+    code = getattr(plain, "__code__", None)
+    if code is None or not isinstance(plain, types.FunctionType) or code.co_flags & (_VARARGS | _VARKEYWORDS):
+        return [(n, p.default) for n, p in inspect.signature(function).parameters.items()]
+    positional = code.co_varnames[: code.co_argcount]
+    defaults = plain.__defaults__ or ()
+    first_default = len(positional) - len(defaults)
+    out = [(n, defaults[i - first_default] if i >= first_default else _REQUIRED) for i, n in enumerate(positional)]
+    keyword = code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
+    kwdefaults = plain.__kwdefaults__ or {}
+    out += [(n, kwdefaults.get(n, _REQUIRED)) for n in keyword]
+    return out[1:] if bound else out
+
+
+_VARARGS = inspect.CO_VARARGS
+_VARKEYWORDS = inspect.CO_VARKEYWORDS
 
 
 def run_check(check: Check, values: dict[str, Any], *, live: bool = True) -> Finding:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import datetime
 import os
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import MISSING, replace
 from typing import Any
 
@@ -58,13 +58,23 @@ def collect_facts(ctx: ProbeContext) -> Facts:
     # 74-90 ms, one after the other 49 ms).
     background = [name for name, spec in specs.items() if spec.background]
     outcomes: dict[str, tuple[Any, float, bool]] = {}
-    with ThreadPoolExecutor(max_workers=max(len(background), 1), thread_name_prefix="cudadoctor-probe") as pool:
-        futures = {name: pool.submit(_run_one, ctx, name, probe_function(specs[name])) for name in background}
-        for name, spec in specs.items():
-            if name not in futures:
-                outcomes[name] = _run_one(ctx, name, probe_function(spec))
-        for name, future in futures.items():
-            outcomes[name] = future.result()
+    # One plain thread per background probe (a thread pool's module costs a millisecond to import); each
+    # stores its outcome under its own name, and _run_one never raises.
+    threads = [
+        threading.Thread(
+            target=lambda name=name: outcomes.__setitem__(name, _run_one(ctx, name, probe_function(specs[name]))),
+            name=f"cudadoctor-probe-{name}",
+            daemon=True,
+        )
+        for name in background
+    ]
+    for thread in threads:
+        thread.start()
+    for name, spec in specs.items():
+        if name not in background:
+            outcomes[name] = _run_one(ctx, name, probe_function(spec))
+    for thread in threads:
+        thread.join()
     results: dict[str, Any] = {}
     timings: dict[str, float] = {}
     for name in specs:

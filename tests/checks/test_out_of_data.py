@@ -36,15 +36,16 @@ JUDGED_FROM_FACTS = {
     "sub-libraries and torch 1.x's bundled cuDNN, end could not judge outside the data: test_cudnn_copies.py)",
     "CD303": "the CUDA libraries CuPy/TensorRT find against the major their own name states",
     "CD402": "the torch build's variant against the GPUs present",
+    "CD701": "the driver's own CUDA (99.0) meets `cuda>=13.0` of the image's NVIDIA_REQUIRE_CUDA: facts against facts; the "
+    "GPU-brand data it consults for an older driver ends could not judge outside the data "
+    "(test_cd701_never_guesses_the_brand_of_an_unknown_gpu)",
     "CD702": "the spelling of NVIDIA_DISABLE_REQUIRE",
     "CD902": "the dates of the data itself",
 }
 
 #: Checks that end OK on out-of-data facts although part of their verdict rests on data (other owners'
 #: checks; issue #17 item 1). Strict: fixing one makes its entry fail here, so the list stays exact.
-KNOWN_GAPS = {
-    "CD701": "brand clauses of NVIDIA_REQUIRE_CUDA are not judged for an unknown GPU (issue #16 e)",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 UNKNOWN_CUDA = "99.0"
 
@@ -99,3 +100,21 @@ def test_no_check_passes_what_it_could_not_judge(code, h200, request):
     assert finding.status is not Status.OK, f"{code} ended OK on facts outside the data"
     if finding.status in (Status.UNKNOWN, Status.NOT_APPLICABLE):
         assert finding.reason, f"{code} must say what was missing or why it does not apply"
+
+
+def test_cd701_never_guesses_the_brand_of_an_unknown_gpu(h200: Facts) -> None:
+    """A 535 driver (CUDA 12.2) under the H200 image's `cuda>=13.0 brand=…,driver>=535,driver<536` alternatives:
+    only the GPU's brand decides. NVML gave none; compat/gpus.toml knows a T4 (Tesla: met) and a GeForce (not
+    met) but not a future GPU, whose brand must not be guessed either way."""
+    older = replace(
+        out_of_data(h200),
+        driver=replace(h200.driver, version=DriverVersion("535.104.05"), cuda_api=Version("12.2")),
+    )
+
+    def on(name: str, cc: str) -> Status:
+        gpus = tuple(replace(g, name=name, compute_capability=cc, brand=None) for g in older.gpus)
+        return run_check("CD701", replace(older, gpus=gpus), CompatMatrix(cache_dir=False)).status
+
+    assert on("NVIDIA Future GPU 9000", "99.0") is Status.UNKNOWN
+    assert on("Tesla T4", "7.5") is Status.OK
+    assert on("NVIDIA GeForce RTX 4090", "8.9") is Status.FAIL

@@ -18,7 +18,15 @@ from typing import Protocol
 
 from cudadoctor.record import record
 
-__all__ = ["DEFAULT_TIMEOUT", "CommandResult", "NullRunner", "Runner", "SubprocessRunner"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "CommandResult",
+    "NullRunner",
+    "Runner",
+    "StartedCommand",
+    "SubprocessRunner",
+    "start_command",
+]
 
 #: Seconds a command may take unless the probe says otherwise.
 DEFAULT_TIMEOUT = 10.0
@@ -65,30 +73,49 @@ class SubprocessRunner:
     def run(
         self, argv: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None
     ) -> CommandResult:
-        args = tuple(argv)
-        try:
-            proc = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=dict(env) if env is not None else None,
-                start_new_session=True,
-            )
-        except FileNotFoundError:
-            return CommandResult(args, None, error="not found")
-        except OSError as exc:
-            return CommandResult(args, None, error=f"could not start: {exc.strerror or exc}")
-        out, err, error = _stream(proc, timeout)
+        started = start_command(argv, env=env)
+        return started if isinstance(started, CommandResult) else started.result(timeout)
+
+
+class StartedCommand:
+    """A command running in the background; :meth:`result` waits for it (once), with a timeout."""
+
+    def __init__(self, argv: tuple[str, ...], proc: subprocess.Popen[bytes]) -> None:
+        self.argv = argv
+        self.proc = proc
+
+    def result(self, timeout: float) -> CommandResult:
+        """What it did; one that runs past ``timeout`` (from now) is killed with its process group."""
+        out, err, error = _stream(self.proc, timeout)
         if error is not None:
-            _kill_group(proc)
-            return CommandResult(args, None, error=error)
+            _kill_group(self.proc)
+            return CommandResult(self.argv, None, error=error)
         return CommandResult(
-            args,
-            proc.returncode,
+            self.argv,
+            self.proc.returncode,
             out.decode("utf-8", errors="replace"),
             err.decode("utf-8", errors="replace"),
         )
+
+
+def start_command(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> StartedCommand | CommandResult:
+    """Start ``argv`` (no shell, its own process group, no stdin); the :class:`CommandResult` saying why when it
+    could not be started."""
+    args = tuple(argv)
+    try:
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        return CommandResult(args, None, error="not found")
+    except OSError as exc:
+        return CommandResult(args, None, error=f"could not start: {exc.strerror or exc}")
+    return StartedCommand(args, proc)
 
 
 def _stream(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes, str | None]:

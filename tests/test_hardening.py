@@ -517,7 +517,7 @@ def test_5_no_module_opens_a_file_but_the_reader() -> None:
 
     import cudadoctor
 
-    allowed = {("probes/native.py", "'/proc/self/maps'")}  # output.py writes through os.open
+    allowed = {("probes/nvml_calls.py", "'/proc/self/maps'")}  # output.py writes through os.open
     allowed |= {(f"probes/children/{n}.py", "'/proc/self/maps'") for n in ("framework", "driver_api", "nccl")}
     package = pathlib.Path(cudadoctor.__file__).parent
     found = set()

@@ -9,17 +9,25 @@ a fake, and ``--root`` / ``--from`` use :class:`NullNative`.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import threading
 from collections.abc import Callable
 from dataclasses import field
 from typing import Any, Protocol, TypeVar
 
+from cudadoctor.probes.nvml_calls import (
+    BINDING_VAR,
+    load_nvml_library,
+    nvml_binding,
+    open_nvml_library,
+    query_libcuda,
+    query_nvml,
+)
 from cudadoctor.record import record
+from cudadoctor.runner import StartedCommand, start_command
 
 __all__ = [
+    "BINDING_VAR",
     "LibcudaResult",
     "Native",
     "NullNative",
@@ -28,8 +36,10 @@ __all__ = [
     "RealNative",
     "call_with_timeout",
     "decode_cuda_version",
+    "libcuda_result",
     "load_nvml_library",
     "nvml_binding",
+    "nvml_result",
     "open_nvml_library",
     "start_early",
     "take_early",
@@ -37,8 +47,6 @@ __all__ = [
 
 #: Seconds allowed for NVML init + queries, and for loading libcuda.
 NATIVE_TIMEOUT = 10.0
-#: ``CUDADOCTOR_NVML=pynvml`` selects NVIDIA's nvidia-ml-py over cudadoctor's own binding (cudadoctor.probes.nvml).
-BINDING_VAR = "CUDADOCTOR_NVML"
 
 T = TypeVar("T")
 
@@ -141,24 +149,106 @@ class _Early:
         return self._box[0] if self._box else on_timeout  # type: ignore[return-value]
 
 
-_EARLY: dict[str, _Early] = {}
+class _Helper:
+    """The helper process (:mod:`cudadoctor.probes.nvml_child`) and, once read, its answers."""
+
+    def __init__(self, started: StartedCommand) -> None:
+        self.started = started
+        self._lock = threading.Lock()
+        self._read = False
+        self._answers: dict[str, Any] | None = None
+        self.timed_out = False
+
+    def answers(self, timeout: float) -> dict[str, Any] | None:
+        """The helper's answers; None when it failed (its probes then ask in this process) or ran past ``timeout``
+        (it is killed then)."""
+        with self._lock:
+            if not self._read:
+                self._read = True
+                self._answers = self._wait(timeout)
+            return self._answers
+
+    def _wait(self, timeout: float) -> dict[str, Any] | None:
+        import json
+
+        result = self.started.result(timeout)
+        if result.error is not None and result.error.startswith("timed out"):
+            self.timed_out = True
+        if not result.ok:
+            return None
+        try:
+            answers = json.loads(result.stdout)
+        except ValueError:
+            return None
+        return answers if isinstance(answers, dict) else None
+
+
+class _FromHelper:
+    """One early query answered by the helper process."""
+
+    def __init__(self, helper: _Helper, name: str, convert: Callable[[Any], object]) -> None:
+        self.helper, self.name, self.convert = helper, name, convert
+
+    def result(self, timeout: float, on_timeout: T) -> T | None:
+        answers = self.helper.answers(timeout)
+        if self.helper.timed_out:
+            return on_timeout
+        if answers is None or not isinstance(answers.get(self.name), dict):
+            return None  # the helper failed: the probe asks in this process
+        return self.convert(answers[self.name])  # type: ignore[return-value]
+
+
+_EARLY: dict[str, _Early | _FromHelper] = {}
 _EARLY_LOCK = threading.Lock()
+
+
+def helper_argv(health: bool) -> list[str] | None:
+    """The helper process's command line, or None where one is not used: not Linux, another binding asked for
+    (``CUDADOCTOR_NVML=pynvml|inprocess``), no interpreter to start, or no NVML library on this machine."""
+    import sys
+
+    if not sys.platform.startswith("linux") or os.environ.get(BINDING_VAR) or getattr(sys, "frozen", False):
+        return None
+    if not sys.executable or load_nvml_library() is not None:
+        return None
+    from cudadoctor.probes.nvml_child import BOOTSTRAP
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return [sys.executable, "-S", "-I", "-c", BOOTSTRAP, root, "1" if health else "0"]
+
+
+def _start_helper(health: bool) -> _Helper | None:
+    argv = helper_argv(health)
+    if argv is None:
+        return None
+    started = start_command(argv)
+    return _Helper(started) if isinstance(started, StartedCommand) else None
 
 
 def start_early(*, health: bool) -> None:
     """Start the NVML and libcuda queries (and NVML's health answers) now, for this machine's probes.
 
-    The queries mostly wait in C code with the GIL released, so started before the checks are imported
-    they overlap that import instead of following it (``cudadoctor check`` on an H200: the NVML calls
-    take ~50 ms). Only for a live run: a probe that finds no early query asks itself, as before.
+    On Linux they run in a helper process (:mod:`cudadoctor.probes.nvml_child`), elsewhere or on request in
+    daemon threads; either way they overlap the import of the checks instead of following it (``cudadoctor
+    check`` on an H200: the NVML calls take ~50 ms). Only for a live run: a probe that finds no early query, or
+    whose helper failed, asks itself, as before.
     """
-    from cudadoctor.probes.nvml_health import query_health
-
     with _EARLY_LOCK:
-        _EARLY.setdefault("nvml", _Early(_query_nvml))
-        _EARLY.setdefault("libcuda", _Early(_query_libcuda))
+        if _EARLY:
+            return
+        helper = _start_helper(health)
+        if helper is not None:
+            _EARLY["nvml"] = _FromHelper(helper, "nvml", nvml_result)
+            _EARLY["libcuda"] = _FromHelper(helper, "libcuda", libcuda_result)
+            if health:
+                _EARLY["health"] = _FromHelper(helper, "health", dict)
+            return
+        from cudadoctor.probes.nvml_health import query_health
+
+        _EARLY["nvml"] = _Early(_query_nvml)
+        _EARLY["libcuda"] = _Early(_query_libcuda)
         if health:
-            _EARLY.setdefault("health", _Early(query_health))
+            _EARLY["health"] = _Early(query_health)
 
 
 def take_early(name: str, timeout: float, on_timeout: T) -> T | None:
@@ -194,158 +284,26 @@ class RealNative:
             return self._libcuda
 
 
-def _text(value: object) -> str:
-    # nvidia-ml-py 13 returns str (measured on a real H200); older pynvml releases returned bytes.
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-def load_nvml_library() -> str | None:
-    """Ask the dynamic loader for NVML by its fixed name; None when found, else why not."""
-    try:
-        ctypes.CDLL("libnvidia-ml.so.1")
-    except OSError as exc:
-        return str(exc)
-    return None
-
-
-def open_nvml_library() -> ctypes.CDLL:
-    """NVML by its fixed name, the library cudadoctor's own binding calls (raises OSError when absent)."""
-    return ctypes.CDLL("libnvidia-ml.so.1")
-
-
-def nvml_binding() -> Any:
-    """The NVML binding to use: cudadoctor's own :mod:`cudadoctor.probes.nvml`, or NVIDIA's ``pynvml``.
-
-    The own binding has the same names and return shapes for the calls cudadoctor makes and imports in
-    2.4 ms against 13.2 ms for pynvml (medians of 5 on the H200); ``bench/compare_nvml.py`` found the
-    records of both identical there, live readings aside (driver 580.159.04, 2026-12-01).
-    ``CUDADOCTOR_NVML=pynvml`` selects nvidia-ml-py (``pip install nvidia-ml-py``), to compare or as a way
-    out should the own binding misread a driver; ImportError when it is not installed.
-    """
-    if os.environ.get(BINDING_VAR) == "pynvml":
-        import pynvml  # NVIDIA's binding, only on request
-
-        return pynvml
-    from cudadoctor.probes import nvml
-
-    return nvml
-
-
 def _query_nvml() -> NvmlResult:
-    # Importing the binding costs ~20 ms; a machine without the NVML library cannot use it, so ask
-    # the loader first (pynvml loads the same name, so on a GPU machine this costs nothing extra).
-    try:
-        ctypes.CDLL("libnvidia-ml.so.1")
-    except OSError:
-        return NvmlResult(error="NVML Shared Library Not Found (libnvidia-ml.so.1)")
-    try:
-        pynvml = nvml_binding()
-    except ImportError:
-        return NvmlResult(error=f"nvidia-ml-py is not installed ({BINDING_VAR}=pynvml asks for it)")
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return NvmlResult(error=_text(exc))
-    except Exception as exc:  # a broken binding must not take the doctor down
-        return NvmlResult(error=f"{type(exc).__name__}: {exc}")
-    try:
-        driver = cuda = None
-        with contextlib.suppress(pynvml.NVMLError):
-            driver = _text(pynvml.nvmlSystemGetDriverVersion())
-        with contextlib.suppress(pynvml.NVMLError):
-            cuda = int(pynvml.nvmlSystemGetCudaDriverVersion_v2())
-        devices: list[NvmlDevice] = []
-        errors: list[str] = []
-        try:
-            count = int(pynvml.nvmlDeviceGetCount())
-        except pynvml.NVMLError as exc:
-            count = 0
-            errors.append(f"nvmlDeviceGetCount: {_text(exc)}")
-        for index in range(count):
-            try:
-                devices.append(_nvml_device(pynvml, index))
-            except pynvml.NVMLError as exc:
-                errors.append(f"device {index}: {_text(exc)}")
-        return NvmlResult(driver, cuda, tuple(devices), None, tuple(errors))
-    except Exception as exc:
-        return NvmlResult(error=f"{type(exc).__name__}: {exc}")
-    # No nvmlShutdown: NVML's init is reference counted and only the first one per process does the
-    # work, so the health probe's own nvmlInit (in parallel) reuses this one; a shutdown cost 3-9 ms
-    # on an H200 (measured) and the process ends right after its probes. See nvmlInit_v2 in
-    # https://docs.nvidia.com/deploy/nvml-api/group__nvmlInitializationAndCleanup.html
-
-
-_BRANDS = {
-    # nvmlBrandType_t values from nvml.h, as nvidia-container-toolkit names them.
-    0: "Unknown", 1: "Quadro", 2: "Tesla", 3: "NVS", 4: "GRID", 5: "GeForce", 6: "TITAN",
-    7: "NVIDIA vApps", 8: "NVIDIA VPC", 9: "NVIDIA VCS", 10: "NVIDIA VWS", 11: "NVIDIA Cloud Gaming",
-    12: "Quadro RTX", 13: "NVIDIA RTX", 14: "NVIDIA",
-}  # fmt: skip
-
-
-def _nvml_device(pynvml: object, index: int) -> NvmlDevice:
-    nv = pynvml
-    handle = nv.nvmlDeviceGetHandleByIndex(index)  # type: ignore[attr-defined]
-    name = _text(nv.nvmlDeviceGetName(handle))  # type: ignore[attr-defined]
-    cc = memory = mig = bus = brand = None
-    with contextlib.suppress(Exception):
-        major, minor = nv.nvmlDeviceGetCudaComputeCapability(handle)  # type: ignore[attr-defined]
-        cc = f"{major}.{minor}"
-    with contextlib.suppress(Exception):
-        memory = int(nv.nvmlDeviceGetMemoryInfo(handle).total) // (1024 * 1024)  # type: ignore[attr-defined]
-    with contextlib.suppress(Exception):
-        current, _pending = nv.nvmlDeviceGetMigMode(handle)  # type: ignore[attr-defined]
-        mig = "Enabled" if current else "Disabled"
-    with contextlib.suppress(Exception):
-        bus = _text(nv.nvmlDeviceGetPciInfo(handle).busId)  # type: ignore[attr-defined]
-    with contextlib.suppress(Exception):
-        brand = _BRANDS.get(int(nv.nvmlDeviceGetBrand(handle)), "Unknown")  # type: ignore[attr-defined]
-    migs = _mig_device_count(nv, handle) if mig == "Enabled" else None
-    return NvmlDevice(index, name, cc, memory, mig, bus, brand, migs)
-
-
-def _mig_device_count(nv: object, handle: object) -> int | None:
-    """How many MIG devices of a MIG-enabled GPU NVML shows this process, None when it cannot say.
-
-    nvmlDeviceGetMaxMigDeviceCount gives the slots; nvmlDeviceGetMigDeviceHandleByIndex answers
-    NVML_ERROR_NOT_FOUND for an empty slot (nvml.h, "MIG device management";
-    https://docs.nvidia.com/deploy/nvml-api/group__nvmlMultiInstanceGPU.html). In a container NVML shows
-    only the MIG devices whose capabilities the runtime mounted.
-    """
-    try:
-        slots = int(nv.nvmlDeviceGetMaxMigDeviceCount(handle))  # type: ignore[attr-defined]
-    except Exception:
-        return None
-    found = 0
-    for slot in range(max(0, min(slots, 64))):
-        with contextlib.suppress(Exception):
-            nv.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)  # type: ignore[attr-defined]
-            found += 1
-    return found
+    return nvml_result(query_nvml())
 
 
 def _query_libcuda() -> LibcudaResult:
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError as exc:
-        return LibcudaResult(error=str(exc))
-    path = _mapped_path("libcuda.so")
-    version = ctypes.c_int(0)
-    try:
-        rc = int(lib.cuDriverGetVersion(ctypes.byref(version)))
-    except (AttributeError, OSError) as exc:
-        return LibcudaResult(path=path, error=f"cuDriverGetVersion unavailable: {exc}")
-    return LibcudaResult(path=path, returncode=rc, version=int(version.value))
+    return libcuda_result(query_libcuda())
 
 
-def _mapped_path(stem: str) -> str | None:
-    """The file of a loaded library whose name starts with ``stem``, from /proc/self/maps."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            for line in maps:
-                path = line.rstrip("\n").split(maxsplit=5)[-1] if line.count(" ") >= 5 else ""
-                if path.startswith("/") and path.rsplit("/", 1)[-1].startswith(stem):
-                    return path
-    except OSError:
-        return None
-    return None
+def nvml_result(plain: dict[str, Any]) -> NvmlResult:
+    """:func:`cudadoctor.probes.nvml_calls.query_nvml`'s answer as a record."""
+    devices = tuple(NvmlDevice(**device) for device in plain.get("devices", ()))
+    return NvmlResult(
+        plain.get("driver_version"),
+        plain.get("cuda_driver_version"),
+        devices,
+        plain.get("error"),
+        tuple(plain.get("device_errors", ())),
+    )
+
+
+def libcuda_result(plain: dict[str, Any]) -> LibcudaResult:
+    """:func:`cudadoctor.probes.nvml_calls.query_libcuda`'s answer as a record."""
+    return LibcudaResult(**plain)

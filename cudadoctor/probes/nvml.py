@@ -42,7 +42,7 @@ from ctypes import (
 )
 from typing import Any
 
-from cudadoctor.probes.native import open_nvml_library
+from cudadoctor.probes.nvml_calls import open_nvml_library
 
 # nvmlReturn_t (nvml.h)
 NVML_SUCCESS = 0

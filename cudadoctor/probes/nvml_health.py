@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from cudadoctor.probes.native import call_with_timeout, load_nvml_library, nvml_binding, take_early
+from cudadoctor.probes.nvml_calls import load_nvml_library, nvml_binding
 
 __all__ = [
     "HEALTH_TIMEOUT",
@@ -93,6 +93,8 @@ class RealHealthSource:
         self.timeout = timeout
 
     def query(self, *, utilization: bool = False, sample_seconds: float = 0.0) -> Record:
+        from cudadoctor.probes.native import call_with_timeout, take_early  # records: not for the helper process
+
         deadline = self.timeout + sample_seconds
         timed_out = {"schema": RECORD_SCHEMA, "init": {"e": f"NVML did not answer within {deadline:g} s", "c": -1}}
         if not utilization and sample_seconds <= 0 and (early := take_early("health", deadline, timed_out)):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -30,6 +33,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     monkeypatch.setattr(native, "_query_libcuda", libcuda)
     monkeypatch.setattr(nvml_health, "query_health", health)
     monkeypatch.setattr(native, "_EARLY", {})
+    monkeypatch.setenv(native.BINDING_VAR, "inprocess")  # these tests are about the threads (no helper process)
     return counts
 
 
@@ -69,3 +73,63 @@ def test_a_wedged_early_query_times_out(monkeypatch: pytest.MonkeyPatch, calls: 
         assert RealNative(timeout=0.05).nvml().error == "NVML timed out after 0.05 s"
     finally:
         release.set()
+
+
+# -- the helper process (cudadoctor.probes.nvml_child); the fake NVML library's run is in test_nvml_binding.py ----
+
+
+@pytest.fixture
+def helper(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """Make start_early run ``code`` as its helper process (on any machine, with or without NVML)."""
+    monkeypatch.setattr(native, "_EARLY", {})
+    monkeypatch.delenv(native.BINDING_VAR, raising=False)
+
+    def use(code: str) -> None:
+        monkeypatch.setattr(native, "helper_argv", lambda health: [sys.executable, "-c", code])
+
+    return use
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["import sys; sys.exit(3)", "print('not json')", "print('[1, 2]')", "print('{\"nvml\": 1}')"],
+    ids=["fails", "garbage", "not-an-object", "wrong-shape"],
+)
+def test_a_failed_helper_leaves_the_probes_to_ask_here(helper: Callable[[str], None], code: str) -> None:
+    helper(code)
+    native.start_early(health=True)
+    assert isinstance(native._EARLY["nvml"], native._FromHelper)
+    assert RealNative().nvml() == native._query_nvml()
+    assert RealNative().libcuda_version() == native._query_libcuda()
+    health = nvml_health.RealHealthSource().query()
+    assert health.keys() == nvml_health.query_health().keys()
+
+
+def test_the_helpers_answers_become_the_records(helper: Callable[[str], None]) -> None:
+    answers = {
+        "nvml": {"driver_version": "580.159.04", "cuda_driver_version": 13000, "device_errors": [],
+                 "devices": [{"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0", "memory_mib": 143771,
+                              "mig_mode": "Disabled", "pci_bus_id": "00000000:1B:00.0", "brand": "NVIDIA",
+                              "mig_devices": None}]},
+        "libcuda": {"path": "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04", "returncode": 0, "version": 13000},
+        "health": {"schema": 1, "count": {"v": 1}},
+    }  # fmt: skip
+    helper(f"import json; print(json.dumps({answers!r}))")
+    native.start_early(health=True)
+    probe = RealNative()
+    assert probe.nvml().devices[0].name == "NVIDIA H200"
+    assert probe.nvml().cuda_driver_version == 13000
+    assert probe.libcuda_version() == LibcudaResult(answers["libcuda"]["path"], 0, 13000)
+    assert nvml_health.RealHealthSource().query() == answers["health"]
+
+
+def test_a_wedged_helper_is_killed_at_the_deadline(helper: Callable[[str], None]) -> None:
+    helper("import time; time.sleep(60)")
+    native.start_early(health=False)
+    early = native._EARLY["nvml"]
+    assert isinstance(early, native._FromHelper)
+    started = time.monotonic()
+    assert RealNative(timeout=0.3).nvml().error == "NVML timed out after 0.3 s"
+    assert RealNative(timeout=0.3).libcuda_version().error == "loading libcuda timed out after 0.3 s"
+    assert time.monotonic() - started < 5
+    assert early.helper.started.proc.poll() is not None  # killed, not left behind

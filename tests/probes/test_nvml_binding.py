@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from cudadoctor.probes import native, nvml
+from cudadoctor.probes import native, nvml, nvml_calls
 from cudadoctor.probes.nvml_health import _plain
 
 pynvml = pytest.importorskip("pynvml")
@@ -274,7 +274,7 @@ def test_gpm_metrics_between_two_samples(nv: Any) -> None:
 
 def test_mig_devices_by_slot(nv: Any) -> None:
     h = nv.nvmlDeviceGetHandleByIndex(0)
-    assert native._mig_device_count(nv, h) == 2
+    assert nvml_calls._mig_device_count(nv, h) == 2
     assert bool(nv.nvmlDeviceGetMigDeviceHandleByIndex(h, 3))
 
 
@@ -385,3 +385,56 @@ def test_bench_agrees_on_the_fake_library(fakes: dict[str, pathlib.Path]) -> Non
     assert run.returncode == 0, run.stdout + run.stderr
     assert "0 shape differences, 0 value differences" in run.stdout
     assert "records agree" in run.stdout
+
+
+# -- the helper process: the fast path's NVML and libcuda answers from cudadoctor.probes.nvml_child ---------------
+
+_HELPER = """
+import dataclasses, json, os, sys
+from cudadoctor.probes import native
+from cudadoctor.probes.nvml_health import RealHealthSource, query_health
+
+native.start_early(health=True)
+helper = isinstance(native._EARLY.get("nvml"), native._FromHelper)
+probe = native.RealNative()
+got = {"nvml": dataclasses.asdict(probe.nvml()), "libcuda": dataclasses.asdict(probe.libcuda_version()),
+       "health": RealHealthSource().query()}
+binding_here = "cudadoctor.probes.nvml" in sys.modules
+here = {"nvml": dataclasses.asdict(native._query_nvml()), "libcuda": dataclasses.asdict(native._query_libcuda()),
+        "health": query_health()}
+for record in (got, here):
+    record["health"].pop("elapsed_ms", None)
+print(json.dumps({"helper": helper, "binding_here": binding_here, "got": got, "here": here}))
+"""
+
+
+def test_the_helper_process_answers_as_this_process_would(fakes: dict[str, pathlib.Path]) -> None:
+    env = {k: v for k, v in os.environ.items() if k != native.BINDING_VAR}
+    env.update(LD_LIBRARY_PATH=str(fakes["new"].parent), PYTHONPATH=str(ROOT))
+    run = subprocess.run(
+        [sys.executable, "-c", _HELPER], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["helper"] is True  # NVML is there: the queries ran in the helper process ...
+    assert result["binding_here"] is False  # ... and the NVML binding was never imported in this one
+    assert result["got"] == result["here"]
+    assert [d["name"] for d in result["got"]["nvml"]["devices"]] == ["NVIDIA H200", "Tesla T4"]
+    assert result["got"]["health"]["devices"][0]["name"] == {"v": "NVIDIA H200"}
+
+
+def test_the_helper_imports_no_records(fakes: dict[str, pathlib.Path]) -> None:
+    """The helper stays small: no dataclasses, records or probes beyond the NVML calls (it holds NVML's 18 MB)."""
+    from cudadoctor.probes.nvml_child import BOOTSTRAP
+
+    code = BOOTSTRAP.replace("main(sys.argv[2:])", "main(sys.argv[2:]); print(); print(sorted(sys.modules))")
+    env = {k: v for k, v in os.environ.items() if k != native.BINDING_VAR}
+    env.update(LD_LIBRARY_PATH=str(fakes["new"].parent))
+    run = subprocess.run(
+        [sys.executable, "-S", "-I", "-c", code, str(ROOT), "1"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    answers, modules = run.stdout.splitlines()
+    assert json.loads(answers)["nvml"]["driver_version"] == "580.159.04"
+    loaded = set(json.loads(modules.replace("'", '"')))
+    assert {"dataclasses", "cudadoctor.record", "cudadoctor.probes.native", "packaging"}.isdisjoint(loaded)

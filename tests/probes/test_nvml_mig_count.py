@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudadoctor.probes.native import _mig_device_count
+from cudadoctor.probes.nvml_calls import _mig_device_count
 
 
 class _NotFound(Exception):

@@ -124,7 +124,8 @@ def test_rtx_3050_a_laptop_is_not_folded_into_the_ampere_rtx_3050() -> None:
 
 def _torch_plans(driver: str, name: str, cc: str):  # type: ignore[no-untyped-def]
     drv = DriverVersion(driver)
-    c = Constraints(driver=drv, driver_cuda=M.cuda_for_driver(drv), gpus=(Gpu(name, cc, "--gpu"),), python=Version("3.10"))
+    gpus = (Gpu(name, cc, "--gpu"),)
+    c = Constraints(driver=drv, driver_cuda=M.cuda_for_driver(drv), gpus=gpus, python=Version("3.10"))
     return suggest_torch(M, c)
 
 

@@ -79,9 +79,6 @@ def test_an_a_after_a_model_name_is_never_that_model(alias: str, suffix: str) ->
     model = lookup(f"{alias}{suffix}", _TABLE)
     if model is not None:
         tokens = normalise(f"{alias}{suffix}")
-        lengths = [len(normalise(a)) for a in (model.name, *model.aliases)]
         # it matched through an alias that the name continues past with something other than "a"
-        assert any(
-            tokens[:n] == normalise(a) and (len(tokens) == n or tokens[n] != "a")
-            for a, n in zip((model.name, *model.aliases), lengths)
-        )
+        aliases = [normalise(a) for a in (model.name, *model.aliases)]
+        assert any(tokens[: len(a)] == a and tokens[len(a) : len(a) + 1] != ("a",) for a in aliases)

@@ -32,6 +32,12 @@ __all__ = [
 #: "NVIDIA GeForce RTX 4090" vs "RTX 4090"); they never tell two models apart.
 _NOISE_WORDS = frozenset({"nvidia", "geforce", "tesla", "quadro"})
 
+#: Words that, right after a model's name, mark another chip: the "GeForce RTX 3050 A Laptop GPU" is
+#: reported to be an Ada part, not the Ampere RTX 3050 (not confirmed from an NVIDIA table, so it stays
+#: unknown: compat/gpus.SOURCES.md), and "RTX 3050" must not claim it with 8.6. Other suffixes (Ti, SUPER,
+#: D, Laptop GPU, Max-Q, Mobile, memory sizes, form factors) keep the base model's compute capability.
+_OTHER_CHIP_WORDS = frozenset({"a"})
+
 _SPLIT = re.compile(r"[\s\-_]+")
 _CC = re.compile(r"^([0-9]{1,9})\.([0-9]{1,9})$")  # ASCII digits, few enough for int()
 #: ``sm_90``, ``sm_90a``, ``sm_100f``, ``compute_89``: the last digit is the minor version
@@ -76,9 +82,14 @@ def lookup(name: str, table: GpuTable) -> GpuModel | None:
             alias_tokens = normalise(alias)
             n = len(alias_tokens)
             # Strictly longer only: on a tie the first record in the table keeps the match.
-            if n > best_len and tokens[:n] == alias_tokens:
+            if n > best_len and tokens[:n] == alias_tokens and not _other_chip(tokens, n):
                 best, best_len = model, n
     return best
+
+
+def _other_chip(tokens: tuple[str, ...], n: int) -> bool:
+    """Does the word after the ``n`` matched tokens name a different chip ("RTX 3050 A Laptop GPU")?"""
+    return len(tokens) > n and tokens[n] in _OTHER_CHIP_WORDS
 
 
 _HOW_TO_SPELL = (

@@ -70,3 +70,15 @@ def test_parse_gpu_spec_any_text(spec: str) -> None:
 def test_parse_gpu_spec_round_trip(cc: str, form: str) -> None:
     major, minor = cc.split(".")
     assert parse_gpu_spec(form.format(major, minor), _TABLE).compute_capability == cc
+
+
+@property_settings(EXAMPLES["lookup"])
+@given(_ALIASES, st.sampled_from([" A Laptop GPU", " A", "-A"]))
+def test_an_a_after_a_model_name_is_never_that_model(alias: str, suffix: str) -> None:
+    # "RTX 3050 A Laptop GPU" is another chip than "RTX 3050": no alias directly followed by "a" matches.
+    model = lookup(f"{alias}{suffix}", _TABLE)
+    if model is not None:
+        tokens = normalise(f"{alias}{suffix}")
+        # it matched through an alias that the name continues past with something other than "a"
+        aliases = [normalise(a) for a in (model.name, *model.aliases)]
+        assert any(tokens[: len(a)] == a and tokens[len(a) : len(a) + 1] != ("a",) for a in aliases)

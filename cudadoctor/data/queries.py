@@ -416,6 +416,13 @@ class CompatMatrix:
         )
         return row.plain_tensorrt_kind, pulls, row.plain_tensorrt_index
 
+    def installs_no_objects(self, name: str, version: Version) -> bool:
+        """The distribution release is a package that only pulls in others (plain ``tensorrt`` from 8.6.1 on is an
+        sdist whose setup.py installs tensorrt-cuNN / tensorrt-libs, compat/tensorrt.toml): it ships no shared object,
+        so it opens nothing by name itself."""
+        row = self.tensorrt_release(version) if name == "tensorrt" else None
+        return row is not None and row.plain_tensorrt_kind == "sdist"
+
     @staticmethod
     def tensorrt_support(row: TensorrtRelease) -> tuple[tuple[str, ...], tuple[Version, ...], Version | None]:
         """(the CUDA versions of its support matrix, the CUDA its wheels were built with, its cuDNN)."""

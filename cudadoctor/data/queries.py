@@ -621,6 +621,11 @@ class CompatMatrix:
         replay of that wheel lays out (tests/corpus/builder.py)."""
         return row.object_read, row.wheel_read
 
+    @staticmethod
+    def runtime_load_runpath(row: RuntimeLoad) -> tuple[str, ...]:
+        """The loading object's RUNPATH as read from the wheel (empty when it has none or it was not recorded)."""
+        return row.object_runpath
+
     def runtime_loads_for(self, package: str, version: Version, arch: str) -> tuple[RuntimeLoad, ...]:
         """The rows saying what ``package`` ``version``'s wheel for ``arch`` opens by name at run time."""
         return tuple(

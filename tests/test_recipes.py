@@ -263,6 +263,7 @@ HEALTHY_IMAGE_SKIPS = {
     "CD420",  # no flash-attn installed
     "CD421",  # no xformers installed
     "CD501",  # no vLLM installed
+    "CD601",  # no TensorRT installed
     "CD701",  # the image sets no NVIDIA_REQUIRE_* variable
     "CD801",
     "CD802",

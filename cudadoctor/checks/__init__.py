@@ -37,6 +37,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     mig,
     packages,
     runtime,
+    tensorrt,
     wsl,
 )
 from cudadoctor.checks._base import Check

@@ -416,6 +416,13 @@ class CompatMatrix:
         )
         return row.plain_tensorrt_kind, pulls, row.plain_tensorrt_index
 
+    def installs_no_objects(self, name: str, version: Version) -> bool:
+        """The distribution release is a package that only pulls in others (plain ``tensorrt`` from 8.6.1 on is an
+        sdist whose setup.py installs tensorrt-cuNN / tensorrt-libs, compat/tensorrt.toml): it ships no shared object,
+        so it opens nothing by name itself."""
+        row = self.tensorrt_release(version) if name == "tensorrt" else None
+        return row is not None and row.plain_tensorrt_kind == "sdist"
+
     @staticmethod
     def tensorrt_support(row: TensorrtRelease) -> tuple[tuple[str, ...], tuple[Version, ...], Version | None]:
         """(the CUDA versions of its support matrix, the CUDA its wheels were built with, its cuDNN)."""
@@ -613,6 +620,11 @@ class CompatMatrix:
         """(the loading object's path under site-packages, the wheel file) as the row was read: what a
         replay of that wheel lays out (tests/corpus/builder.py)."""
         return row.object_read, row.wheel_read
+
+    @staticmethod
+    def runtime_load_runpath(row: RuntimeLoad) -> tuple[str, ...]:
+        """The loading object's RUNPATH as read from the wheel (empty when it has none or it was not recorded)."""
+        return row.object_runpath
 
     def runtime_loads_for(self, package: str, version: Version, arch: str) -> tuple[RuntimeLoad, ...]:
         """The rows saying what ``package`` ``version``'s wheel for ``arch`` opens by name at run time."""

@@ -503,6 +503,9 @@ class RuntimeLoad(Row):
     required_with: tuple[str, ...] = ()
     optional: bool = False  #: the package works without them (a feature is off)
     wheel_read: str | None = None  #: the wheel file the names were read from
+    #: the loading object's DT_RUNPATH as read (``$ORIGIN/../nvidia/cudnn/lib`` …): where its dlopen looks; a
+    #: replay of the wheel lays the object out with it
+    object_runpath: tuple[str, ...] = ()
 
 
 @row(kw_only=True)

@@ -597,7 +597,7 @@ def runtime_needs(ctx: ProbeContext, search: _Search, versions: _Versions, loads
             continue
         optional = row.optional or bool(row.required_with and not any(p in loads.installed for p in row.required_with))
         for obj in _loading_objects(ctx, loads.sites, row.object):
-            dyn = _absolute_paths(loads.scanned.get(obj, ElfDynamic()))
+            dyn = _absolute_paths(loads.scanned.get(obj) or _opener_dynamic(ctx, obj))
             for soname in row.sonames:
                 loaded, shadowed = resolve(ctx, search, versions, soname, dyn, obj)
                 if loaded is None and soname not in loads.majors:
@@ -619,6 +619,19 @@ def _loading_objects(ctx: ProbeContext, sites: tuple[str, ...], pattern: str) ->
         if found:
             return found[:1]
     return []
+
+
+def _opener_dynamic(ctx: ProbeContext, path: str) -> ElfDynamic:
+    """The dynamic section of an object that opens CUDA libraries by name but needs none (the scan keeps only
+    objects with a CUDA DT_NEEDED): its RUNPATH still decides where its dlopen looks (TensorRT 8.5's
+    libnvinfer.so.8: static cudart, RUNPATH into the nvidia wheels, compat/runtime_libraries.toml)."""
+    from cudadoctor.probes.elf import ElfError, read_dynamic
+
+    try:
+        host = ctx.fs.host_path(path)
+        return read_dynamic(host, os.stat(host).st_size)
+    except (ElfError, OSError, ValueError):
+        return ElfDynamic()
 
 
 def _absolute_paths(dyn: ElfDynamic) -> ElfDynamic:

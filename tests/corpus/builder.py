@@ -655,7 +655,8 @@ def _runtime_objects(replay: Replay, site: str, name: str, version: str) -> None
         return
     for row in rows:
         path, _wheel = CompatMatrix.runtime_load_file(row)
-        replay.binaries[f"{site}/{path}"] = shared_object([], os.path.basename(path))
+        runpath = CompatMatrix.runtime_load_runpath(row)  # as read from the wheel (TensorRT 8.5's libnvinfer)
+        replay.binaries[f"{site}/{path}"] = shared_object([], os.path.basename(path), runpath)
 
 
 def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:

@@ -138,3 +138,17 @@ def test_cupy_takes_nccl_from_the_wheel_only_in_the_versions_it_accepts():
     assert not linkage._required(row, {"nvidia-nccl-cu12": Version("2.16.2")})
     assert not linkage._required(row, {})
     assert not _rows("cupy-cuda12x", "13.4.0")
+
+
+def test_cupy_14_takes_any_nccl_wheel_through_cuda_pathfinder(tmp_path):
+    """CuPy 14 asks cuda.pathfinder first, which takes nvidia/nccl/lib/libnccl.so.2 of the first site directory
+    that has one, with no version gate (13.x's min_pypi_version check is only its fallback)."""
+    for package in ("cupy-cuda12x", "cupy-cuda13x"):
+        (row,) = _rows(package, "14.0.0")
+        assert row.when == "always" and row.libraries == ("nccl/lib/libnccl.so.2",)
+        assert linkage._required(row, {}) and linkage._required(row, {"nvidia-nccl-cu12": Version("2.16.2")})
+    ctx = _tree(tmp_path, f"{SITE}/nvidia/nccl/lib/libnccl.so.2")
+    (row,) = _rows("cupy-cuda12x", "14.2.0")
+    copies = linkage._preloaded_copies(ctx, linkage._Versions(ctx, (SITE,), {}), (SITE,), row, "preloaded by cupy")
+    assert set(copies) == {"libnccl.so.2"}
+    assert not _rows("cupy-cuda12x", "14.3.0")  # not read

@@ -77,3 +77,13 @@ def test_torch_2_14_on_an_amd_gpu_gets_its_rocm_7_14_build():
     plans = [p for p in suggest_torch(M, amd, "torch==2.14.0").plans if p.variant.startswith("rocm")]
     assert plans and plans[0].variant == "rocm7.14"
     assert any("ROCm 7.14 has the major" in w for w in plans[0].why)
+
+
+def test_uv_on_an_amd_gpu_stays_on_its_own_rocm_table_while_cudadoctor_plans_rocm_7_14():
+    from cudadoctor.suggest.uv_auto import uv_auto_indexes, uv_auto_pick
+
+    amd = Constraints(python=Version("3.12"), accelerator="rocm")
+    assert "rocm7.14" not in uv_auto_indexes(M, amd)  # uv's LINUX_AMD_GPU_DRIVERS stops at rocm7.2
+    pick = uv_auto_pick(M, amd)
+    assert pick.index == "rocm7.2" and pick.version == Version("2.14.0")
+    assert "compat data also has rocm7.14" in pick.note

@@ -100,6 +100,8 @@ def why(m: CompatMatrix, c: Constraints, s: Suggestion, pick: UvPick) -> str:
     if _same(top, pick):
         return "same build" + (f"; {pick.note}" if pick.note else "")
     planned = Version(top.packages[0][1])
+    if pick.version < planned and c.accelerator == "rocm" and pick.note:
+        return f"uv: {pick.note}"  # its ROCm table, not the index order, keeps it from the newer build
     if pick.version < planned:
         return (
             f"uv takes the first index with a torch for this machine ({pick.index}: newest {pick.version} in compat "

@@ -121,12 +121,12 @@ def test_discrete_intel_gpu_gets_xpu_builds_from_the_xpu_index():
     s = suggest_torch(M, c)
     assert s.plans and all(p.variant == "xpu" for p in s.plans)
     top = s.plans[0]
-    # the newest release compat data lists an XPU build for (PyTorch's Intel GPU docs, the release matrix)
-    assert top.packages[0] == ("torch", "2.13.0") and top.index_url == "https://download.pytorch.org/whl/xpu"
+    # the newest release compat data lists an XPU build for (Intel GPU docs, release and 2.14.0 candidate matrices)
+    assert top.packages[0] == ("torch", "2.14.0") and top.index_url == "https://download.pytorch.org/whl/xpu"
     assert top.commands[0].endswith("--index-url https://download.pytorch.org/whl/xpu")
     assert any("Intel's GPU driver" in cav for cav in top.caveats)
     assert any(e.candidate == "torch 2.15.0" and "XPU build not listed" in e.observed for e in s.excluded)
-    assert uv_auto_pick(M, c).label == "xpu index → torch 2.13.0"
+    assert uv_auto_pick(M, c).label == "xpu index → torch 2.14.0"
 
 
 def test_integrated_intel_gpu_alone_gets_cpu_plans_and_a_note():

@@ -148,11 +148,23 @@ def _xformers_build(xformers: InstalledPackage, matrix: CompatMatrix) -> tuple[V
 
 
 def _xformers_for(torch: InstalledPackage, major: int, matrix: CompatMatrix) -> tuple[str, ...]:
-    """``pip install`` of the newest xformers whose PyPI wheel pins this torch and has its CUDA major."""
+    """``pip install`` of the newest xformers whose PyPI wheel pins this torch and has its CUDA major, else of
+    the newest one pinning this torch whose README names the index of torch's own variant (``cu130``)."""
     for row in matrix.xformers_for_torch(torch.version):
         _t, cuda, _w = matrix.xformers_wheel_build(row)
         if cuda is not None and cuda.major == major and row.torch is not None:
             return (f"python -m pip install 'xformers=={row.version}'",)
+    return _xformers_from_index(torch, matrix)
+
+
+def _xformers_from_index(torch: InstalledPackage, matrix: CompatMatrix) -> tuple[str, ...]:
+    """The same from download.pytorch.org: xformers's README at each release tag lists the indexes it is on."""
+    variant = matrix.torch_variants.get(torch.cuda_variant or "")
+    if variant is None or variant.index_url is None:
+        return ()
+    for row in matrix.xformers_for_torch(torch.version):
+        if row.torch is not None and variant.tag in matrix.xformers_indexes(row):
+            return (f"python -m pip install 'xformers=={row.version}' --index-url {variant.index_url}",)
     return ()
 
 

@@ -580,6 +580,11 @@ class CompatMatrix:
         """(the torch build its PyPI wheel was built against, the CUDA it was built with, the wheel read)."""
         return row.wheel_torch, row.wheel_cuda, row.wheel_read
 
+    @staticmethod
+    def xformers_indexes(row: XformersRelease) -> tuple[str, ...]:
+        """The download.pytorch.org variant indexes that serve the release (its README at the release tag)."""
+        return row.pytorch_indexes
+
     def xformers_for_torch(self, torch: Version, python: Version | None = None) -> tuple[XformersRelease, ...]:
         """The xformers releases whose torch pin ``torch`` meets (and Requires-Python, given ``python``)."""
         public = Version(torch.public)

@@ -418,6 +418,8 @@ class XformersRelease(Row):
     wheel_torch: str | None = None  #: the torch build its Linux x86_64 PyPI wheel was built against (``2.4.1+cu121``)
     wheel_cuda: Version | None = None  #: the CUDA that wheel was built with (its ``xformers/cpp_lib.json``)
     wheel_read: str | None = None  #: the wheel file these were read from
+    #: the download.pytorch.org indexes (variant tags: ``cu126``, ``rocm7.1``) its README names install commands for
+    pytorch_indexes: tuple[str, ...] = ()
 
 
 @row(kw_only=True)

@@ -52,8 +52,8 @@ class UvPick:
 def uv_auto_indexes(matrix: CompatMatrix, c: Constraints) -> tuple[str, ...]:
     """The PyTorch indexes uv's automatic backend searches on this machine, first first."""
     if c.accelerator == "rocm":  # uv's own table says which ROCm builds list the GPU; compat data has no such list
-        tags = [t for t in matrix.torch_variants if t.startswith("rocm")]
-        return (*sorted(tags, key=lambda t: Version(t.removeprefix("rocm")), reverse=True), "cpu")
+        tags = [t for t in matrix.torch_variants if t.startswith("rocm") and _rocm(t) <= _UV_NEWEST_ROCM]
+        return (*sorted(tags, key=_rocm, reverse=True), "cpu")
     if _uv_sees_intel_gpu(c):
         return ("xpu",)
     if c.accelerator not in (None, "cuda") or c.driver is None or c.platform not in ("linux-x86_64", "linux-aarch64"):
@@ -102,7 +102,11 @@ def uv_auto_pick(matrix: CompatMatrix, c: Constraints) -> UvPick:
         )
     indexes = uv_auto_indexes(matrix, c)
     note = (
-        _ROCM_NOTE if c.accelerator == "rocm" else _INTEGRATED_NOTE if c.accelerator == "cpu" and c.intel_gpus else ""
+        _rocm_note(matrix)
+        if c.accelerator == "rocm"
+        else _INTEGRATED_NOTE
+        if c.accelerator == "cpu" and c.intel_gpus
+        else ""
     )
     for tag in indexes:
         newest = next((r.version for r in matrix.torch_releases if _on_index(r, tag, c)), None)
@@ -111,7 +115,23 @@ def uv_auto_pick(matrix: CompatMatrix, c: Constraints) -> UvPick:
     return UvPick(indexes[0], None, note=f"compat data lists no torch on {', '.join(indexes)} for this machine")
 
 
-#: uv's table (backend.rs LINUX_AMD_GPU_DRIVERS at 26a9dd4) has ROCm indexes to rocm7.2; compat data stops earlier
-_ROCM_NOTE = "uv also knows newer ROCm indexes (to rocm7.2) than compat data"
+#: the newest ROCm index in uv's table (backend.rs LINUX_AMD_GPU_DRIVERS at 26a9dd4); uv searches no newer one
+_UV_NEWEST_ROCM = Version("7.2")
+
+
+def _rocm(tag: str) -> Version:
+    return Version(tag.removeprefix("rocm"))
+
+
+def _rocm_note(matrix: CompatMatrix) -> str:
+    """How uv's ROCm indexes compare with the ROCm builds in compat data."""
+    newest = max((_rocm(t) for t in matrix.torch_variants if t.startswith("rocm")), default=None)
+    if newest is None or newest == _UV_NEWEST_ROCM:
+        return ""
+    if newest < _UV_NEWEST_ROCM:
+        return f"uv also knows newer ROCm indexes (to rocm{_UV_NEWEST_ROCM}) than compat data"
+    return f"uv's table stops at rocm{_UV_NEWEST_ROCM}; compat data also has rocm{newest} builds"
+
+
 #: uv's accelerator.rs takes any Intel display device for an XPU, the integrated one included
 _INTEGRATED_NOTE = "uv takes the integrated Intel GPU for an XPU"

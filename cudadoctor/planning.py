@@ -270,6 +270,8 @@ def constraints_for(
         py = facts.python.version
     accelerator = accelerator_of(facts, gpus, flags)
     platform = flags.platform or ("macos-arm64" if accelerator == "mps" else platform_of(facts))
+    if flags.platform is None and flags.gpus and gpus and all(g.name.startswith("Jetson") for g in gpus):
+        platform = "linux-aarch64"  # a described Jetson is an Arm module whatever machine plans for it
     if platform not in PLATFORMS:
         raise UsageError(f"--platform {platform!r}: expected one of {', '.join(PLATFORMS)}")
     if accelerator is None and platform == "macos-arm64":  # macOS wheels have no CUDA: an Apple Silicon Mac

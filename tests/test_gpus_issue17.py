@@ -150,3 +150,11 @@ def test_cli_plans_for_newly_known_gpus(name: str) -> None:
     r = cli.invoke(app, ["suggest", "--target", "torch", "--gpu", name, "--driver", "580.95.05", "--no-probe"])
     assert r.exit_code == 0, r.output
     assert "Plan 1:" in r.output
+
+
+def test_a_described_jetson_is_planned_for_arm_unless_told_otherwise() -> None:
+    argv = ["suggest", "--target", "torch", "--gpu", "Jetson AGX Thor", "--driver", "580.95.05", "--no-probe"]
+    r = cli.invoke(app, argv)
+    assert "linux-aarch64" in r.output.splitlines()[1] and "Plan 1:" in r.output
+    forced = cli.invoke(app, [*argv, "--platform", "linux-x86_64"])
+    assert "linux-x86_64" in forced.output.splitlines()[1] and "Nothing fits" in forced.output

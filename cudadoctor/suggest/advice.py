@@ -20,6 +20,10 @@ def advice(c: Constraints, run: Run, target: str) -> list[str]:
     elif rules & {"gpu-arch-list", "cuda-dropped-arch", "cuda-predates-arch"}:
         gpus = ", ".join(f"{g.name} ({g.compute_capability})" for g in c.gpus)
         out.append(f"no {target} build in compat data has GPU code for {gpus} that this driver can run")
+        # A GPU that CUDA or the driver dropped: say what it needs, not only that nothing fits.
+        for rule in ("cuda-dropped-arch", "driver-dropped-gpu"):
+            required = sorted({f"{e.observed}: requires {e.required}" for e in run.excluded if e.rule == rule})
+            out += required[:1]
     if "python" in rules and not out:
         out.append(f"no {target} release in compat data has wheels for Python {short(c.python) if c.python else '?'}")
     if "cuda-ceiling" in rules and not out:

@@ -28,8 +28,8 @@ from typing import Any
 
 from cudadoctor.errors import UsageError
 from cudadoctor.facts.health import GpuHealth
+from cudadoctor.probes.context import HealthSource
 from cudadoctor.probes.health_parse import parse_gpu
-from cudadoctor.probes.nvml_health import HealthSource
 from cudadoctor.record import record
 
 __all__ = [

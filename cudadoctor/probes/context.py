@@ -12,17 +12,23 @@ import platform
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from cudadoctor.facts.model import ProbeError
 from cudadoctor.probes.native import Native, NullNative
-from cudadoctor.probes.nvml_health import HealthSource, NullHealthSource
+from cudadoctor.probes.nvml_health import NullHealthSource
 from cudadoctor.rootfs import RootFS
 from cudadoctor.runner import NullRunner, Runner
 
-__all__ = ["ProbeContext"]
+__all__ = ["HealthSource", "ProbeContext"]
 
 T = TypeVar("T")
+
+
+class HealthSource(Protocol):
+    """Where the health probe gets NVML's answers (cudadoctor.probes.nvml_health: real, recorded or none)."""
+
+    def query(self, *, utilization: bool = False, sample_seconds: float = 0.0) -> dict[str, Any]: ...
 
 
 @dataclass

@@ -169,16 +169,16 @@ class _Helper:
             return self._answers
 
     def _wait(self, timeout: float) -> dict[str, Any] | None:
-        import json
+        import ast
 
         result = self.started.result(timeout)
         if result.error is not None and result.error.startswith("timed out"):
             self.timed_out = True
         if not result.ok:
             return None
-        try:
-            answers = json.loads(result.stdout)
-        except ValueError:
+        try:  # a Python literal (cudadoctor.probes.nvml_child says why): read, never evaluated
+            answers = ast.literal_eval(result.stdout)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return None
         return answers if isinstance(answers, dict) else None
 
@@ -228,25 +228,24 @@ def _start_helper(health: bool) -> _Helper | None:
 def start_early(*, health: bool) -> None:
     """Start the NVML and libcuda queries (and NVML's health answers) now, for this machine's probes.
 
-    On Linux they run in a helper process (:mod:`cudadoctor.probes.nvml_child`), elsewhere or on request in
-    daemon threads; either way they overlap the import of the checks instead of following it (``cudadoctor
-    check`` on an H200: the NVML calls take ~50 ms). Only for a live run: a probe that finds no early query, or
-    whose helper failed, asks itself, as before.
+    On Linux NVML runs in a helper process (:mod:`cudadoctor.probes.nvml_child`), elsewhere or on request in a
+    daemon thread, as libcuda's version always does; either way they overlap the import of the checks instead of
+    following it (``cudadoctor check`` on an H200: the NVML calls take ~50 ms). Only for a live run: a probe that
+    finds no early query, or whose helper failed, asks itself, as before.
     """
     with _EARLY_LOCK:
         if _EARLY:
             return
+        _EARLY["libcuda"] = _Early(_query_libcuda)  # here in either case: see cudadoctor.probes.nvml_child
         helper = _start_helper(health)
         if helper is not None:
             _EARLY["nvml"] = _FromHelper(helper, "nvml", nvml_result)
-            _EARLY["libcuda"] = _FromHelper(helper, "libcuda", libcuda_result)
             if health:
                 _EARLY["health"] = _FromHelper(helper, "health", dict)
             return
         from cudadoctor.probes.nvml_health import query_health
 
         _EARLY["nvml"] = _Early(_query_nvml)
-        _EARLY["libcuda"] = _Early(_query_libcuda)
         if health:
             _EARLY["health"] = _Early(query_health)
 

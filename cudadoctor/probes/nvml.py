@@ -40,9 +40,12 @@ from ctypes import (
     c_ushort,
     create_string_buffer,
 )
-from typing import Any
 
 from cudadoctor.probes.nvml_calls import open_nvml_library
+
+TYPE_CHECKING = False  # the helper process imports this module: no `typing` (and `re`) at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # nvmlReturn_t (nvml.h)
 NVML_SUCCESS = 0

@@ -11,7 +11,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-from typing import Any
+
+TYPE_CHECKING = False  # the helper process imports this module: no `typing` (and `re`) at run time
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+    Plain: TypeAlias = dict[str, Any]
 
 __all__ = [
     "BINDING_VAR",
@@ -25,8 +30,6 @@ __all__ = [
 #: ``CUDADOCTOR_NVML=pynvml`` selects NVIDIA's nvidia-ml-py over cudadoctor's own binding (cudadoctor.probes.nvml)
 #: and ``inprocess`` keeps the own binding; both query NVML in cudadoctor's own process (threads), not in a helper.
 BINDING_VAR = "CUDADOCTOR_NVML"
-
-Plain = dict[str, Any]
 
 
 def _text(value: object) -> str:

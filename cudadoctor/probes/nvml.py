@@ -17,8 +17,7 @@ offsets and field types against nvidia-ml-py and runs every function against a f
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
+import _thread
 from ctypes import (
     CDLL,
     POINTER,
@@ -43,8 +42,9 @@ from ctypes import (
 
 from cudadoctor.probes.nvml_calls import open_nvml_library
 
-TYPE_CHECKING = False  # the helper process imports this module: no `typing` (and `re`) at run time
+TYPE_CHECKING = False  # the helper process imports this module: only ctypes (see cudadoctor.probes.nvml_child)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 # nvmlReturn_t (nvml.h)
@@ -133,7 +133,7 @@ def _error_text(code: int) -> str:
 
 # -- the library ------------------------------------------------------------------------------------------
 
-_LOCK = threading.Lock()
+_LOCK = _thread.allocate_lock()  # threading's Lock, without importing threading (the helper's memory)
 #: ``open``: what loads the library: libnvidia-ml.so.1 by its fixed name, the one place cudadoctor
 #: dlopens NVML (cudadoctor.probes.native; tests/security/test_static.py keeps it so).
 _STATE: dict[str, Any] = {"open": open_nvml_library, "lib": None}

@@ -8,12 +8,12 @@ allocates a 13.5 MB block; measured on an H200), which the doctor's own process 
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 
-TYPE_CHECKING = False  # the helper process imports this module: no `typing` (and `re`) at run time
+TYPE_CHECKING = False  # the helper process imports this module: only ctypes (see cudadoctor.probes.nvml_child)
 if TYPE_CHECKING:
+    from types import TracebackType
     from typing import Any, TypeAlias
 
     Plain: TypeAlias = dict[str, Any]
@@ -35,6 +35,19 @@ BINDING_VAR = "CUDADOCTOR_NVML"
 def _text(value: object) -> str:
     # nvidia-ml-py 13 returns str (measured on a real H200); older pynvml releases returned bytes.
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class _suppress:
+    """``contextlib.suppress``, without importing contextlib and the collections it pulls in (the helper's memory)."""
+
+    def __init__(self, *kinds: type[BaseException]) -> None:
+        self.kinds = kinds
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> bool:
+        return kind is not None and issubclass(kind, self.kinds)
 
 
 def load_nvml_library() -> str | None:
@@ -89,9 +102,9 @@ def query_nvml() -> Plain:
         return {"error": f"{type(exc).__name__}: {exc}"}
     try:
         driver = cuda = None
-        with contextlib.suppress(pynvml.NVMLError):
+        with _suppress(pynvml.NVMLError):
             driver = _text(pynvml.nvmlSystemGetDriverVersion())
-        with contextlib.suppress(pynvml.NVMLError):
+        with _suppress(pynvml.NVMLError):
             cuda = int(pynvml.nvmlSystemGetCudaDriverVersion_v2())
         devices: list[Plain] = []
         errors: list[str] = []
@@ -127,17 +140,17 @@ def _nvml_device(pynvml: object, index: int) -> Plain:
     handle = nv.nvmlDeviceGetHandleByIndex(index)  # type: ignore[attr-defined]
     name = _text(nv.nvmlDeviceGetName(handle))  # type: ignore[attr-defined]
     cc = memory = mig = bus = brand = None
-    with contextlib.suppress(Exception):
+    with _suppress(Exception):
         major, minor = nv.nvmlDeviceGetCudaComputeCapability(handle)  # type: ignore[attr-defined]
         cc = f"{major}.{minor}"
-    with contextlib.suppress(Exception):
+    with _suppress(Exception):
         memory = int(nv.nvmlDeviceGetMemoryInfo(handle).total) // (1024 * 1024)  # type: ignore[attr-defined]
-    with contextlib.suppress(Exception):
+    with _suppress(Exception):
         current, _pending = nv.nvmlDeviceGetMigMode(handle)  # type: ignore[attr-defined]
         mig = "Enabled" if current else "Disabled"
-    with contextlib.suppress(Exception):
+    with _suppress(Exception):
         bus = _text(nv.nvmlDeviceGetPciInfo(handle).busId)  # type: ignore[attr-defined]
-    with contextlib.suppress(Exception):
+    with _suppress(Exception):
         brand = _BRANDS.get(int(nv.nvmlDeviceGetBrand(handle)), "Unknown")  # type: ignore[attr-defined]
     migs = _mig_device_count(nv, handle) if mig == "Enabled" else None
     return {
@@ -160,7 +173,7 @@ def _mig_device_count(nv: object, handle: object) -> int | None:
         return None
     found = 0
     for slot in range(max(0, min(slots, 64))):
-        with contextlib.suppress(Exception):
+        with _suppress(Exception):
             nv.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)  # type: ignore[attr-defined]
             found += 1
     return found

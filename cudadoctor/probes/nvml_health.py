@@ -16,9 +16,7 @@ Cost measured on an H200 (driver 580.159.04): the per-device calls below take ab
 from __future__ import annotations
 
 import ctypes
-import functools
 import time
-from collections.abc import Callable
 
 from cudadoctor.probes.nvml_calls import load_nvml_library, nvml_binding
 
@@ -43,6 +41,7 @@ RECORD_SCHEMA = 1
 # helper's memory, measured on the H200). Type checkers read the names below.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, TypeAlias
 
     Record: TypeAlias = dict[str, Any]
@@ -119,6 +118,11 @@ def _plain(value: Any) -> Any:
     if type(value).__name__ == "nvmlFriendlyObject":  # pynvml's process entries
         return {k: _plain(v) for k, v in vars(value).items()}
     return str(value)
+
+
+def _bind(func: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    """``functools.partial(func, *args)``, without importing functools and collections (the helper's memory)."""
+    return lambda: func(*args)
 
 
 def _call(nv: Any, out: Record, key: str, func: Callable[[], Any]) -> Any:
@@ -208,14 +212,14 @@ def _memory_health(nv: Any, h: Any, out: Record) -> None:
     for err_name, err in (("corrected", 0), ("uncorrected", 1)):
         for counter_name, counter in (("volatile", 0), ("aggregate", 1)):
             key = f"ecc_{err_name}_{counter_name}"
-            _call(nv, out, key, functools.partial(nv.nvmlDeviceGetTotalEccErrors, h, err, counter))
+            _call(nv, out, key, _bind(nv.nvmlDeviceGetTotalEccErrors, h, err, counter))
         for loc_name, loc in MEMORY_LOCATIONS.items():
             key = f"ecc_{err_name}_volatile_{loc_name}"
-            _call(nv, out, key, functools.partial(nv.nvmlDeviceGetMemoryErrorCounter, h, err, 0, loc))
+            _call(nv, out, key, _bind(nv.nvmlDeviceGetMemoryErrorCounter, h, err, 0, loc))
     _call(nv, out, "remapped_rows", lambda: list(nv.nvmlDeviceGetRemappedRows(h)))
     _call(nv, out, "retired_pages_pending", lambda: nv.nvmlDeviceGetRetiredPagesPendingStatus(h))
     for cause_name, cause in (("single_bit", 0), ("double_bit", 1)):
-        _call(nv, out, f"retired_pages_{cause_name}", functools.partial(_count, nv.nvmlDeviceGetRetiredPages, h, cause))
+        _call(nv, out, f"retired_pages_{cause_name}", _bind(_count, nv.nvmlDeviceGetRetiredPages, h, cause))
 
 
 def _count(func: Callable[..., Any], *args: Any) -> int:
@@ -228,7 +232,7 @@ def _clocks_and_links(nv: Any, h: Any, out: Record) -> None:
     )
     _call(nv, out, "clock_event_reasons", lambda: reasons(h))
     for name, policy in VIOLATION_POLICIES.items():
-        _call(nv, out, f"violation_{name}", functools.partial(nv.nvmlDeviceGetViolationStatus, h, policy))
+        _call(nv, out, f"violation_{name}", _bind(nv.nvmlDeviceGetViolationStatus, h, policy))
     _call(nv, out, "pcie_gen_current", lambda: nv.nvmlDeviceGetCurrPcieLinkGeneration(h))
     _call(nv, out, "pcie_gen_max", lambda: nv.nvmlDeviceGetMaxPcieLinkGeneration(h))
     _call(nv, out, "pcie_gen_gpu_max", lambda: nv.nvmlDeviceGetGpuMaxPcieLinkGeneration(h))
@@ -238,7 +242,7 @@ def _clocks_and_links(nv: Any, h: Any, out: Record) -> None:
     states: list[Any] = []
     for link in range(NVLINK_MAX_LINKS):
         probe: Record = {}
-        _call(nv, probe, "s", functools.partial(nv.nvmlDeviceGetNvLinkState, h, link))
+        _call(nv, probe, "s", _bind(nv.nvmlDeviceGetNvLinkState, h, link))
         states.append(probe["s"])
         if "e" in probe["s"]:  # NOT_SUPPORTED (no NVLink) or INVALID_ARGUMENT (past the last link)
             break
@@ -304,7 +308,7 @@ def _gpm_window(nv: Any, devices: list[Record], seconds: float) -> None:
         return
     time.sleep(seconds)
     for device, handle, first in taken:
-        _call(nv, device, "gpm", functools.partial(_gpm_metrics, nv, handle, first, seconds))
+        _call(nv, device, "gpm", _bind(_gpm_metrics, nv, handle, first, seconds))
 
 
 def _gpm_metrics(nv: Any, h: Any, first: Any, seconds: float) -> dict[str, Any]:

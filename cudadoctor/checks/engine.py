@@ -79,7 +79,13 @@ def _parameters(function: Callable[..., Any]) -> list[tuple[str, Any]]:
     bound = isinstance(function, types.MethodType)
     plain = function.__func__ if isinstance(function, types.MethodType) else function
     code = getattr(plain, "__code__", None)
-    if code is None or not isinstance(plain, types.FunctionType) or code.co_flags & (_VARARGS | _VARKEYWORDS):
+    wrapped = hasattr(plain, "__wrapped__") or hasattr(plain, "__signature__")  # inspect follows those
+    if (
+        code is None
+        or wrapped
+        or not isinstance(plain, types.FunctionType)
+        or code.co_flags & (_VARARGS | _VARKEYWORDS)
+    ):
         return [(n, p.default) for n, p in inspect.signature(function).parameters.items()]
     positional = code.co_varnames[: code.co_argcount]
     defaults = plain.__defaults__ or ()

@@ -164,7 +164,11 @@ def _xformers_from_index(torch: InstalledPackage, matrix: CompatMatrix) -> tuple
         return ()
     for row in matrix.xformers_for_torch(torch.version):
         if row.torch is not None and variant.tag in matrix.xformers_indexes(row):
-            return (f"python -m pip install 'xformers=={row.version}' --index-url {variant.index_url}",)
+            # the same version from PyPI is installed: without --force-reinstall pip says "already satisfied"
+            return (
+                f"python -m pip install --force-reinstall --no-deps 'xformers=={row.version}' "
+                f"--index-url {variant.index_url}",
+            )
     return ()
 
 

@@ -628,7 +628,7 @@ def _opener_dynamic(ctx: ProbeContext, path: str) -> ElfDynamic:
     from cudadoctor.probes.elf import ElfError, read_dynamic
 
     try:
-        host = ctx.fs.host_path(path)
+        host = ctx.fs.host_path(ctx.fs.resolve(path))  # an image's links are followed inside the image
         return read_dynamic(host, os.stat(host).st_size)
     except (ElfError, OSError, ValueError):
         return ElfDynamic()

@@ -127,3 +127,24 @@ def test_the_cudnn_compatibility_rule():
     assert not cudnn_minor_older(Version("8.6.0"), Version("8.6.0.163"))
     assert not cudnn_minor_older(Version("8.6.0"), Version("8.9.7.29"))
     assert not cudnn_minor_older(Version("8.6.0"), Version("9.1.0.70"))  # another soname: not this check's
+
+
+def test_a_marker_with_an_equals_is_not_a_pin() -> None:
+    """`extra == "cudnn"` or `platform_system == "Linux"` in a Requires-Dist marker pins nothing (review finding)."""
+    from packaging.version import Version
+
+    from cudadoctor.checks.tensorrt import _pinned_by
+    from cudadoctor.facts.model import InstalledPackage, Source, SourceKind
+
+    def pkg(name: str, *requires: str) -> InstalledPackage:
+        return InstalledPackage(name, Version("1.0"), "/s", Source(SourceKind.METADATA, "/s"), requires=requires)
+
+    packages = {
+        "onnxruntime-gpu": pkg("onnxruntime-gpu", 'nvidia-cudnn-cu12~=9.0; extra == "cudnn"'),
+        "other": pkg("other", 'nvidia-cudnn-cu11>=8.6; platform_system == "Linux"'),
+        "torch": pkg(
+            "torch", 'nvidia-cudnn-cu11==8.5.0.96; platform_system == "Linux" and platform_machine == "x86_64"'
+        ),
+    }
+    assert _pinned_by("nvidia-cudnn-cu12", packages) is None
+    assert _pinned_by("nvidia-cudnn-cu11", packages) == "torch"

@@ -18,7 +18,8 @@ def test_torch_2_10_cu130_with_the_pypi_xformers_gets_the_cu130_index_build(h200
     assert finding.status is Status.FAIL
     assert finding.remediation is not None
     assert finding.remediation.commands == (
-        "python -m pip install 'xformers==0.0.35' --index-url https://download.pytorch.org/whl/cu130",
+        "python -m pip install --force-reinstall --no-deps 'xformers==0.0.35' "
+        "--index-url https://download.pytorch.org/whl/cu130",
     )
 
 
@@ -37,7 +38,8 @@ def test_torch_2_4_1_cu118_with_the_pypi_xformers_gets_the_cu118_index_build(h20
     finding = run_check("CD421", facts)
     assert finding.status is Status.FAIL and finding.remediation is not None
     assert finding.remediation.commands == (
-        "python -m pip install 'xformers==0.0.28.post1' --index-url https://download.pytorch.org/whl/cu118",
+        "python -m pip install --force-reinstall --no-deps 'xformers==0.0.28.post1' "
+        "--index-url https://download.pytorch.org/whl/cu118",
     )
     fixed = package("xformers", "0.0.28.post1+cu118", cuda_variant="cu118", cuda_build="11.8")
     assert run_check("CD421", with_packages(h200, torch("2.4.1+cu118", "11.8", False), fixed)).status is Status.OK

@@ -181,3 +181,24 @@ def test_the_scan_cache_keeps_only_what_the_scan_reads(tmp_path, monkeypatch):
     cache.save()
     again = scancache.ScanCache().listing(str(site / "pkg"))
     assert again == (files, subdirs)
+
+
+def test_the_openers_runpath_is_read_inside_an_image_root(tmp_path) -> None:
+    """An image's absolute link is followed inside the image, never to the host's file of that name (review)."""
+    from cudadoctor.probes import linkage
+    from cudadoctor.probes.context import ProbeContext
+    from cudadoctor.rootfs import RootFS
+    from tests.elfwriter import shared_object
+
+    host_lib = tmp_path / "host" / "libnvinfer.so.8"
+    host_lib.parent.mkdir()
+    host_lib.write_bytes(shared_object(soname="libnvinfer.so.8", runpath=["/host/only"]))
+    image = tmp_path / "image"
+    inside = image / str(host_lib).lstrip("/")  # the same absolute path, inside the image
+    inside.parent.mkdir(parents=True)
+    inside.write_bytes(shared_object(soname="libnvinfer.so.8", runpath=["$ORIGIN/../nvidia/cudnn/lib"]))
+    link = image / "site" / "tensorrt_libs" / "libnvinfer.so.8"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(host_lib)  # absolute: names a path that exists on the host too
+    dyn = linkage._opener_dynamic(ProbeContext(fs=RootFS(str(image))), "/site/tensorrt_libs/libnvinfer.so.8")
+    assert dyn.runpath == ("$ORIGIN/../nvidia/cudnn/lib",)

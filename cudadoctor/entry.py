@@ -73,7 +73,7 @@ def main(*, hard_exit: bool = False) -> None:
         cli_main()
         return
     from cudadoctor.commands import check_command, closed_pipe, guard
-    from cudadoctor.probes.native import start_early
+    from cudadoctor.probes.native import start_early, stop_early
 
     # Every fast form examines this machine: NVML can start answering while the checks are imported.
     start_early(health=not options.no_health)
@@ -84,6 +84,8 @@ def main(*, hard_exit: bool = False) -> None:
             sys.stderr.flush()
     except BrokenPipeError:
         closed_pipe()
+    finally:
+        stop_early()  # a usage error before the probes asked: NVML's helper process is not left running
     if hard_exit:
         os._exit(code)
     sys.exit(code)

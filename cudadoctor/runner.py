@@ -84,6 +84,11 @@ class StartedCommand:
         self.argv = argv
         self.proc = proc
 
+    def stop(self) -> None:
+        """Kill it with its process group if it is still running (its output is no longer wanted)."""
+        if self.proc.poll() is None:
+            _kill_group(self.proc)
+
     def result(self, timeout: float) -> CommandResult:
         """What it did; one that runs past ``timeout`` (from now) is killed with its process group."""
         out, err, error = _stream(self.proc, timeout)

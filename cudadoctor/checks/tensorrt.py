@@ -122,7 +122,11 @@ class CD601(Check):
     ) -> Problem | None:
         needs = _nvinfer_cudnn(loader)
         if not needs:
-            unread = sorted(f"{p.name} {p.version}" for n, p in packages.items() if _TENSORRT.match(n))
+            unread = sorted(
+                f"{p.name} {p.version}"
+                for n, p in packages.items()
+                if _TENSORRT.match(n) and not matrix.installs_no_objects(n, p.version)  # a metapackage ships none
+            )
             if unread:
                 raise CannotJudge(
                     f"which cuDNN the libnvinfer of {', '.join(unread)} opens (not in compat/runtime_libraries.toml)"

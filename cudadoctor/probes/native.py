@@ -24,7 +24,7 @@ from cudadoctor.probes.nvml_calls import (
     query_nvml,
 )
 from cudadoctor.record import record
-from cudadoctor.runner import StartedCommand, start_command
+from cudadoctor.runner import CommandResult, StartedCommand, start_command
 
 __all__ = [
     "BINDING_VAR",
@@ -42,6 +42,7 @@ __all__ = [
     "nvml_result",
     "open_nvml_library",
     "start_early",
+    "stop_early",
     "take_early",
 ]
 
@@ -149,57 +150,79 @@ class _Early:
         return self._box[0] if self._box else on_timeout  # type: ignore[return-value]
 
 
+#: Seconds the helper process may run before it is killed: the longest any of its askers waits (NVML's 10 s; the
+#: health probe asks with its own, shorter deadline and gives up alone, without ending the helper for the others).
+HELPER_DEADLINE = NATIVE_TIMEOUT
+
+
 class _Helper:
-    """The helper process (:mod:`cudadoctor.probes.nvml_child`) and, once read, its answers."""
+    """The helper process (:mod:`cudadoctor.probes.nvml_child`), read in a thread of its own until it ends or its
+    deadline kills it; each asker waits only as long as its own timeout."""
 
-    def __init__(self, started: StartedCommand) -> None:
+    def __init__(self, started: StartedCommand, deadline: float) -> None:
         self.started = started
-        self._lock = threading.Lock()
-        self._read = False
-        self._answers: dict[str, Any] | None = None
-        self.timed_out = False
+        self.done = threading.Event()
+        self.answers: dict[str, Any] | None = None
+        #: why its answers are errors rather than a reason to ask again here (it hung, or NVML killed it)
+        self.failure: str | None = None
+        threading.Thread(target=self._read, args=(deadline,), name="cudadoctor-nvml-helper", daemon=True).start()
 
-    def answers(self, timeout: float) -> dict[str, Any] | None:
-        """The helper's answers; None when it failed (its probes then ask in this process) or ran past ``timeout``
-        (it is killed then)."""
-        with self._lock:
-            if not self._read:
-                self._read = True
-                self._answers = self._wait(timeout)
-            return self._answers
+    def _read(self, deadline: float) -> None:
+        try:
+            result = self.started.result(deadline)
+            self.answers, self.failure = _helper_answers(result, deadline)
+        except (OSError, ValueError) as exc:  # stopped while reading (stop_early): the process is ending
+            self.failure = f"the NVML helper was stopped: {exc}"
+        finally:
+            self.done.set()
 
-    def _wait(self, timeout: float) -> dict[str, Any] | None:
-        import ast
+    def stop(self) -> None:
+        if not self.done.is_set():
+            self.started.stop()
 
-        result = self.started.result(timeout)
-        if result.error is not None and result.error.startswith("timed out"):
-            self.timed_out = True
-        if not result.ok:
-            return None
-        try:  # a Python literal (cudadoctor.probes.nvml_child says why): read, never evaluated
-            answers = ast.literal_eval(result.stdout)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            return None
-        return answers if isinstance(answers, dict) else None
+
+def _helper_answers(result: CommandResult, deadline: float) -> tuple[dict[str, Any] | None, str | None]:
+    """(answers, failure) of a finished helper. A helper that could not run or answered garbage gives neither: the
+    probes then ask in this process. One that hung or died of a signal gives a failure: asking NVML here again
+    would hang or crash the doctor itself."""
+    import ast
+
+    if result.error is not None and result.error.startswith("timed out"):
+        return None, f"the NVML helper did not answer within {deadline:g} s"
+    if result.returncode is not None and result.returncode < 0:
+        tail = result.stderr.strip().splitlines()[-1:] if result.stderr else []
+        return None, f"the NVML helper died of signal {-result.returncode}" + (f" ({tail[0][:200]})" if tail else "")
+    if not result.ok:
+        return None, None
+    try:  # a Python literal (cudadoctor.probes.nvml_child says why): read, never evaluated
+        answers = ast.literal_eval(result.stdout)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None, None
+    return (answers if isinstance(answers, dict) else None), None
 
 
 class _FromHelper:
     """One early query answered by the helper process."""
 
-    def __init__(self, helper: _Helper, name: str, convert: Callable[[Any], object]) -> None:
-        self.helper, self.name, self.convert = helper, name, convert
+    def __init__(
+        self, helper: _Helper, name: str, convert: Callable[[Any], object], failed: Callable[[str], object]
+    ) -> None:
+        self.helper, self.name, self.convert, self.failed = helper, name, convert, failed
 
     def result(self, timeout: float, on_timeout: T) -> T | None:
-        answers = self.helper.answers(timeout)
-        if self.helper.timed_out:
-            return on_timeout
+        if not self.helper.done.wait(timeout):
+            return on_timeout  # this asker gives up; the helper keeps its own deadline for the others
+        if self.helper.failure is not None:
+            return self.failed(self.helper.failure)  # type: ignore[return-value]
+        answers = self.helper.answers
         if answers is None or not isinstance(answers.get(self.name), dict):
-            return None  # the helper failed: the probe asks in this process
+            return None  # the helper could not run: the probe asks in this process
         return self.convert(answers[self.name])  # type: ignore[return-value]
 
 
 _EARLY: dict[str, _Early | _FromHelper] = {}
 _EARLY_LOCK = threading.Lock()
+_HELPERS: list[_Helper] = []
 
 
 def helper_argv(health: bool) -> list[str] | None:
@@ -222,7 +245,18 @@ def _start_helper(health: bool) -> _Helper | None:
     if argv is None:
         return None
     started = start_command(argv)
-    return _Helper(started) if isinstance(started, StartedCommand) else None
+    if not isinstance(started, StartedCommand):
+        return None
+    helper = _Helper(started, HELPER_DEADLINE)
+    _HELPERS.append(helper)
+    return helper
+
+
+def stop_early() -> None:
+    """End any helper process still running (the command is finishing: a usage error before the probes asked, or
+    askers that gave up); its process group is killed."""
+    for helper in _HELPERS:
+        helper.stop()
 
 
 def start_early(*, health: bool) -> None:
@@ -239,9 +273,14 @@ def start_early(*, health: bool) -> None:
         _EARLY["libcuda"] = _Early(_query_libcuda)  # here in either case: see cudadoctor.probes.nvml_child
         helper = _start_helper(health)
         if helper is not None:
-            _EARLY["nvml"] = _FromHelper(helper, "nvml", nvml_result)
+            _EARLY["nvml"] = _FromHelper(helper, "nvml", nvml_result, lambda why: NvmlResult(error=why))
             if health:
-                _EARLY["health"] = _FromHelper(helper, "health", dict)
+                from cudadoctor.probes.nvml_health import RECORD_SCHEMA
+
+                failed = {"schema": RECORD_SCHEMA, "init": {"e": "", "c": -1}}
+                _EARLY["health"] = _FromHelper(
+                    helper, "health", dict, lambda why: {**failed, "init": {"e": why, "c": -1}}
+                )
             return
         from cudadoctor.probes.nvml_health import query_health
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["BOOTSTRAP", "main"]
+__all__ = ["BOOTSTRAP", "finite", "main"]
 
-#: The ``-c`` program: the package's root comes first on the path, then this module runs.
+#: The ``-c`` program: the package's root joins the path (after the standard library), then this module runs.
 BOOTSTRAP = (
-    "import sys; sys.path.insert(0, sys.argv[1]); from cudadoctor.probes.nvml_child import main; main(sys.argv[2:])"
+    "import sys; sys.path.append(sys.argv[1]); from cudadoctor.probes.nvml_child import main; main(sys.argv[2:])"
 )
 
 
@@ -39,5 +39,17 @@ def main(argv: list[str]) -> None:
         from cudadoctor.probes.nvml_health import query_health
 
         out["health"] = query_health()
-    sys.stdout.write(repr(out))
+    sys.stdout.write(ascii(finite(out)))  # ASCII: whatever the locale's encoding
     sys.stdout.flush()
+
+
+def finite(value: object) -> object:
+    """``value`` with every NaN or infinite float replaced by None: ``ast.literal_eval`` reads no ``nan``/``inf``,
+    and one such reading would throw away every answer."""
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value

@@ -128,12 +128,59 @@ def test_the_helpers_answers_become_the_records(helper: Callable[[str], None]) -
     assert nvml_health.RealHealthSource().query() == answers["health"]
 
 
-def test_a_wedged_helper_is_killed_at_the_deadline(helper: Callable[[str], None]) -> None:
+def test_a_wedged_helper_is_killed_at_its_own_deadline(helper: Callable[[str], None], monkeypatch) -> None:
+    monkeypatch.setattr(native, "HELPER_DEADLINE", 0.6)
     helper("import time; time.sleep(60)")
     native.start_early(health=False)
     early = native._EARLY["nvml"]
     assert isinstance(early, native._FromHelper)
     started = time.monotonic()
-    assert RealNative(timeout=0.3).nvml().error == "NVML timed out after 0.3 s"
-    assert time.monotonic() - started < 5
-    assert early.helper.started.proc.poll() is not None  # killed, not left behind
+    assert RealNative(timeout=0.2).nvml().error == "NVML timed out after 0.2 s"  # this asker's own timeout
+    assert time.monotonic() - started < 0.5
+    assert early.helper.done.wait(5)  # ... and the helper is ended at its own deadline, not left behind
+    assert early.helper.started.proc.poll() is not None
+    assert early.helper.failure == "the NVML helper did not answer within 0.6 s"
+
+
+def test_a_short_asker_does_not_end_the_helper_for_the_others(helper: Callable[[str], None]) -> None:
+    """The health probe gives up after its 5 s; the driver probe still gets NVML's answer at 6 s (review finding)."""
+    answers = {"nvml": {"driver_version": "580.159.04", "devices": []}, "health": {"schema": 1}}
+    helper(f"import time; time.sleep(0.6); print({answers!r})")
+    native.start_early(health=True)
+    timed_out = {"schema": 1, "init": {"e": "NVML did not answer", "c": -1}}
+    assert native.take_early("health", 0.1, timed_out) == timed_out
+    assert RealNative(timeout=5).nvml().driver_version == "580.159.04"
+
+
+def test_a_helper_killed_by_a_signal_is_an_error_not_a_retry_here(
+    helper: Callable[[str], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NVML that crashed its helper would crash the doctor if asked again in-process: it is reported instead."""
+    asked_here: list[str] = []
+    monkeypatch.setattr(native, "_query_nvml", lambda: asked_here.append("nvml") or NvmlResult())
+    helper("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    native.start_early(health=True)
+    assert RealNative().nvml().error == "the NVML helper died of signal 11"
+    health = nvml_health.RealHealthSource().query()
+    assert health["init"] == {"e": "the NVML helper died of signal 11", "c": -1}
+    assert asked_here == []
+
+
+def test_stop_early_ends_a_helper_nobody_asked(helper: Callable[[str], None], monkeypatch) -> None:
+    monkeypatch.setattr(native, "_HELPERS", [])
+    helper("import time; time.sleep(60)")
+    native.start_early(health=False)
+    process = native._HELPERS[0].started.proc
+    native.stop_early()
+    assert process.wait(5) is not None
+
+
+def test_the_helpers_literal_survives_nan_and_any_locale() -> None:
+    import ast
+
+    from cudadoctor.probes.nvml_child import finite
+
+    value = {"power": float("nan"), "temp": [float("inf"), 41.5], "name": "GPU \ufffd", "ok": True, "none": None}
+    assert ast.literal_eval(ascii(finite(value))) == {
+        "power": None, "temp": [None, 41.5], "name": "GPU \ufffd", "ok": True, "none": None,
+    }  # fmt: skip

@@ -123,6 +123,42 @@ def test_ngc_pytorch_is_offered_only_where_the_driver_runs_its_cuda() -> None:
     assert ngc not in _images(on_580)
 
 
+def _ngc_caveat(plan: Plan) -> str:
+    return next(c for c in plan.caveats if c.startswith("NGC containers: "))
+
+
+def test_a_535_driver_on_an_a100_gets_an_ngc_release_whose_floor_it_meets_through_forward_compat() -> None:
+    """Triton 24.10 notes: CUDA 12.6.2 needs 560, "or 535.86 (or later R535)" on a data center GPU."""
+    c = _c("535.104.05", ("A100", "8.0"), python="3.10")
+    c = replace(c, gpus=(replace(c.gpus[0], segment="datacenter"),))
+    caveat = _ngc_caveat(suggest_torch(M, c, limit=1).plans[0])
+    assert "nvcr.io/nvidia/tritonserver 24.10 (CUDA 12.6.2" in caveat
+    assert "535.86 or later R535 on a data center GPU (forward compatibility)" in caveat
+
+
+def test_a_470_driver_is_told_the_newest_ngc_release_it_runs() -> None:
+    geforce = _c("470.82.01", ("RTX 3090", "8.6"), python="3.8")
+    caveat = _ngc_caveat(suggest_torch(M, geforce, limit=1).plans[0])
+    # no forward compatibility on a GeForce: Triton 21.04 (465.19.01) is the newest whose floor 470 meets
+    assert "nvcr.io/nvidia/tritonserver 21.04 (CUDA 11.3.0" in caveat and "nvcr.io/nvidia/pytorch 20.06" in caveat
+    datacenter = replace(geforce, gpus=(Gpu("A100", "8.0", "--gpu", "datacenter"),))
+    assert "nvcr.io/nvidia/tritonserver 24.10" in _ngc_caveat(suggest_torch(M, datacenter, limit=1).plans[0])
+
+
+def test_a_driver_that_meets_every_ngc_floor_gets_no_ngc_caveat() -> None:
+    plan = suggest_torch(M, _c("580.65.06"), limit=1).plans[0]
+    assert not any(c.startswith("NGC containers") for c in plan.caveats)
+
+
+def test_a_vllm_plan_names_the_triton_container_with_nvidias_build_of_that_vllm() -> None:
+    image = "nvcr.io/nvidia/tritonserver:25.11-vllm-python-py3"  # vLLM 0.11.0+582e4e37.nv25.11.cu130, CUDA 13.0.2
+    fits = suggest_vllm(M, _c("580.65.06"), "vllm==0.11.0", limit=1).plans[0]
+    assert image in _images(fits) and "CUDA 13.0.2" in _images(fits)[image]
+    old = suggest_vllm(M, _c("570.86.10"), "vllm==0.11.0", limit=1).plans[0]  # CUDA 12.8 driver
+    assert image not in _images(old)
+    assert any(c.startswith(image) and "it will not start" in c for c in old.caveats)
+
+
 # --- the Dockerfile ----------------------------------------------------------------------------------------------
 
 

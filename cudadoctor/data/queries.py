@@ -36,6 +36,7 @@ from cudadoctor.data.rows import (
     JaxRelease,
     MinorCompat,
     NcclRelease,
+    NgcContainer,
     NgcPytorchImage,
     NvidiaCudaScheme,
     NvidiaCudaTag,
@@ -745,6 +746,11 @@ class CompatMatrix:
     def ngc_pytorch_image(self, release: str) -> NgcPytorchImage | None:
         """An NGC PyTorch container release (``25.12``)."""
         return next((r for r in self.ngc_pytorch_images if r.release == release), None)
+
+    @property
+    def ngc_containers(self) -> tuple[NgcContainer, ...]:
+        """Other NGC containers (Triton Inference Server) with their CUDA and driver floors."""
+        return self._rows("images", "ngc_container")
 
     @staticmethod
     def ngc_pytorch_drivers(image: NgcPytorchImage) -> tuple[str | None, tuple[str, ...]]:

@@ -44,6 +44,7 @@ __all__ = [
     "Layout",
     "MinorCompat",
     "NcclRelease",
+    "NgcContainer",
     "NgcPytorchImage",
     "NvidiaCudaScheme",
     "NvidiaCudaTag",
@@ -637,6 +638,22 @@ class NgcPytorchImage(Row):
     forward_compat_drivers: tuple[str, ...] = ()
 
 
+@row(kw_only=True)
+class NgcContainer(Row):
+    """One release of another NGC container (``nvcr.io/nvidia/tritonserver``), as NVIDIA's page writes it."""
+
+    image: str  #: the repository, ``nvcr.io/nvidia/tritonserver``
+    release: str  #: ``24.10``
+    tag: str | None = None  #: where the page names one (``25.11-vllm-python-py3``)
+    cuda: str | None = None
+    #: the release notes' Driver Requirements: the driver its CUDA needs, and the data center GPU drivers it also
+    #: runs on through forward compatibility (``470.57`` for "470.57 (or later R470)")
+    min_driver_linux: str | None = None
+    forward_compat_drivers: tuple[str, ...] = ()
+    cuda_driver: str | None = None  #: the "CUDA Driver version" of its CUDA toolkit (a matrix column), not a floor
+    vllm: str | None = None  #: NVIDIA's vLLM build in it (``0.11.0+582e4e37.nv25.11.cu130``)
+
+
 # --- which row type each table holds -------------------------------------------------------------------
 
 
@@ -699,6 +716,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "pytorch_image": PytorchImage,
                 "vllm_image": VllmImage,
                 "ngc_pytorch": NgcPytorchImage,
+                "ngc_container": NgcContainer,
             },
             {
                 "nvidia_cuda": NvidiaCudaScheme,

@@ -16,9 +16,10 @@ smallest nvidia/cuda image, ``base`` (the CUDA runtime only), comes next for tho
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import NvidiaCudaTag
@@ -96,6 +97,8 @@ def with_images(matrix: CompatMatrix, c: Constraints, plan: Plan) -> Plan:
         images += _nvidia_cuda(matrix, c, plan.cuda, "base", "the smallest NVIDIA image: the wheels bring the rest")
     for name, version in plan.packages:
         images += _framework_images(matrix, c, name, version, plan.cuda)
+    if any(name in ("torch", "vllm") for name, _version in plan.packages):
+        images += _ngc_newest(matrix, c)
     refused = [f"{image.removeprefix(_NOT_OFFERED)}: {why}" for image, why in images if image.startswith(_NOT_OFFERED)]
     shown = tuple((image, why) for image, why in images if not image.startswith(_NOT_OFFERED))
     return replace(plan, images=shown, caveats=(*plan.caveats, *refused))
@@ -161,7 +164,7 @@ def _framework_images(
         ]
         return found + _ngc_pytorch(matrix, c, plan_cuda)
     if name == "vllm":
-        return _vllm_image(matrix, c, version)
+        return _vllm_image(matrix, c, version) + _triton_vllm(matrix, c, version)
     return []
 
 
@@ -197,20 +200,101 @@ def _vllm_image(matrix: CompatMatrix, c: Constraints, version: str) -> list[tupl
     return [(f"vllm/vllm-openai:{tag}", why)] if fits else [(_NOT_OFFERED + f"vllm/vllm-openai:{tag}", why)]
 
 
+def _version(text: str | None) -> Version | None:
+    try:
+        return Version(text or "")
+    except InvalidVersion:
+        return None  # written as NVIDIA's notes write it ("10.1 Update 1"): not comparable
+
+
+def _driver_number(text: str | None) -> Version | None:
+    """A driver as NVIDIA's release notes write it (``418.xx``, ``384.111+``, ``440.33.01``, ``510``)."""
+    match = re.match(r"\d+(?:\.\d+)*", (text or "").replace(".xx", ""))
+    return Version(match.group(0)) if match else None
+
+
+def _datacenter(c: Constraints) -> bool:
+    return bool(c.gpus) and all(gpu.segment == "datacenter" for gpu in c.gpus)
+
+
+def _ngc_floor(c: Constraints, floor: str | None, forward: tuple[str, ...]) -> tuple[bool | None, str]:
+    """Whether the driver meets an NGC release's Driver Requirements: the driver its CUDA needs, or, on a data
+    center GPU, a driver of one of the branches the notes list ("470.57 (or later R470)": forward compatibility,
+    the container's cuda-compat). None when the notes give no number or the driver is unknown."""
+    low, driver = _driver_number(floor), c.driver
+    if low is None or driver is None:
+        return None, ""
+    if driver >= low:
+        return True, f"its release notes ask for driver {floor} or later; this one is {driver}"
+    branch = next((e for e in forward if (n := _driver_number(e)) and n.major == driver.major and driver >= n), None)
+    if branch is not None and _datacenter(c):
+        return True, (
+            f"driver {driver} is older than the {floor} its release notes ask for, but they allow {branch} or "
+            f"later R{driver.major} on a data center GPU (forward compatibility)"
+        )
+    where = f" ({', '.join(forward)} on a data center GPU)" if forward else ""
+    return False, f"its release notes ask for driver {floor} or later{where}; this one is {driver}"
+
+
 def _ngc_pytorch(matrix: CompatMatrix, c: Constraints, plan_cuda: Version) -> list[tuple[str, str]]:
-    """NVIDIA's own PyTorch container of the plan's CUDA major whose CUDA the driver runs (its torch is
+    """NVIDIA's own PyTorch container of the plan's CUDA major whose driver floor the driver meets (its torch is
     NVIDIA's build, not the planned release)."""
     out = []
     for image in matrix.ngc_pytorch_images:
-        try:
-            cuda = Version(image.cuda or "")
-        except ValueError:
-            continue  # written as NVIDIA's notes write it ("10.1 Update 1"): not comparable
-        if cuda.major != plan_cuda.major or image.torch is None:
+        cuda = _version(image.cuda)
+        if cuda is None or cuda.major != plan_cuda.major or image.torch is None:
             continue
-        fits, floor = _driver_floor(c, cuda)
-        if fits:
+        fits, floor = _ngc_floor(c, image.min_driver_linux, image.forward_compat_drivers)
+        if fits is None:
+            fits, floor = _driver_floor(c, cuda)
             floor += "; inferred from its CUDA: NVIDIA's release notes give no driver number"
+        if fits:
             why = f"NVIDIA's PyTorch container {image.release}: its own torch {image.torch}, CUDA {cuda} ({floor})"
             out.append((f"nvcr.io/nvidia/pytorch:{image.tag or image.release + '-py3'}", why))
     return out
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split(".") if part.isdigit())
+
+
+def _ngc_newest(matrix: CompatMatrix, c: Constraints) -> list[tuple[str, str]]:
+    """For a driver older than some NGC release's floor: the newest release of each NGC image (of those whose
+    release notes compat data has with driver numbers) that it meets, as a caveat."""
+    rows = [("nvcr.io/nvidia/pytorch", r.release, r.cuda, r.min_driver_linux, r.forward_compat_drivers)
+            for r in matrix.ngc_pytorch_images]  # fmt: skip
+    rows += [(r.image, r.release, r.cuda, r.min_driver_linux, r.forward_compat_drivers) for r in matrix.ngc_containers]
+    if c.driver is None or not any((n := _driver_number(row[3])) and c.driver < n for row in rows):
+        return []
+    best: dict[str, tuple[str, str | None, str]] = {}
+    for image, release, cuda, floor, forward in rows:
+        fits, words = _ngc_floor(c, floor, forward)
+        if fits and (image not in best or _release_key(release) > _release_key(best[image][0])):
+            best[image] = (release, cuda, words)
+    if not best:
+        return [(_NOT_OFFERED + "NGC containers", "no release in compat data whose driver floor this driver meets")]
+    newest = "; ".join(f"{image} {release} (CUDA {cuda}: {words})" for image, (release, cuda, words) in best.items())
+    why = f"the newest releases (of those in compat data) whose release notes' driver floor this driver meets: {newest}"
+    return [(_NOT_OFFERED + "NGC containers", why)]
+
+
+def _triton_vllm(matrix: CompatMatrix, c: Constraints, version: str) -> list[tuple[str, str]]:
+    """NVIDIA's Triton Inference Server container with its own build of the planned vLLM release (the newest
+    Triton release that has it), per Triton's Release Compatibility Matrix."""
+    wanted = _version(version)
+    found = [
+        r
+        for r in matrix.ngc_containers
+        if r.vllm is not None and r.tag is not None and wanted is not None
+        and _version(r.vllm.replace(" post", ".post").partition("+")[0]) == wanted
+    ]  # fmt: skip
+    newest = max(found, key=lambda r: _release_key(r.release), default=None)
+    if newest is None or (cuda := _version(newest.cuda)) is None:
+        return []
+    fits, floor = _driver_floor(c, cuda)
+    why = (
+        f"NVIDIA's Triton Inference Server {newest.release} with its own vLLM build {newest.vllm}: CUDA {newest.cuda}, "
+        f"whose toolkit's driver is {newest.cuda_driver} ({floor}; inferred from its CUDA)"
+    )
+    reference = f"{newest.image}:{newest.tag}"
+    return [(reference, why)] if fits else [(_NOT_OFFERED + reference, why)]

@@ -1,10 +1,11 @@
 """One ``cudadoctor check`` in phases, timed in this process; prints one JSON object.
 
 Run by ``bench/bench_check.py`` in a fresh interpreter per run (imports are only cold once per
-process): ``imports`` (the CLI and everything a live text ``check`` imports), ``probes`` (gathering
-the facts), ``checks`` (the compat data and every check), ``render`` (the text report). ``--from
-FILE`` replays a snapshot instead of probing; ``--print`` also prints the report. The phases call
-the functions ``cudadoctor check`` calls, in its order.
+process): ``imports`` (everything a live text ``check`` imports: its typer-free entry, as the command runs it,
+with NVML's helper started first as the command starts it), ``probes`` (gathering the facts), ``checks`` (the
+compat data and every check), ``render`` (the text report). ``--from FILE`` replays a snapshot instead of
+probing; ``--print`` also prints the report. The phases call the functions ``cudadoctor check`` calls, in its
+order.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ import time
 def main(argv: list[str]) -> int:
     snapshot = argv[argv.index("--from") + 1] if "--from" in argv else None
     marks = [time.perf_counter()]
-    import cudadoctor.cli  # noqa: F401  (the CLI module, with typer, as the command imports it)
+    import cudadoctor.entry  # noqa: F401  (check's common forms never import typer: cudadoctor/entry.py)
+    from cudadoctor.probes.native import start_early, stop_early
+
+    if snapshot is None:
+        start_early(health=True)  # as the command does, before it imports the checks
     from cudadoctor.app import FactSource, build_report, gather
     from cudadoctor.checks import selected
     from cudadoctor.checks.engine import run_checks
@@ -35,6 +40,7 @@ def main(argv: list[str]) -> int:
     marks.append(time.perf_counter())
     text = render(report, Format.TEXT, RenderOptions(verbose=False, color=False, width=100))
     marks.append(time.perf_counter())
+    stop_early()
     names = ("imports", "probes", "checks", "render")
     phases = {name: round(marks[i + 1] - marks[i], 5) for i, name in enumerate(names)}
     if "--print" in argv:

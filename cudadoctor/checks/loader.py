@@ -113,7 +113,10 @@ class CD304(Check):
 
     Why it matters: a needed library that resolves nowhere fails the import ("libcudnn.so.9: cannot
     open shared object file"); when only another major is installed (libcublas.so.12 where
-    libcublas.so.11 is needed) the package was built for another CUDA or cuDNN.
+    libcublas.so.11 is needed) the package was built for another CUDA or cuDNN. A library a package opens
+    by name (compat/runtime_libraries.toml) that only a pip wheel off its search path holds is an error when
+    nothing installed loads from that wheel first (TensorFlow 2.16.1 registers no GPU, tensorflow#63362), a
+    warning when another package does (torch through its RUNPATH: then it works only after that import).
 
     How to fix: install the wheel that ships that soname (the finding names it) and make its
     directory visible to the loader, or install the package's build for the libraries you have.
@@ -179,21 +182,37 @@ def _runtime_loads_unknown(
 
 def _off_search_path(loader: LoaderView) -> Problem | None:
     """A library opened by name that only a pip wheel off the opener's search path has: it loads only when
-    another package (torch) has loaded that copy first, so it depends on import order: a warning."""
+    another package (torch) has loaded that copy first. A warning when an installed framework does preload it (then
+    it depends on import order); an error when nothing installed does (TensorFlow 2.16.1 with its own pip cuDNN:
+    "Cannot dlopen some GPU libraries", tensorflow/tensorflow#63362)."""
     off = [(n, n.loaded) for n in loader.needs if n.how == "dlopen" and not n.optional and n.loaded is not None
            and n.loaded.distribution and n.loaded.via.startswith("wheel")]  # fmt: skip
     if not off:
         return None
+    # Directories another package loads from anyway (torch's libcudnn.so.8 through its RUNPATH, or a framework's
+    # preload): a library opened by name from there is found once that package is imported (and, for cuDNN's
+    # sub-libraries, once it has used them).
+    loaded_dirs = {
+        posixpath.dirname(n.loaded.path)
+        for n in loader.needs
+        if n.loaded is not None and not (n.how == "dlopen" and n.loaded.via.startswith("wheel"))
+    }
+    alone = [(n, c) for n, c in off if posixpath.dirname(c.path) not in loaded_dirs]
     commands: dict[str, None] = {}
     for need, copy in off:
         commands.update(dict.fromkeys(dlopen_commands(need, copy.distribution or "")[1:]))
     names = ", ".join(sorted({f"{n.soname} ({c.distribution})" for n, c in off}))
+    when = (
+        "no installed package loads it first, so it is not found"
+        if alone
+        else "it loads only because another package (torch) has loaded it first: import that one first"
+    )
     return Problem(
         f"{off[0][0].package} opens {names} by name at run time, but that copy is in a pip wheel directory "
-        "outside its search path: it loads only if another package (torch) has loaded it first",
+        f"outside its search path: {when}",
         {f"{n.package}: {n.soname}": f"opened by {n.needer}; only copy {c.path}" for n, c in off},
         Remediation("Add the wheel's library directory to LD_LIBRARY_PATH before starting Python.", tuple(commands)),
-        status=Status.WARN,
+        status=Status.FAIL if alone else Status.WARN,
     )
 
 

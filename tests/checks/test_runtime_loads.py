@@ -147,13 +147,28 @@ def test_cd303_warns_for_an_optional_library(h200):
     assert run_check("CD303", replace(h200, loader=view_)).status is Status.WARN
 
 
-def test_cd304_warns_when_only_a_wheel_off_the_search_path_has_it(h200):
+def test_cd304_fails_when_only_a_wheel_off_the_search_path_has_it_and_nothing_loads_it_first(h200):
+    """TensorFlow 2.16.1 with its own pip cuDNN, tensorflow/tensorflow#63362: nothing else loads from that wheel."""
     copy = LinkedFile(f"{SITE}/nvidia/cublas/lib/libcublas.so.12", "wheel, off this object's search path",
                       Version("12.1.3.1"), "nvidia-cublas-cu12")  # fmt: skip
     finding = run_check("CD304", replace(h200, loader=LoaderView(needs=(_dlopen("libcublas.so.12", copy),))))
-    assert finding.status is Status.WARN
+    assert finding.status is Status.FAIL
+    assert "no installed package loads it first" in (finding.message or "")
     assert finding.remediation is not None
     assert finding.remediation.commands == (f"export LD_LIBRARY_PATH={SITE}/nvidia/cublas/lib:$LD_LIBRARY_PATH",)
+
+
+def test_cd304_warns_when_another_package_loads_from_that_wheel_first(h200):
+    """torch links the same wheel's libcublas through its RUNPATH: CTranslate2's dlopen finds it once torch is
+    imported (the faster-whisper maintainers' tested setup): import order, a warning."""
+    path = f"{SITE}/nvidia/cublas/lib/libcublas.so.12"
+    copy = LinkedFile(path, "wheel, off this object's search path", Version("12.1.3.1"), "nvidia-cublas-cu12")
+    torch_copy = LinkedFile(path, "RUNPATH", Version("12.1.3.1"), "nvidia-cublas-cu12")
+    torch_need = NeededLibrary("torch", f"{SITE}/torch/lib/libtorch_cuda.so", "libcublas.so.12", torch_copy)
+    view_ = LoaderView(needs=(_dlopen("libcublas.so.12", copy), torch_need))
+    finding = run_check("CD304", replace(h200, loader=view_))
+    assert finding.status is Status.WARN
+    assert "import that one first" in (finding.message or "")
 
 
 def test_cd304_skips_an_optional_library_that_resolves_nowhere(h200):

@@ -91,12 +91,13 @@ def _pkg(name: str, version: str) -> InstalledPackage:
     return InstalledPackage(name, Version(version), SITE, Source(SourceKind.METADATA, f"{SITE}/{name}"))
 
 
-def test_cd304_warns_for_2_16_1_with_the_ld_library_path_fix(h200, tree):
+def test_cd304_fails_for_2_16_1_with_the_ld_library_path_fix(h200, tree):
+    """Nothing else loads from nvidia/cudnn/lib: TensorFlow registers no GPU (tensorflow/tensorflow#63362)."""
     tensorflow(tree, "2.16.1", RUNPATH_2161)
     loader, _ctx = view(tree)
     installed = {"tensorflow": _pkg("tensorflow", "2.16.1"), "nvidia-cudnn-cu12": _pkg("nvidia-cudnn-cu12", "8.9.7.29")}
     finding = run_check("CD304", replace(h200, loader=loader, packages=installed))
-    assert finding.status is Status.WARN
+    assert finding.status is Status.FAIL
     assert "tensorflow opens libcudnn.so.8 (nvidia-cudnn-cu12) by name" in finding.message
     assert finding.remediation is not None
     assert finding.remediation.commands == (f"export LD_LIBRARY_PATH={SITE}/nvidia/cudnn/lib:$LD_LIBRARY_PATH",)

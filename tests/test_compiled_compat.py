@@ -97,3 +97,13 @@ def test_two_installs_keep_their_own_copies(tmp_path: Path) -> None:
     for table in tables:
         cached = compiled.load_cached(str(table))
         assert cached is not None and cached["install"] == table.parent.parent.name
+
+
+def test_the_copy_of_the_previous_layout_is_removed(table: Path) -> None:
+    """One file per table name (before per-installation copies) is never read again: writing the new copy removes it."""
+    legacy = Path(compiled._where(str(table))).parent / "demo.json"
+    legacy.parent.mkdir(parents=True, exist_ok=True)
+    legacy.write_text('{"key": [], "data": {}}', encoding="utf-8")
+    compiled.store(str(table), tomllib.loads(TOML))
+    assert not legacy.exists()
+    assert compiled.load_cached(str(table)) is not None

@@ -94,3 +94,6 @@ def store(path: str, data: dict[str, Any]) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        return
+    with contextlib.suppress(OSError):  # the copy of the one-file-per-table layout (before 2026-12-01) is stale
+        os.unlink(os.path.join(os.path.dirname(target), os.path.splitext(os.path.basename(path))[0] + ".json"))

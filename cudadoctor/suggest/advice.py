@@ -22,8 +22,9 @@ def advice(c: Constraints, run: Run, target: str) -> list[str]:
         out.append(f"no {target} build in compat data has GPU code for {gpus} that this driver can run")
         # A GPU that CUDA or the driver dropped: say what it needs, not only that nothing fits.
         for rule in ("cuda-dropped-arch", "driver-dropped-gpu"):
+            # one line per GPU (their requirements differ), a few at most
             required = sorted({f"{e.observed}: requires {e.required}" for e in run.excluded if e.rule == rule})
-            out += required[:1]
+            out += required[:3]
     if "python" in rules and not out:
         out.append(f"no {target} release in compat data has wheels for Python {short(c.python) if c.python else '?'}")
     if "cuda-ceiling" in rules and not out:

@@ -140,6 +140,17 @@ def image(tmp: str, *extra: str, gate: list[str] | None = None) -> Spec:
     return Spec(["check", "--root", root, "--env-file", env, *(GATE if gate is None else gate), *extra], must_fail=True)
 
 
+def torch_metadata(tmp: str, more: str) -> Spec:
+    """The image with torch 2.11.0's METADATA replaced by its three header lines and ``more``."""
+    spec = image(tmp)
+    put(
+        spec.argv[2],
+        f"{SITE}/torch-2.11.0.dist-info/METADATA",
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n" + more,
+    )
+    return spec
+
+
 def elf(
     needed: list[str] = (),  # type: ignore[assignment]
     runpath: list[str] = (),  # type: ignore[assignment]
@@ -302,39 +313,21 @@ def _(tmp: str) -> Spec:
 
 @case("root", "torch-metadata-10MB-header-line")
 def _(tmp: str) -> Spec:
-    spec = image(tmp)
-    put(
-        spec.argv[2],
-        f"{SITE}/torch-2.11.0.dist-info/METADATA",
-        "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\nSummary: " + "x" * (10 << 20) + "\n",
-    )
-    return spec
+    return torch_metadata(tmp, "Summary: " + "x" * (10 << 20) + "\n")
 
 
 @case("root", "torch-metadata-100000-requires-dist")
 def _(tmp: str) -> Spec:
-    spec = image(tmp)
     lines = "".join(
         f"Requires-Dist: nvidia-pkg{i}-cu13==13.0.{i}; platform_system == 'Linux'\n" for i in range(100_000)
     )
-    put(
-        spec.argv[2],
-        f"{SITE}/torch-2.11.0.dist-info/METADATA",
-        "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n" + lines,
-    )
-    return spec
+    return torch_metadata(tmp, lines)
 
 
 @case("root", "requires-dist-marker-nested-5000-parens-in-torch")
 def _(tmp: str) -> Spec:
-    spec = image(tmp)
     marker = "(" * 5000 + 'python_version > "3"' + ")" * 5000
-    put(
-        spec.argv[2],
-        f"{SITE}/torch-2.11.0.dist-info/METADATA",
-        f"Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\nRequires-Dist: nvidia-cudnn-cu13==9.19.0.56; {marker}\n",
-    )
-    return spec
+    return torch_metadata(tmp, f"Requires-Dist: nvidia-cudnn-cu13==9.19.0.56; {marker}\n")
 
 
 @case("root", "requires-dist-marker-nested-5000-parens-in-nvidia-wheel")
@@ -351,19 +344,12 @@ def _(tmp: str) -> Spec:
 
 @case("root", "requires-dist-marker-20000-or-clauses")
 def _(tmp: str) -> Spec:
-    spec = image(tmp)
     marker = " or ".join(['python_version == "3.1"'] * 20000)
-    put(
-        spec.argv[2],
-        f"{SITE}/torch-2.11.0.dist-info/METADATA",
-        f"Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\nRequires-Dist: nvidia-nccl-cu13==2.28.9; {marker}\n",
-    )
-    return spec
+    return torch_metadata(tmp, f"Requires-Dist: nvidia-nccl-cu13==2.28.9; {marker}\n")
 
 
 @case("root", "requires-dist-unterminated-and-odd-markers")
 def _(tmp: str) -> Spec:
-    spec = image(tmp)
     odd = [
         'foo; extra == "',
         "foo; python_version ~= '3.*'",
@@ -372,12 +358,7 @@ def _(tmp: str) -> Spec:
         "foo @ file:///etc/passwd ; os_name == 'x' and",
         "nvidia-cudnn-cu13 (>=" + HUGE + ")",
     ]
-    put(
-        spec.argv[2],
-        f"{SITE}/torch-2.11.0.dist-info/METADATA",
-        "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n" + "".join(f"Requires-Dist: {o}\n" for o in odd),
-    )
-    return spec
+    return torch_metadata(tmp, "".join(f"Requires-Dist: {o}\n" for o in odd))
 
 
 @case("root", "torch-metadata-name-is-a-path-and-fullwidth-version")

@@ -132,6 +132,11 @@ def other_accelerator(spec: str) -> str | None:
 _SBSA_L4T = ("R38",)  # Jetson Linux 38: JetPack 7.0 and 7.1, Thor modules only
 
 
+def is_jetson(gpu: Gpu) -> bool:
+    """A Jetson module: compat/gpus.toml's ``embedded`` segment, or a name NVIDIA gives its modules."""
+    return gpu.segment == "embedded" or gpu.name.startswith("Jetson")
+
+
 def sbsa_jetson(compute_capability: str) -> bool:
     """Whether a Jetson GPU runs the SBSA software stack (JetPack 7: Thor, 11.0) rather than L4T's own CUDA."""
     try:
@@ -155,7 +160,7 @@ def accelerator_of(facts: Facts | None, gpus: Sequence[Gpu], flags: HostFlags) -
     if gpus:
         return (
             "jetson"
-            if any(g.name.startswith("Jetson") and not sbsa_jetson(g.compute_capability) for g in gpus)
+            if any(is_jetson(g) and not sbsa_jetson(g.compute_capability) for g in gpus)
             else "cuda"
         )
     if flags.driver is not None or facts is None:
@@ -270,7 +275,7 @@ def constraints_for(
         py = facts.python.version
     accelerator = accelerator_of(facts, gpus, flags)
     platform = flags.platform or ("macos-arm64" if accelerator == "mps" else platform_of(facts))
-    if flags.platform is None and flags.gpus and gpus and all(g.name.startswith("Jetson") for g in gpus):
+    if flags.platform is None and flags.gpus and gpus and all(is_jetson(g) for g in gpus):
         platform = "linux-aarch64"  # a described Jetson is an Arm module whatever machine plans for it
     if platform not in PLATFORMS:
         raise UsageError(f"--platform {platform!r}: expected one of {', '.join(PLATFORMS)}")

@@ -158,11 +158,7 @@ def accelerator_of(facts: Facts | None, gpus: Sequence[Gpu], flags: HostFlags) -
     if others:
         return sorted(o for o in others if o)[0]
     if gpus:
-        return (
-            "jetson"
-            if any(is_jetson(g) and not sbsa_jetson(g.compute_capability) for g in gpus)
-            else "cuda"
-        )
+        return "jetson" if any(is_jetson(g) and not sbsa_jetson(g.compute_capability) for g in gpus) else "cuda"
     if flags.driver is not None or facts is None:
         return "cuda" if flags.driver is not None else None
     host = facts.host

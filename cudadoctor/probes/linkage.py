@@ -388,7 +388,6 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
     cache = scancache.ScanCache()
     objects = [(site, path, host) for site in sites for path, host in _objects(ctx, cache, site)]
     scanned = {path: dyn for _site, path, host in objects if (dyn := cache.dynamic(host)) is not None}
-    cache.save()
     search, note = _search(ctx, versions)
     needs: list[NeededLibrary] = []
     seen: set[tuple[str, str]] = set()
@@ -402,6 +401,7 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
                 continue
             if len(seen) >= _MAX_NEEDS:
                 ctx.fail("linkage", f"more than {_MAX_NEEDS} (package, CUDA library) needs; the rest were not resolved")
+                cache.save()
                 return LoaderView(tuple(search.preloaded.values()), tuple(needs), note, len(objects))
             seen.add((package, soname))
             loaded, shadowed = resolve(ctx, search, versions, soname, dyn, path)
@@ -411,8 +411,9 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
             others = () if loaded else majors[soname]
             subs = _shim_sublibraries(ctx, search, versions, soname, loaded)
             needs.append(NeededLibrary(package, path, soname, loaded, shadowed, others, wanted, subs))
-    loads = _RuntimeLoads(installed, scanned, majors, sites)
+    loads = _RuntimeLoads(installed, scanned, majors, sites, cache)
     needs += runtime_needs(ctx, search, versions, loads)
+    cache.save()
     needs = framework_preloads(ctx, versions, needs, installed, sites)
     needs = cudnn_siblings(ctx, needs)
     if not needs and not search.preloaded:
@@ -580,6 +581,7 @@ class _RuntimeLoads:
     scanned: dict[str, ElfDynamic]  #: the dynamic sections read by the scan, by path
     majors: dict[str, tuple[str, ...]]  #: soname -> files of its other majors (shared memo)
     sites: tuple[str, ...]
+    cache: scancache.ScanCache  #: the scan's cache, which keeps the openers' search paths too
 
 
 def runtime_needs(ctx: ProbeContext, search: _Search, versions: _Versions, loads: _RuntimeLoads) -> list[NeededLibrary]:
@@ -597,7 +599,7 @@ def runtime_needs(ctx: ProbeContext, search: _Search, versions: _Versions, loads
             continue
         optional = row.optional or bool(row.required_with and not any(p in loads.installed for p in row.required_with))
         for obj in _loading_objects(ctx, loads.sites, row.object):
-            dyn = _absolute_paths(loads.scanned.get(obj) or _opener_dynamic(ctx, obj))
+            dyn = _absolute_paths(loads.scanned.get(obj) or _opener_dynamic(ctx, obj, loads.cache))
             for soname in row.sonames:
                 loaded, shadowed = resolve(ctx, search, versions, soname, dyn, obj)
                 if loaded is None and soname not in loads.majors:
@@ -621,15 +623,14 @@ def _loading_objects(ctx: ProbeContext, sites: tuple[str, ...], pattern: str) ->
     return []
 
 
-def _opener_dynamic(ctx: ProbeContext, path: str) -> ElfDynamic:
+def _opener_dynamic(ctx: ProbeContext, path: str, cache: scancache.ScanCache) -> ElfDynamic:
     """The dynamic section of an object that opens CUDA libraries by name but needs none (the scan keeps only
     objects with a CUDA DT_NEEDED): its RUNPATH still decides where its dlopen looks (TensorRT 8.5's
     libnvinfer.so.8: static cudart, RUNPATH into the nvidia wheels, compat/runtime_libraries.toml)."""
-    from cudadoctor.probes.elf import ElfError, read_dynamic
+    from cudadoctor.probes.elf import ElfError
 
     try:
-        host = ctx.fs.host_path(ctx.fs.resolve(path))  # an image's links are followed inside the image
-        return read_dynamic(host, os.stat(host).st_size)
+        return cache.opener(ctx.fs.host_path(ctx.fs.resolve(path)))  # an image's links followed inside the image
     except (ElfError, OSError, ValueError):
         return ElfDynamic()
 

@@ -98,6 +98,8 @@ class ScanCache:
         data = _load(self.where)
         self.files: dict[str, Any] = data.get("files", {}) if isinstance(data.get("files"), dict) else {}
         self.dirs: dict[str, Any] = data.get("dirs", {}) if isinstance(data.get("dirs"), dict) else {}
+        #: objects that open CUDA libraries by name (compat/runtime_libraries.toml): their soname and search paths
+        self.openers: dict[str, Any] = data.get("openers", {}) if isinstance(data.get("openers"), dict) else {}
         self.changed = False
         #: directories whose listing is unchanged since the cache was written
         self.unchanged: set[str] = set()
@@ -165,9 +167,23 @@ class ScanCache:
             self.changed = True
         return _from_slim(slim) if slim is not None else None
 
+    def opener(self, host: str) -> ElfDynamic:
+        """The soname, RPATH and RUNPATH of an object that opens CUDA libraries by name, by (size, mtime) like
+        :meth:`dynamic` (which keeps only objects that link one). Raises OSError or ElfError when unreadable."""
+        stat = os.stat(host)
+        key = f"{stat.st_size}:{stat.st_mtime_ns}"
+        entry = self.openers.get(host)
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == key and (dyn := _from_slim(entry[1])):
+            return dyn
+        read = read_dynamic(host, stat.st_size)
+        slim = [[], read.soname, list(read.rpath), list(read.runpath), []]
+        self.openers[host] = [key, slim]
+        self.changed = True
+        return ElfDynamic((), read.soname, read.rpath, read.runpath, ())
+
     def save(self) -> None:
         if not self.changed:
             return
         if len(self.files) + len(self.dirs) > _MAX_ENTRIES:
             return
-        _save(self.where, {"format": _FORMAT, "files": self.files, "dirs": self.dirs})
+        _save(self.where, {"format": _FORMAT, "files": self.files, "dirs": self.dirs, "openers": self.openers})

@@ -101,3 +101,21 @@ def test_cd304_fails_for_2_16_1_with_the_ld_library_path_fix(h200, tree):
     assert "tensorflow opens libcudnn.so.8 (nvidia-cudnn-cu12) by name" in finding.message
     assert finding.remediation is not None
     assert finding.remediation.commands == (f"export LD_LIBRARY_PATH={SITE}/nvidia/cudnn/lib:$LD_LIBRARY_PATH",)
+
+
+def test_a_second_run_takes_the_openers_runpath_from_the_scan_cache(tree, monkeypatch):
+    """libtensorflow_framework.so.2 links no CUDA library, so the scan keeps no entry for it; its RUNPATH is cached
+    by (size, mtime) on its own, and a warm run reads no ELF file at all."""
+    from cudadoctor.probes import elf, scancache
+
+    tensorflow(tree, "2.17.1", RUNPATH_2171)
+    first, _ctx = view(tree)
+
+    def no_read(*_args: object) -> None:
+        raise AssertionError("an ELF file was read on a warm run")
+
+    monkeypatch.setattr(scancache, "read_dynamic", no_read)
+    monkeypatch.setattr(elf, "read_dynamic", no_read)
+    again, _ctx = view(tree)
+    assert need(again, "tensorflow", "libcudnn.so.8") == need(first, "tensorflow", "libcudnn.so.8")
+    assert need(again, "tensorflow", "libcudnn.so.8").loaded.via == "RUNPATH"

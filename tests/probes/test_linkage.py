@@ -200,5 +200,6 @@ def test_the_openers_runpath_is_read_inside_an_image_root(tmp_path) -> None:
     link = image / "site" / "tensorrt_libs" / "libnvinfer.so.8"
     link.parent.mkdir(parents=True)
     link.symlink_to(host_lib)  # absolute: names a path that exists on the host too
-    dyn = linkage._opener_dynamic(ProbeContext(fs=RootFS(str(image))), "/site/tensorrt_libs/libnvinfer.so.8")
+    ctx = ProbeContext(fs=RootFS(str(image)))
+    dyn = linkage._opener_dynamic(ctx, "/site/tensorrt_libs/libnvinfer.so.8", scancache.ScanCache())
     assert dyn.runpath == ("$ORIGIN/../nvidia/cudnn/lib",)

@@ -50,6 +50,7 @@ from cudadoctor.data.rows import (
     TorchBundledCudnn,
     TorchRelease,
     TorchVariant,
+    UvTorchBackend,
     VllmImage,
     VllmImageScheme,
     VllmRelease,
@@ -300,6 +301,12 @@ class CompatMatrix:
     @functools.cached_property
     def torch_variants(self) -> dict[str, TorchVariant]:
         return {v.tag: v for v in self._rows("torch", "variant")}
+
+    @property
+    def uv_torch_backend(self) -> UvTorchBackend | None:
+        """What uv's automatic PyTorch backend knows of the indexes (``[uv_torch_backend]``), None when absent."""
+        found: UvTorchBackend | None = self._table("torch").single("uv_torch_backend")
+        return found
 
     @functools.cached_property
     def torch_releases(self) -> tuple[TorchRelease, ...]:

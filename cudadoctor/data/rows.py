@@ -179,6 +179,13 @@ class TorchVariant(Row):
     index_url: str | None = None
 
 
+@row(kw_only=True)
+class UvTorchBackend(Row):
+    """What uv's automatic PyTorch backend (``uv pip install torch --torch-backend=auto``) knows of the indexes."""
+
+    newest_rocm: Version  #: the newest ROCm index in uv's table; uv searches no newer one
+
+
 @row()
 class TorchRelease(Row):
     """One torch release: its variants, the CUDA of its default PyPI wheel, Python versions, companions."""
@@ -684,7 +691,8 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "release": TorchRelease,
                 "arch_list": TorchArchList,
                 "bundled_cudnn": TorchBundledCudnn,
-            }
+            },
+            {"uv_torch_backend": UvTorchBackend},
         ),
         "vllm-releases": Layout({"release": VllmRelease}),
         "tensorrt-releases": Layout({"release": TensorrtRelease}),

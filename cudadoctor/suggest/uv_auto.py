@@ -52,7 +52,8 @@ class UvPick:
 def uv_auto_indexes(matrix: CompatMatrix, c: Constraints) -> tuple[str, ...]:
     """The PyTorch indexes uv's automatic backend searches on this machine, first first."""
     if c.accelerator == "rocm":  # uv's own table says which ROCm builds list the GPU; compat data has no such list
-        tags = [t for t in matrix.torch_variants if t.startswith("rocm") and _rocm(t) <= _UV_NEWEST_ROCM]
+        newest = _uv_newest_rocm(matrix)
+        tags = [t for t in matrix.torch_variants if t.startswith("rocm") and (newest is None or _rocm(t) <= newest)]
         return (*sorted(tags, key=_rocm, reverse=True), "cpu")
     if _uv_sees_intel_gpu(c):
         return ("xpu",)
@@ -115,22 +116,26 @@ def uv_auto_pick(matrix: CompatMatrix, c: Constraints) -> UvPick:
     return UvPick(indexes[0], None, note=f"compat data lists no torch on {', '.join(indexes)} for this machine")
 
 
-#: the newest ROCm index in uv's table (backend.rs LINUX_AMD_GPU_DRIVERS at 26a9dd4); uv searches no newer one
-_UV_NEWEST_ROCM = Version("7.2")
-
-
 def _rocm(tag: str) -> Version:
     return Version(tag.removeprefix("rocm"))
+
+
+def _uv_newest_rocm(matrix: CompatMatrix) -> Version | None:
+    backend = matrix.uv_torch_backend
+    return backend.newest_rocm if backend is not None else None
 
 
 def _rocm_note(matrix: CompatMatrix) -> str:
     """How uv's ROCm indexes compare with the ROCm builds in compat data."""
     newest = max((_rocm(t) for t in matrix.torch_variants if t.startswith("rocm")), default=None)
-    if newest is None or newest == _UV_NEWEST_ROCM:
+    uv = _uv_newest_rocm(matrix)
+    if uv is None:
+        return "compat/torch.toml does not say which ROCm indexes uv knows"
+    if newest is None or newest == uv:
         return ""
-    if newest < _UV_NEWEST_ROCM:
-        return f"uv also knows newer ROCm indexes (to rocm{_UV_NEWEST_ROCM}) than compat data"
-    return f"uv's table stops at rocm{_UV_NEWEST_ROCM}; compat data also has rocm{newest} builds"
+    if newest < uv:
+        return f"uv also knows newer ROCm indexes (to rocm{uv}) than compat data"
+    return f"uv's table stops at rocm{uv}; compat data also has rocm{newest} builds"
 
 
 #: uv's accelerator.rs takes any Intel display device for an XPU, the integrated one included

@@ -5,20 +5,14 @@ from __future__ import annotations
 from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import DriverVersion
-from cudadoctor.suggest import Constraints, Gpu, suggest_torch
+from cudadoctor.suggest import Constraints, suggest_torch
+from tests.machines import described
 
 M = CompatMatrix()
 
 
 def _h200(driver: str) -> Constraints:
-    drv = DriverVersion(driver)
-    return Constraints(
-        driver=drv,
-        driver_cuda=M.cuda_for_driver(drv),
-        gpus=(Gpu("H200", "9.0", "--gpu"),),
-        python=Version("3.12"),
-    )
+    return described(driver, ("H200", "9.0"))
 
 
 def test_cu129_and_cu132_have_their_index_urls():

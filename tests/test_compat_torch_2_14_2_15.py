@@ -10,22 +10,15 @@ from __future__ import annotations
 from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import DriverVersion
-from cudadoctor.suggest import Constraints, Gpu, Plan, suggest_torch
+from cudadoctor.suggest import Constraints, Plan, suggest_torch
+from tests.machines import described
 
 M = CompatMatrix()
 MEASURED_X86 = ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120")
 
 
 def _machine(driver: str, gpu: tuple[str, str], platform: str = "linux-x86_64") -> Constraints:
-    drv = DriverVersion(driver)
-    return Constraints(
-        driver=drv,
-        driver_cuda=M.cuda_for_driver(drv),
-        gpus=(Gpu(gpu[0], gpu[1], "--gpu"),),
-        python=Version("3.12"),
-        platform=platform,
-    )
+    return described(driver, gpu, platform=platform)
 
 
 def _pypi_plan(constraints: Constraints, requirement: str) -> Plan:

@@ -10,21 +10,14 @@ from typer.testing import CliRunner
 
 from cudadoctor.cli import app
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import DriverVersion
-from cudadoctor.suggest import Constraints, Gpu, suggest_torch
+from cudadoctor.suggest import Constraints, suggest_torch
+from tests.machines import described
 
 M = CompatMatrix()
 
 
 def _c(driver: str | None, *gpus: tuple[str, str], python: str | None = "3.12", **kw) -> Constraints:
-    drv = DriverVersion(driver) if driver else None
-    return Constraints(
-        driver=drv,
-        driver_cuda=M.cuda_for_driver(drv) if drv else None,
-        gpus=tuple(Gpu(n, cc, "--gpu") for n, cc in gpus),
-        python=Version(python) if python else None,
-        **kw,
-    )
+    return described(driver, *gpus, python=python, **kw)
 
 
 def test_old_driver_and_rtx_3090_get_a_cuda11_build():

@@ -9,21 +9,14 @@ from __future__ import annotations
 from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import DriverVersion
-from cudadoctor.suggest import Constraints, Gpu, suggest_torch
+from cudadoctor.suggest import Constraints, suggest_torch
+from tests.machines import described
 
 M = CompatMatrix()
 
 
 def _arm(driver: str, gpu: tuple[str, str]) -> Constraints:
-    drv = DriverVersion(driver)
-    return Constraints(
-        driver=drv,
-        driver_cuda=M.cuda_for_driver(drv),
-        gpus=(Gpu(gpu[0], gpu[1], "--gpu"),),
-        python=Version("3.12"),
-        platform="linux-aarch64",
-    )
+    return described(driver, gpu, platform="linux-aarch64")
 
 
 def test_gh200_on_driver_570_plans_an_aarch64_cu128_wheel():

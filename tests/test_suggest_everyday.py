@@ -23,25 +23,19 @@ from cudadoctor.facts.model import (
 )
 from cudadoctor.planning import HostFlags, constraints_for, parse_target
 from cudadoctor.rules.branches import branch_status, supported_branches
-from cudadoctor.suggest import Constraints, Gpu, suggest_torch, suggest_vllm
+from cudadoctor.suggest import Constraints, suggest_torch, suggest_vllm
 from cudadoctor.suggest.install import torch_install
 from cudadoctor.suggest.matrix import fit_matrix
 from cudadoctor.suggest.upgrades import with_upgrades
 from cudadoctor.suggest.uv_auto import uv_auto_pick
+from tests.machines import described
 
 M = CompatMatrix()
 SRC = Source(SourceKind.METADATA, "test")
 
 
 def _c(driver: str | None, *gpus: tuple[str, str], python: str = "3.12", **kw: object) -> Constraints:
-    drv = DriverVersion(driver) if driver else None
-    return Constraints(
-        driver=drv,
-        driver_cuda=M.cuda_for_driver(drv) if drv else None,
-        gpus=tuple(Gpu(n, cc, "--gpu") for n, cc in gpus),
-        python=Version(python),
-        **kw,  # type: ignore[arg-type]
-    )
+    return described(driver, *gpus, python=python, **kw)
 
 
 def _facts(host: HostInfo, **kw: object) -> Facts:

@@ -11,22 +11,15 @@ from typer.testing import CliRunner
 
 from cudadoctor.cli import app
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import DriverVersion
 from cudadoctor.suggest import Constraints, Gpu, Plan, suggest_jax, suggest_torch, suggest_vllm
 from cudadoctor.suggest.images import compiler_need
+from tests.machines import described
 
 M = CompatMatrix()
 
 
 def _c(driver: str, gpu: tuple[str, str] = ("H100", "9.0"), python: str = "3.12", **kw: object) -> Constraints:
-    drv = DriverVersion(driver)
-    return Constraints(
-        driver=drv,
-        driver_cuda=M.cuda_for_driver(drv),
-        gpus=(Gpu(gpu[0], gpu[1], "--gpu"),),
-        python=Version(python),
-        **kw,  # type: ignore[arg-type]
-    )
+    return described(driver, gpu, python=python, **kw)
 
 
 def _images(plan: Plan) -> dict[str, str]:

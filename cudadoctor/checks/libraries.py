@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.pins import exact_pins
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.derive import effective_cuda
 from cudadoctor.facts.model import (
@@ -205,13 +206,7 @@ def _ld_library_path(host: HostInfo) -> list[str]:
 
 def _pinned(packages: dict[str, InstalledPackage], prefix: str) -> list[tuple[InstalledPackage, str]]:
     """(framework, pinned distribution) for Requires-Dist pins on ``prefix`` wheels (nvidia-cudnn-cu13 …)."""
-    out = []
-    for pkg in packages.values():
-        for line in pkg.requires:
-            name = re.split(r"[\s<>=!~\[;(]", line.strip(), maxsplit=1)[0].lower()
-            if name.startswith(prefix) and "==" in line:
-                out.append((pkg, name))
-    return out
+    return [(pkg, name) for pkg in packages.values() for name in exact_pins(pkg) if name.startswith(prefix)]
 
 
 def _older_than_wheel(need: NeededLibrary) -> str | None:
@@ -369,9 +364,6 @@ def _bundled_problems(
     return _needs_judged(loader, lambda need: _older_than_bundled(need, torch, matrix))
 
 
-_EXACT_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_.-]*)\s*\(?\s*==\s*([0-9][^\s;,)]*)")
-
-
 def _overwritten_pin(need: NeededLibrary, packages: dict[str, InstalledPackage]) -> tuple[str, str] | None:
     """(finding, fix) when the loaded wheel file belongs to another CUDA variant of the wheel the needer pins,
     installed over it: nvidia-nccl-cu11 and nvidia-nccl-cu12 both install ``nvidia/nccl/lib/libnccl.so.2``, and
@@ -380,14 +372,9 @@ def _overwritten_pin(need: NeededLibrary, packages: dict[str, InstalledPackage])
     if loaded is None or loaded.distribution is None or loaded.version is None or needer is None:
         return None
     base = re.sub(r"-cu\d+$", "", loaded.distribution)
-    for line in needer.requires:
-        match = _EXACT_PIN.match(line)
-        if match is None:
-            continue
-        name = re.sub(r"[-_.]+", "-", match.group(1)).lower()
+    for name, pinned in exact_pins(needer).items():
         if name == loaded.distribution or re.sub(r"-cu\d+$", "", name) != base or name not in packages:
             continue
-        pinned = match.group(2)
         try:
             wanted = Version(pinned)
         except InvalidVersion:

@@ -10,9 +10,9 @@ import re
 
 from packaging.version import Version
 
-from cudadoctor.bounded import parse_requirement
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.pins import exact_pins
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import InstalledPackage, LoaderView, NeededLibrary
 
@@ -71,18 +71,7 @@ def _judge(need: NeededLibrary, packages: dict[str, InstalledPackage], matrix: C
 
 def _pinned_by(distribution: str, packages: dict[str, InstalledPackage]) -> str | None:
     """The installed package that pins ``distribution`` exactly (torch's ``nvidia-cudnn-cu11==8.5.0.96``)."""
-    from packaging.requirements import InvalidRequirement
-
-    for pkg in packages.values():
-        for line in pkg.requires:
-            try:
-                req = parse_requirement(line)
-            except InvalidRequirement:
-                continue
-            exact = any(spec.operator in ("==", "===") for spec in req.specifier)
-            if exact and req.name.lower().replace("_", "-") == distribution:
-                return pkg.name
-    return None
+    return next((pkg.name for pkg in packages.values() if distribution in exact_pins(pkg)), None)
 
 
 def _fix(need: NeededLibrary, built: Version, packages: dict[str, InstalledPackage]) -> str | None:

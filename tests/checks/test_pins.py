@@ -1,0 +1,23 @@
+"""exact_pins: the one reader of Requires-Dist pins that CD302 and CD601 share."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from cudadoctor.checks.pins import exact_pins
+from cudadoctor.facts.model import InstalledPackage, Source, SourceKind
+
+
+def _pkg(*requires: str) -> InstalledPackage:
+    return InstalledPackage("x", Version("1.0"), "/s", Source(SourceKind.METADATA, "/s"), requires=requires)
+
+
+def test_pins_are_the_name_then_double_equals() -> None:
+    pkg = _pkg(
+        'nvidia-cudnn-cu11==8.5.0.96; platform_system == "Linux"',
+        "nvidia_nccl_cu12 (==2.21.5)",
+        'nvidia-cudnn-cu12~=9.0; extra == "cudnn"',
+        "nvidia-cublas-cu12>=12.1; platform_machine == 'x86_64'",
+        "filelock",
+    )
+    assert exact_pins(pkg) == {"nvidia-cudnn-cu11": "8.5.0.96", "nvidia-nccl-cu12": "2.21.5"}

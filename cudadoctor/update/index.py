@@ -207,7 +207,8 @@ def parse_simple_html(data: bytes, *, base_url: str = "") -> list[IndexFile]:
     except (AssertionError, ValueError) as exc:  # HTMLParser raises little, but a broken page must not crash
         raise UpdateError(f"{where}: not parseable HTML ({type(exc).__name__})") from None
     if parser.api_version and parser.api_version.split(".")[0] != "1":
-        raise UpdateError(f"{where}: simple API version {parser.api_version} is not supported (1.x is)")
+        # the page's text, quoted: a value holding a line break must not break the one-line message
+        raise UpdateError(f"{where}: simple API version {parser.api_version[:40]!r} is not supported (1.x is)")
     try:  # urljoin and urlsplit raise ValueError for a bad host part ("http://[x")
         base = urljoin(base_url, parser.base) if parser.base else base_url
     except ValueError:

@@ -252,3 +252,20 @@ def test_configured_index_round_trip(section: str, key: str) -> None:
     config = _configured(f"[{section}]\n{key} = https://u:p@mirror.example/simple/\n")
     assert config.url == "https://u:p@mirror.example/simple/"  # type: ignore[attr-defined]
     assert config.source.endswith(f"[{section}] index-url")  # type: ignore[attr-defined]
+
+
+def test_a_repository_version_with_a_line_break_stays_one_line() -> None:
+    """Found by the property above (hypothesis): the page's own text went into the message unquoted."""
+    from cudadoctor.update.errors import UpdateError
+    from cudadoctor.update.index import parse_simple_html
+
+    try:
+        parse_simple_html(b'<meta name=pypi:repository-version content="\r">')
+    except UpdateError as exc:
+        assert len(str(exc).splitlines()) == 1
+    try:
+        parse_simple_html(b'<meta name=pypi:repository-version content="2.0">')
+    except UpdateError as exc:
+        assert str(exc) == "index page: simple API version '2.0' is not supported (1.x is)"
+    else:
+        raise AssertionError("a repository version 2.0 page was accepted")

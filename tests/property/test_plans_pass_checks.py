@@ -124,7 +124,7 @@ def _assert_rules_accept(c: Constraints, plan: Plan) -> None:
         return
     version, variant, cuda = _torch_of(plan)
     _fits_driver(c, cuda)
-    archs = M.torch_arch_list(version, variant)
+    archs = M.torch_arch_list(version, variant, aarch64=c.platform == "linux-aarch64")  # the platform's own wheels
     for gpu in c.gpus:
         assert not build_runs_on_gpu(M, archs, cuda, gpu.compute_capability, gpu.name).is_problem
     torch = M.torch_release(version)

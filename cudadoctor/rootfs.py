@@ -172,6 +172,10 @@ class RootFS:
             return None
         return (info.st_dev, info.st_ino) if info is not None else None
 
+    def size(self, path: str) -> int:
+        """The size in bytes of what ``path`` leads to; raises OSError."""
+        return os.path.getsize(self._followed(path))
+
     def readlink(self, path: str) -> str:
         return os.readlink(self.host_path(path))  # host_path: OSError, never ValueError, for a NUL
 

@@ -32,6 +32,7 @@ __all__ = [
     "facts_from_json",
     "facts_to_dict",
     "facts_to_json",
+    "field_types",
     "redact_facts",
 ]
 
@@ -73,6 +74,11 @@ def facts_to_json(facts: Facts) -> str:
 def _hints(cls: type) -> dict[str, Any]:
     # Once per class: get_type_hints evaluates every string annotation anew on each call.
     return typing.get_type_hints(cls, vars(model))
+
+
+def field_types() -> dict[str, Any]:
+    """The type of each :class:`Facts` field, for :func:`decode` of one fact alone."""
+    return _hints(Facts)
 
 
 def decode(tp: Any, data: Any, path: str, depth: int = 0, max_items: int | None = None) -> Any:

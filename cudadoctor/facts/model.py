@@ -515,6 +515,9 @@ class FactSpec:
     doc: str
     #: the probe mostly waits on C code or a child process, so it runs in a thread
     background: bool = False
+    #: the probe only reads files, variables and this interpreter's sys.path: its answer is kept for the next
+    #: run while everything it read is unchanged (:mod:`cudadoctor.probes.memo`)
+    memo: bool = False
 
 
 def fact(spec: FactSpec, *, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING) -> Any:
@@ -590,6 +593,7 @@ class Facts:
             "no CUDA wheels installed",
             "CudaWheels or null",
             "CUDA runtime and math libraries installed as pip wheels",
+            memo=True,
         ),
         default=None,
     )
@@ -600,12 +604,14 @@ class Facts:
             "no cuDNN installed",
             "list of LibraryCopy",
             "every cuDNN copy (pip, system, conda, toolkit)",
+            memo=True,
         ),
         default=(),
     )
     nccl: tuple[LibraryCopy, ...] = fact(
         FactSpec(
-            _probe("libraries", "probe_nccl"), "nccl", "no NCCL installed", "list of LibraryCopy", "every NCCL copy"
+            _probe("libraries", "probe_nccl"), "nccl", "no NCCL installed", "list of LibraryCopy", "every NCCL copy",
+            memo=True,
         ),
         default=(),
     )
@@ -616,6 +622,7 @@ class Facts:
             "no TensorRT installed",
             "list of LibraryCopy",
             "every TensorRT copy",
+            memo=True,
         ),
         default=(),
     )
@@ -628,6 +635,7 @@ class Facts:
             "for each CUDA library an installed package's shared objects need: the copy ld.so will load "
             "(LD_PRELOAD, RPATH, LD_LIBRARY_PATH, RUNPATH, ld.so.cache, default directories), its version, "
             "and the copies it shadows",
+            memo=True,
         ),
         default=None,
     )
@@ -638,6 +646,7 @@ class Facts:
             "no Python environment found",
             "PythonEnv or null",
             "the interpreter whose packages were examined",
+            memo=True,
         ),
         default=None,
     )
@@ -648,6 +657,7 @@ class Facts:
             "",
             "object: name → InstalledPackage",
             "Python distributions of interest, by canonical name",
+            memo=True,
         ),
         default_factory=dict,
     )

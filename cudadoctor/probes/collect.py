@@ -17,7 +17,7 @@ from dataclasses import MISSING, replace
 from typing import Any
 
 from cudadoctor import __version__
-from cudadoctor.facts.model import Facts, HostInfo
+from cudadoctor.facts.model import Facts, HostInfo, ProbeError
 from cudadoctor.facts.registry import probe_function, probed
 from cudadoctor.probes import host
 from cudadoctor.probes.context import ProbeContext
@@ -48,6 +48,52 @@ def _run_one(ctx: ProbeContext, name: str, probe: Callable[[ProbeContext], Any])
     return value, time.perf_counter() - start, ok
 
 
+def _from_memo(ctx: ProbeContext, names: list[str]) -> tuple[dict[str, Any], list[ProbeError]] | None:
+    """The file probes' facts and errors of the last run when everything they read is unchanged, else None."""
+    from cudadoctor.errors import SnapshotError
+    from cudadoctor.facts import codec
+    from cudadoctor.probes import memo
+
+    stored = memo.load(memo.memo_path(ctx.fs.root), memo.run_key(ctx.fs.root, ctx.machine, ctx.system, ctx.python))
+    if stored is None or set(stored["results"]) != set(names) or not memo.replay(stored["seen"], ctx.fs, ctx.env):
+        return None
+    hints = codec.field_types()
+    try:
+        results = {name: codec.decode(hints[name], stored["results"][name], name) for name in names}
+        errors = [codec.decode(ProbeError, error, "errors") for error in stored["errors"]]
+    except (SnapshotError, RecursionError):
+        return None
+    return results, errors
+
+
+def _recorded(ctx: ProbeContext, specs: dict[str, Any], outcomes: dict[str, tuple[Any, float, bool]]) -> None:
+    """Run the file probes while recording what they read, and keep their facts for the next run
+    (:mod:`cudadoctor.probes.memo`): unless one asked a command or NVML, crashed, or saw a file change."""
+    from cudadoctor.probes import memo
+
+    record = memo.Memo()
+    recording = ProbeContext(
+        fs=memo.RecordingFS(ctx.fs.root, record),
+        env=memo.RecordingEnv(ctx.env, record),
+        runner=memo.Tainting(ctx.runner, record, "a command"),  # type: ignore[arg-type]
+        native=memo.Tainting(ctx.native, record, "NVML or libcuda"),  # type: ignore[arg-type]
+        health_source=memo.Tainting(ctx.health_source, record, "NVML"),  # type: ignore[arg-type]
+        python=ctx.python,
+        machine=ctx.machine,
+        system=ctx.system,
+        observe=record.observe,
+    )
+    for name, spec in specs.items():
+        outcomes[name] = _run_one(recording, name, probe_function(spec))
+    ctx.errors.extend(recording.errors)
+    if record.storable() and all(outcomes[name][2] for name in specs):
+        from cudadoctor.facts.codec import encode
+
+        key = memo.run_key(ctx.fs.root, ctx.machine, ctx.system, ctx.python)
+        results = {name: encode(outcomes[name][0]) for name in specs}
+        memo.save(memo.memo_path(ctx.fs.root), key, record, results, [encode(e) for e in recording.errors])
+
+
 def collect_facts(ctx: ProbeContext) -> Facts:
     """Run every probe against ``ctx`` and return the facts, with per-probe timings."""
     start = time.perf_counter()
@@ -58,6 +104,16 @@ def collect_facts(ctx: ProbeContext) -> Facts:
     # 74-90 ms, one after the other 49 ms).
     background = [name for name, spec in specs.items() if spec.background]
     outcomes: dict[str, tuple[Any, float, bool]] = {}
+    timings: dict[str, float] = {}
+    # The file probes' memo is asked before any thread starts: it is a few hundred stats, each of which would
+    # otherwise wait for the GIL behind the background probes' Python.
+    memoised = {name: spec for name, spec in specs.items() if spec.memo and not spec.background} if ctx.memo else {}
+    stored = _from_memo(ctx, list(memoised)) if memoised else None
+    if stored is not None:
+        results, errors = stored
+        outcomes.update((name, (results[name], 0.0, True)) for name in memoised)
+        ctx.errors.extend(errors)
+        timings["memo"] = round(time.perf_counter() - start, 4)
     # One plain thread per background probe (a thread pool's module costs a millisecond to import); each
     # stores its outcome under its own name, and _run_one never raises.
     threads = [
@@ -70,13 +126,14 @@ def collect_facts(ctx: ProbeContext) -> Facts:
     ]
     for thread in threads:
         thread.start()
+    if memoised and stored is None:
+        _recorded(ctx, memoised, outcomes)
     for name, spec in specs.items():
-        if name not in background:
+        if name not in background and name not in outcomes:
             outcomes[name] = _run_one(ctx, name, probe_function(spec))
     for thread in threads:
         thread.join()
     results: dict[str, Any] = {}
-    timings: dict[str, float] = {}
     for name in specs:
         value, seconds, ok = outcomes[name]
         timings[name] = round(seconds, 4)
@@ -95,7 +152,9 @@ def collect_facts(ctx: ProbeContext) -> Facts:
 
 def live_context(*, python: str | None = None, health: bool = True) -> ProbeContext:
     """A context that examines this machine: real files, commands, NVML and libcuda (``health``: NVML's
-    hardware-health answers too)."""
+    hardware-health answers too), with the file probes' memo (:mod:`cudadoctor.probes.memo`)."""
+    from cudadoctor.probes import memo
+
     return ProbeContext(
         fs=RootFS("/"),
         env=dict(os.environ),
@@ -103,6 +162,7 @@ def live_context(*, python: str | None = None, health: bool = True) -> ProbeCont
         native=RealNative(),
         python=python,
         health_source=RealHealthSource() if health else NullHealthSource("--no-health"),
+        memo=memo.enabled(os.environ),
     )
 
 

@@ -48,6 +48,11 @@ class ProbeContext:
     machine: str = field(default_factory=platform.machine)
     system: str = field(default_factory=platform.system)
     errors: list[ProbeError] = field(default_factory=list)
+    #: told each stat that decides a fact without passing through ``fs`` (the ELF scan cache's), for
+    #: :mod:`cudadoctor.probes.memo`; None when nothing records them
+    observe: Callable[[str, str, object], None] | None = None
+    #: reuse the file probes' facts of the last run while nothing they read changed (:mod:`cudadoctor.probes.memo`)
+    memo: bool = False
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
     _locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)

@@ -385,7 +385,7 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
     installed = {n: _dist_version(d.dir_version) for n, d in packages.distributions(ctx).items()}
     dists = {n: v if n.startswith("nvidia-") else None for n, v in installed.items()}
     versions = _Versions(ctx, sites, dists)
-    cache = scancache.ScanCache()
+    cache = scancache.ScanCache(observe=ctx.observe)
     objects = [(site, path, host) for site in sites for path, host in _objects(ctx, cache, site)]
     scanned = {path: dyn for _site, path, host in objects if (dyn := cache.dynamic(host)) is not None}
     search, note = _search(ctx, versions)
@@ -506,7 +506,7 @@ def record_owner(ctx: ProbeContext, path: str, distribution: str) -> str:
     if not rivals or distribution not in dists:
         return distribution
     try:
-        size = os.path.getsize(ctx.fs.host_path(ctx.fs.resolve(path)))
+        size = ctx.fs.size(path)
     except OSError:
         return distribution
     matching = [d.name for d in (dists[distribution], *rivals) if _recorded_size(ctx, d, path) == size]

@@ -14,13 +14,17 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from cudadoctor.cachedir import default_cache_dir
 from cudadoctor.fileread import read_file
 from cudadoctor.probes.elf import ElfDynamic, ElfError, read_dynamic
 
-__all__ = ["CACHE_NAME", "ScanCache", "cache_path"]
+__all__ = ["CACHE_NAME", "Observer", "ScanCache", "cache_path"]
+
+#: ``observe(kind, path, answer)``: ``mtime`` of a directory, ``sig`` (size, mtime) of a file, or ("!", errno)
+Observer = Callable[[str, str, object], None]
 
 CACHE_NAME = "elf-scan.json"
 _FORMAT = 3
@@ -93,7 +97,9 @@ def _from_slim(value: Any) -> ElfDynamic | None:
 class ScanCache:
     """One run's view of the cache: directory listings by mtime, dynamic sections by (size, mtime)."""
 
-    def __init__(self) -> None:
+    def __init__(self, observe: Observer | None = None) -> None:
+        #: told each stat this cache decides by (:mod:`cudadoctor.probes.memo` remembers them)
+        self.observe = observe
         self.where = cache_path()
         data = _load(self.where)
         self.files: dict[str, Any] = data.get("files", {}) if isinstance(data.get("files"), dict) else {}
@@ -113,8 +119,10 @@ class ScanCache:
         """
         try:
             mtime = os.stat(host_dir).st_mtime_ns
-        except OSError:
+        except OSError as exc:
+            self._observed("mtime", host_dir, exc)
             return [], []
+        self._observed("mtime", host_dir, mtime)
         entry = self.dirs.get(host_dir)
         if isinstance(entry, list) and len(entry) == 3 and entry[0] == mtime:
             self.unchanged.add(host_dir)
@@ -153,8 +161,10 @@ class ScanCache:
             return _from_slim(entry[1]) if entry[1] is not None else None
         try:
             stat = os.stat(host)
-        except OSError:
+        except OSError as exc:
+            self._observed("sig", host, exc)
             return None
+        self._observed("sig", host, (stat.st_size, stat.st_mtime_ns))
         key = f"{stat.st_size}:{stat.st_mtime_ns}"
         if isinstance(entry, list) and len(entry) == 2 and entry[0] == key:
             slim = entry[1]
@@ -170,7 +180,12 @@ class ScanCache:
     def opener(self, host: str) -> ElfDynamic:
         """The soname, RPATH and RUNPATH of an object that opens CUDA libraries by name, by (size, mtime) like
         :meth:`dynamic` (which keeps only objects that link one). Raises OSError or ElfError when unreadable."""
-        stat = os.stat(host)
+        try:
+            stat = os.stat(host)
+        except OSError as exc:
+            self._observed("sig", host, exc)
+            raise
+        self._observed("sig", host, (stat.st_size, stat.st_mtime_ns))
         key = f"{stat.st_size}:{stat.st_mtime_ns}"
         entry = self.openers.get(host)
         if isinstance(entry, list) and len(entry) == 2 and entry[0] == key and (dyn := _from_slim(entry[1])):
@@ -180,6 +195,12 @@ class ScanCache:
         self.openers[host] = [key, slim]
         self.changed = True
         return ElfDynamic((), read.soname, read.rpath, read.runpath, ())
+
+    def _observed(self, kind: str, host: str, answer: object) -> None:
+        if self.observe is not None:
+            if isinstance(answer, OSError):
+                answer = ("!", answer.errno or type(answer).__name__)
+            self.observe(kind, host, answer)
 
     def save(self) -> None:
         if not self.changed:

@@ -1,0 +1,383 @@
+"""The file probes' memo: their facts from the last run, reused while nothing they read has changed.
+
+The probes that only read files (toolkits, pip's CUDA wheels, cuDNN, NCCL, TensorRT, the loader's view, the
+Python packages: ``FactSpec.memo``) are pure functions of what they read: file contents, directory
+listings, whether a path exists, link targets, environment variables, this interpreter's ``sys.path``, and
+the compat data. With torch installed they take ~70 ms of a ``check`` on an H200 (measured), most of it
+Python deciding which file ld.so would load, not the reading.
+
+So each run records every answer those probes got (:class:`RecordingFS`, :class:`RecordingEnv`, the ELF
+scan cache's stats) and stores their facts beside the record. The next run asks the same questions again,
+cheaply — a stat for a file read (its inode, size, modification and change times), a listing's checksum,
+a variable's value — and reuses the facts when every answer is the same; one different answer and the
+probes run as before. A probe that asks a command, NVML or libcuda anything (``--python`` runs the
+interpreter) is live by nature: its run is never stored. ``CUDADOCTOR_NO_CACHE=1`` turns the memo off.
+
+The memo is JSON in the user cache (``~/.cache/cudadoctor/probes-*.json``, mode 0600), its facts in the
+snapshot's form, read back by the snapshot's strict decoder (:mod:`cudadoctor.facts.codec`). It is read only
+when this user owns it and nobody else may write it; anything unexpected in it is a miss.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import sys
+import zlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from cudadoctor.cachedir import default_cache_dir
+from cudadoctor.rootfs import MAX_READ_BYTES, RootFS
+
+__all__ = [
+    "DISABLE_VAR",
+    "Memo",
+    "RecordingEnv",
+    "RecordingFS",
+    "enabled",
+    "load",
+    "memo_path",
+    "replay",
+    "save",
+]
+
+#: Set to a non-empty value other than ``0``: the file probes run every time.
+DISABLE_VAR = "CUDADOCTOR_NO_CACHE"
+
+_FORMAT = 1
+#: A memo larger than this is not ours (an H200 with torch, vLLM and JAX: ~60 KB).
+_MAX_BYTES = 8 << 20
+#: Observations kept at most: a tree so large that asking again costs what probing does is not memoised.
+_MAX_OBSERVATIONS = 50_000
+
+#: What an answer is when the question raised: the errno (or the exception's name), so that EACCES after
+#: ENOENT is a change.
+_ERROR = "!"
+
+
+def enabled(env: Mapping[str, str]) -> bool:
+    """Whether the memo is used (``CUDADOCTOR_NO_CACHE`` unset, empty or ``0``)."""
+    return env.get(DISABLE_VAR, "") in ("", "0")
+
+
+def _failure(exc: BaseException) -> tuple[str, object]:
+    return (_ERROR, getattr(exc, "errno", None) or type(exc).__name__)
+
+
+def _signature(host: str) -> object:
+    """What stands for a file's content: it changes whenever the file is written, replaced or touched."""
+    try:
+        info = os.stat(host)
+    except (OSError, ValueError) as exc:
+        return _failure(exc)
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _listing(names: list[str]) -> tuple[int, int]:
+    return len(names), zlib.crc32("\0".join(names).encode("utf-8", "surrogateescape"))
+
+
+# --- the questions, asked live (RecordingFS) and asked again (replay) ------------------------------------------
+
+
+def _ask(fs: RootFS, kind: str, path: str, extra: int) -> tuple[object, object]:
+    """(what the probe gets, what is remembered of it) for one question of ``kind`` about ``path``."""
+    try:
+        if kind == "listdir":
+            names = RootFS.listdir(fs, path)
+            return names, _listing(names)
+        if kind == "read":
+            # The signature first: a file written between the two is taken as changed on the next run.
+            signature = _signature(fs._followed(path))
+            data = RootFS.read_bytes(fs, path, extra)
+            return data, signature
+        value = _QUESTIONS[kind](fs, path)
+        return value, value
+    except (OSError, ValueError) as exc:
+        return exc, _failure(exc)
+
+
+_QUESTIONS: dict[str, Callable[[RootFS, str], object]] = {
+    "exists": RootFS.exists,
+    "is_file": RootFS.is_file,
+    "is_dir": RootFS.is_dir,
+    "is_symlink": RootFS.is_symlink,
+    "is_char_device": RootFS.is_char_device,
+    "identity": RootFS.identity,
+    "readlink": RootFS.readlink,
+    "resolve": RootFS.resolve,
+    "size": RootFS.size,
+}
+
+
+class Memo:
+    """One run's record of the answers the file probes got."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[str, str, int], object] = {}
+        #: a probe asked something no file answers (a command, NVML): this run is not stored
+        self.tainted: str | None = None
+        #: one question got two answers within the run (something changed meanwhile): not stored either
+        self.unstable = False
+
+    def observe(self, kind: str, path: str, answer: object, extra: int = 0) -> None:
+        key = (kind, path, extra)
+        before = self.seen.setdefault(key, answer)
+        if before != answer:
+            self.unstable = True
+
+    def taint(self, why: str) -> None:
+        self.tainted = self.tainted or why
+
+    def storable(self) -> bool:
+        return self.tainted is None and not self.unstable and len(self.seen) <= _MAX_OBSERVATIONS
+
+
+class RecordingFS(RootFS):
+    """A :class:`RootFS` that remembers every answer it gives, for :func:`replay`."""
+
+    def __init__(self, root: str, memo: Memo) -> None:
+        super().__init__(root)
+        self.memo = memo
+
+    def _asked(self, kind: str, path: str, extra: int = 0) -> Any:
+        value, remembered = _ask(self, kind, path, extra)
+        self.memo.observe(kind, path, remembered, extra)
+        if isinstance(value, BaseException):
+            raise value
+        return value
+
+    def exists(self, path: str) -> bool:
+        return self._asked("exists", path)  # type: ignore[no-any-return]
+
+    def is_file(self, path: str) -> bool:
+        return self._asked("is_file", path)  # type: ignore[no-any-return]
+
+    def is_dir(self, path: str) -> bool:
+        return self._asked("is_dir", path)  # type: ignore[no-any-return]
+
+    def is_symlink(self, path: str) -> bool:
+        return self._asked("is_symlink", path)  # type: ignore[no-any-return]
+
+    def is_char_device(self, path: str) -> bool:
+        return self._asked("is_char_device", path)  # type: ignore[no-any-return]
+
+    def identity(self, path: str) -> tuple[int, int] | None:
+        return self._asked("identity", path)  # type: ignore[no-any-return]
+
+    def readlink(self, path: str) -> str:
+        return self._asked("readlink", path)  # type: ignore[no-any-return]
+
+    def resolve(self, path: str) -> str:
+        return self._asked("resolve", path)  # type: ignore[no-any-return]
+
+    def size(self, path: str) -> int:
+        return self._asked("size", path)  # type: ignore[no-any-return]
+
+    def listdir(self, path: str) -> list[str]:
+        return self._asked("listdir", path)  # type: ignore[no-any-return]
+
+    def read_bytes(self, path: str, limit: int = MAX_READ_BYTES) -> bytes:
+        return self._asked("read", path, limit)  # type: ignore[no-any-return]
+
+
+def stat_answer(kind: str, host: str) -> object:
+    """The ELF scan cache's questions (:mod:`cudadoctor.probes.scancache`), about this machine's disk: a
+    directory's modification time (``mtime``, its listing) and a file's size and modification time (``sig``)."""
+    try:
+        info = os.stat(host)
+    except (OSError, ValueError) as exc:
+        return _failure(exc)
+    return info.st_mtime_ns if kind == "mtime" else (info.st_size, info.st_mtime_ns)
+
+
+class RecordingEnv(Mapping[str, str]):
+    """The examined environment's variables, remembering which ones were read (all of them when iterated)."""
+
+    def __init__(self, env: Mapping[str, str], memo: Memo) -> None:
+        self._env = env
+        self._memo = memo
+
+    def __getitem__(self, key: str) -> str:
+        value = self._env.get(key)
+        self._memo.observe("env", key, value)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        self._memo.observe("environ", "", _environ(self._env))
+        return iter(self._env)
+
+    def __len__(self) -> int:
+        self._memo.observe("environ", "", _environ(self._env))
+        return len(self._env)
+
+
+def _environ(env: Mapping[str, str]) -> int:
+    return zlib.crc32("\0".join(f"{k}={v}" for k, v in sorted(env.items())).encode("utf-8", "surrogateescape"))
+
+
+class Tainting:
+    """A runner, NVML or health source for the file probes: used, it marks the run as not storable."""
+
+    def __init__(self, inner: object, memo: Memo, what: str) -> None:
+        self._inner, self._memo, self._what = inner, memo, what
+
+    def __getattr__(self, name: str) -> Any:
+        self._memo.taint(self._what)
+        return getattr(self._inner, name)
+
+
+# --- what else the probes depend on ------------------------------------------------------------------------------
+
+
+def _tree(directory: str) -> tuple[tuple[str, int, int], ...]:
+    """(name, size, mtime) of a directory's files: cudadoctor's own code and data, so that an upgrade or an
+    edited checkout is never answered from a memo written by other code."""
+    try:
+        with os.scandir(directory) as entries:
+            found = [(e.name, (info := e.stat()).st_size, info.st_mtime_ns) for e in entries if e.is_file()]
+    except OSError:
+        return ()
+    return tuple(sorted(found))
+
+
+def run_key(root: str, machine: str, system: str, python: str | None) -> tuple[Any, ...]:
+    """Everything the file probes depend on that they do not ask the file system or the environment for:
+    this interpreter (``sys.path`` decides where packages are looked for), the working directory, the
+    examined root and CPU, cudadoctor's code and compat data, and ``packaging`` (it parses the versions)."""
+    import packaging
+
+    from cudadoctor import __version__
+    from cudadoctor.cachedir import cache_file
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = None
+    return (
+        _FORMAT,
+        __version__,
+        sys.version,
+        sys.executable,
+        sys.prefix,
+        sys.base_prefix,
+        tuple(sys.path),
+        sys.argv[0] if sys.argv else None,
+        cwd,
+        os.path.isdir(os.path.join(sys.prefix, "conda-meta")),
+        root,
+        machine,
+        system,
+        python,
+        packaging.__version__,
+        tuple(_tree(os.path.join(package, sub)) for sub in ("", "facts", "probes")),
+        _tree(os.path.join(package, "compat")),
+        _tree(os.path.join(os.path.dirname(package), "compat")),
+        _signature(cache_file()),
+    )
+
+
+# --- where it is kept --------------------------------------------------------------------------------------
+
+
+def memo_path(root: str) -> str:
+    """One memo per interpreter and examined root: two virtual environments used in turn keep one each."""
+    where = f"{sys.executable}\0{sys.prefix}\0{root}".encode("utf-8", "surrogateescape")
+    return os.path.join(default_cache_dir(), f"probes-{zlib.crc32(where):08x}.json")
+
+
+def _read_own(path: str) -> bytes | None:
+    """The file's bytes when this user owns it and nobody else may write it (no link followed), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        getuid = getattr(os, "getuid", None)
+        if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o022 or (getuid is not None and info.st_uid != getuid()):
+            return None
+        if info.st_size > _MAX_BYTES:
+            return None
+        return handle.read(_MAX_BYTES + 1)
+
+
+def _plain(value: object) -> object:
+    """An answer as JSON gives it back (tuples become lists), so that a stored answer compares equal."""
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def load(path: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+    """The stored run for ``key``: its ``seen`` questions (kind, path, extra, answer), ``results`` (each probe's
+    facts in the snapshot's JSON form) and ``errors`` (ProbeErrors in that form); None when there is none."""
+    raw = _read_own(path)
+    if raw is None:
+        return None
+    try:
+        document = json.loads(raw)
+    except (ValueError, RecursionError):  # a truncated, foreign or planted file: a miss
+        return None
+    if not isinstance(document, dict) or document.get("format") != _FORMAT or document.get("key") != _plain(key):
+        return None
+    if not isinstance(document.get("seen"), list) or not isinstance(document.get("results"), dict):
+        return None
+    if not isinstance(document.get("errors"), list):
+        return None
+    return document
+
+
+def replay(seen: list[Any], fs: RootFS, env: Mapping[str, str]) -> bool:
+    """Whether every question of a stored run gets the same answer now."""
+    for item in seen:
+        if not (isinstance(item, list) and len(item) == 4):
+            return False
+        kind, path, extra, answer = item
+        if not isinstance(path, str) or not isinstance(extra, int):
+            return False
+        if kind == "env":
+            now: object = env.get(path)
+        elif kind == "environ":
+            now = _environ(env)
+        elif kind in ("mtime", "sig"):
+            now = stat_answer(kind, path)
+        elif kind == "read":
+            try:
+                now = _signature(fs._followed(path))
+            except (OSError, ValueError) as exc:
+                now = _failure(exc)
+        elif kind in _QUESTIONS or kind == "listdir":
+            now = _ask(fs, kind, path, extra)[1]
+        else:
+            return False  # a question this version does not know
+        if _plain(now) != answer:
+            return False
+    return True
+
+
+def save(path: str, key: tuple[Any, ...], memo: Memo, results: dict[str, Any], errors: list[Any]) -> None:
+    """Store a run (atomically, mode 0600); ``results`` and ``errors`` already in the snapshot's JSON form.
+    Nothing happens when it cannot be written."""
+    seen = [[kind, where, extra, _plain(answer)] for (kind, where, extra), answer in memo.seen.items()]
+    document = {"format": _FORMAT, "key": _plain(key), "seen": seen, "results": results, "errors": errors}
+    try:
+        data = json.dumps(document, separators=(",", ":")).encode("utf-8", "surrogateescape")
+    except (TypeError, ValueError):  # a value JSON cannot hold: the probes simply run every time
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)

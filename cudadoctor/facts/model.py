@@ -610,7 +610,11 @@ class Facts:
     )
     nccl: tuple[LibraryCopy, ...] = fact(
         FactSpec(
-            _probe("libraries", "probe_nccl"), "nccl", "no NCCL installed", "list of LibraryCopy", "every NCCL copy",
+            _probe("libraries", "probe_nccl"),
+            "nccl",
+            "no NCCL installed",
+            "list of LibraryCopy",
+            "every NCCL copy",
             memo=True,
         ),
         default=(),

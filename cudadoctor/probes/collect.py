@@ -75,9 +75,9 @@ def _recorded(ctx: ProbeContext, specs: dict[str, Any], outcomes: dict[str, tupl
     recording = ProbeContext(
         fs=memo.RecordingFS(ctx.fs.root, record),
         env=memo.RecordingEnv(ctx.env, record),
-        runner=memo.Tainting(ctx.runner, record, "a command"),  # type: ignore[arg-type]
-        native=memo.Tainting(ctx.native, record, "NVML or libcuda"),  # type: ignore[arg-type]
-        health_source=memo.Tainting(ctx.health_source, record, "NVML"),  # type: ignore[arg-type]
+        runner=memo.Tainting(ctx.runner, record, "a command"),
+        native=memo.Tainting(ctx.native, record, "NVML or libcuda"),
+        health_source=memo.Tainting(ctx.health_source, record, "NVML"),
         python=ctx.python,
         machine=ctx.machine,
         system=ctx.system,
@@ -110,8 +110,8 @@ def collect_facts(ctx: ProbeContext) -> Facts:
     memoised = {name: spec for name, spec in specs.items() if spec.memo and not spec.background} if ctx.memo else {}
     stored = _from_memo(ctx, list(memoised)) if memoised else None
     if stored is not None:
-        results, errors = stored
-        outcomes.update((name, (results[name], 0.0, True)) for name in memoised)
+        remembered, errors = stored
+        outcomes.update((name, (remembered[name], 0.0, True)) for name in memoised)
         ctx.errors.extend(errors)
         timings["memo"] = round(time.perf_counter() - start, 4)
     # One plain thread per background probe (a thread pool's module costs a millisecond to import); each

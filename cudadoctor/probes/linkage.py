@@ -24,7 +24,6 @@ plugin's and CuPy's NCCL (compat/notes/runtime-libraries.md says what each relea
 from __future__ import annotations
 
 import functools
-import os
 import posixpath
 import re
 from dataclasses import field, replace

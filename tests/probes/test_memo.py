@@ -1,0 +1,214 @@
+"""The file probes' memo (cudadoctor.probes.memo): a second run over an unchanged tree reuses the facts, and any
+change to what the probes read gives exactly the facts a run without the memo gives.
+
+The tree is the real H200's layout (tests/h200_fixture.py) as an image root, with real ELF files written at test
+time where the loader's view needs them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from cudadoctor.facts.model import Facts
+from cudadoctor.probes import memo
+from cudadoctor.probes.collect import collect_facts, live_context, root_context
+from cudadoctor.probes.context import ProbeContext
+from cudadoctor.runner import CommandResult
+from tests.conftest import FakeRunner
+from tests.elfwriter import shared_object
+from tests.h200_fixture import SITE, build_tree, h200_env
+
+MEMOISED = ("cuda_wheels", "cudnn", "nccl", "tensorrt", "loader", "python", "packages")
+
+
+def put(root: Path, path: str, data: bytes | str = b"") -> Path:
+    full = root / path.lstrip("/")
+    full.parent.mkdir(parents=True, exist_ok=True)
+    full.write_bytes(data.encode() if isinstance(data, str) else data)
+    return full
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    tree = tmp_path / "root"
+    build_tree(str(tree))
+    # The H200's torch links cuDNN and cuSPARSE through RUNPATHs into the nvidia wheels (its real layout).
+    runpath = ["$ORIGIN/../../nvidia/cudnn/lib", "$ORIGIN/../../nvidia/cu13/lib", "$ORIGIN"]
+    torch_cuda = shared_object(["libcudnn.so.9", "libcusparse.so.12"], None, runpath)
+    put(tree, f"{SITE}/torch/lib/libtorch_cuda.so", torch_cuda)
+    return tree
+
+
+def context(root: Path, env: dict[str, str] | None = None, **kw: object) -> ProbeContext:
+    ctx = root_context(str(root), h200_env() if env is None else env, **kw)  # type: ignore[arg-type]
+    ctx.memo = True
+    return ctx
+
+
+def plain(facts: Facts) -> Facts:
+    """The facts without what differs between any two runs (when, how long)."""
+    return dataclasses.replace(facts, timings={}, collected_at="")
+
+
+def fresh(root: Path, env: dict[str, str] | None = None) -> Facts:
+    ctx = context(root, env)
+    ctx.memo = False
+    return plain(collect_facts(ctx))
+
+
+def test_a_second_run_over_an_unchanged_tree_reuses_the_facts(root: Path) -> None:
+    first = collect_facts(context(root))
+    assert "memo" not in first.timings
+    assert first.packages and first.loader is not None and first.cudnn  # the probes found the H200's stack
+    second = collect_facts(context(root))
+    assert "memo" in second.timings
+    assert all(second.timings[name] == 0.0 for name in MEMOISED)
+    assert plain(second) == plain(first) == fresh(root)
+    assert os.stat(memo.memo_path(str(root))).st_mode & 0o777 == 0o600
+
+
+def _add_distribution(root: Path) -> None:
+    put(root, f"{SITE}/cupy_cuda12x-13.4.1.dist-info/METADATA", "Name: cupy-cuda12x\nVersion: 13.4.1\n")
+
+
+def _same_size_same_mtime(root: Path) -> None:
+    """torch's METADATA rewritten in place with another version of the same length, its mtime put back: only
+    the change time tells."""
+    path = next((root / SITE.lstrip("/")).glob("torch-*.dist-info")) / "METADATA"
+    before = path.stat()
+    text = path.read_text()
+    path.write_text(text.replace("Version: 2.11.0", "Version: 2.11.9", 1))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+
+
+def _remove_cudnn(root: Path) -> None:
+    for lib in (root / SITE.lstrip("/") / "nvidia/cudnn/lib").glob("libcudnn.so*"):
+        lib.unlink()
+
+
+def _elf_needs_another_library(root: Path) -> None:
+    put(root, f"{SITE}/fastkernels.libs/libfk-1a2b3c.so", shared_object(["libcublas.so.11"]))
+
+
+def _relinked(root: Path) -> None:
+    """A library file replaced by a link to another copy (what a conda or apt upgrade does)."""
+    lib = next((root / SITE.lstrip("/") / "nvidia/cudnn/lib").glob("libcudnn.so.9*"))
+    lib.unlink()
+    os.symlink("/usr/lib/x86_64-linux-gnu/libcudnn.so.9", lib)
+
+
+@pytest.mark.parametrize(
+    "change", [_add_distribution, _same_size_same_mtime, _remove_cudnn, _elf_needs_another_library, _relinked]
+)
+def test_any_change_to_what_the_probes_read_gives_the_facts_of_a_run_without_the_memo(root: Path, change) -> None:
+    collect_facts(context(root))
+    change(root)
+    after = collect_facts(context(root))
+    assert "memo" not in after.timings
+    assert plain(after) == fresh(root)
+    assert plain(collect_facts(context(root))) == fresh(root)  # and the new facts are what is kept now
+
+
+def test_a_variable_the_probes_read_is_part_of_the_question(root: Path) -> None:
+    env = h200_env()
+    collect_facts(context(root, env))
+    env["LD_LIBRARY_PATH"] = "/usr/local/cuda/lib64"
+    after = collect_facts(context(root, env))
+    assert "memo" not in after.timings
+    assert plain(after) == fresh(root, env)
+    assert "memo" in collect_facts(context(root, env)).timings
+
+
+def test_a_variable_nobody_reads_does_not_matter(root: Path) -> None:
+    env = h200_env()
+    collect_facts(context(root, env))
+    env["SOMETHING_ELSE"] = "1"
+    assert "memo" in collect_facts(context(root, env)).timings
+
+
+def test_a_run_that_asked_a_command_is_never_kept(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file probe that runs something (``--python`` on the live machine runs the interpreter): what it printed
+    is no file, so the run is not stored."""
+    from cudadoctor.probes import libraries
+
+    def asks_a_command(ctx: ProbeContext) -> tuple[()]:
+        ctx.runner.run(("ldconfig", "-p"))
+        return ()
+
+    with monkeypatch.context() as patched:
+        patched.setattr(libraries, "probe_nccl", asks_a_command)
+        collect_facts(context(root))
+    assert not os.path.exists(memo.memo_path(str(root)))
+    collect_facts(context(root))
+    assert os.path.exists(memo.memo_path(str(root)))
+
+
+def test_one_question_with_two_answers_in_a_run_is_not_kept() -> None:
+    record = memo.Memo()
+    record.observe("is_file", "/usr/lib/libcudnn.so.9", True)
+    record.observe("is_file", "/usr/lib/libcudnn.so.9", True)
+    assert record.storable()
+    record.observe("is_file", "/usr/lib/libcudnn.so.9", False)
+    assert not record.storable()
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda text: text[: len(text) // 2],  # truncated
+        lambda text: "[]",
+        lambda text: text.replace('"format":1', '"format":99'),
+        lambda text: json.dumps({**json.loads(text), "results": {**json.loads(text)["results"], "packages": 5}}),
+        lambda text: json.dumps({**json.loads(text), "seen": [["rm -rf /", "/", 0, True]]}),
+        lambda text: json.dumps({**json.loads(text), "errors": [{"probe": 1}]}),
+    ],
+)
+def test_a_spoiled_memo_is_a_miss_never_a_crash(root: Path, spoil) -> None:
+    collect_facts(context(root))
+    where = Path(memo.memo_path(str(root)))
+    where.write_text(spoil(where.read_text()))
+    after = collect_facts(context(root))
+    assert "memo" not in after.timings
+    assert plain(after) == fresh(root)
+
+
+def test_a_memo_others_may_write_or_a_link_is_never_read(root: Path, tmp_path: Path) -> None:
+    collect_facts(context(root))
+    where = Path(memo.memo_path(str(root)))
+    where.chmod(0o666)
+    assert "memo" not in collect_facts(context(root)).timings  # ignored, then written anew (0600)
+    assert where.stat().st_mode & 0o777 == 0o600
+    planted = tmp_path / "planted.json"
+    planted.write_bytes(where.read_bytes())
+    where.unlink()
+    where.symlink_to(planted)
+    assert memo.load(str(where), memo.run_key(str(root), "x86_64", "Linux", None)) is None
+
+
+def test_another_cudadoctor_or_interpreter_never_reads_this_memo(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    collect_facts(context(root))
+    monkeypatch.setattr("cudadoctor.__version__", "999.0")
+    assert "memo" not in collect_facts(context(root)).timings
+    monkeypatch.setattr("sys.path", ["/elsewhere", *__import__("sys").path])
+    assert "memo" not in collect_facts(context(root)).timings
+
+
+def test_cudadoctor_no_cache_turns_the_memo_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(memo.DISABLE_VAR, "1")
+    assert not live_context(health=False).memo
+    monkeypatch.setenv(memo.DISABLE_VAR, "0")
+    assert live_context(health=False).memo
+
+
+def test_the_tainting_wrapper_marks_the_run() -> None:
+    record = memo.Memo()
+    runner = memo.Tainting(FakeRunner({("true",): CommandResult(("true",), 0)}), record, "a command")
+    assert record.storable()
+    runner.run(("true",))
+    assert not record.storable() and record.tainted == "a command"

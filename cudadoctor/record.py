@@ -27,7 +27,7 @@ else:  # only type checkers read it (importing typing_extensions costs time)
         return lambda decorated: decorated
 
 
-__all__ = ["Spec", "init_record", "record", "spec_of"]
+__all__ = ["Spec", "init_record", "mutable_record", "record", "spec_of"]
 
 T = TypeVar("T", bound=type)
 
@@ -125,4 +125,23 @@ def record(cls: T) -> T:
             type.__setattr__(declared, name, function)
     if not explicit_hash:
         type.__setattr__(declared, "__hash__", _hash)
+    return declared  # type: ignore[no-any-return]
+
+
+@dataclass_transform(field_specifiers=(dataclasses.field,))
+def mutable_record(cls: T) -> T:
+    """``@dataclass`` (mutable, compared by fields, unhashable) without compiling code for the class: the shared
+    ``__init__``, ``__repr__`` and ``__eq__`` above. For the few mutable helpers imported on every run (the probe
+    context, a report category): each ``@dataclass`` cost ~0.7 ms of a run on Python 3.12 (measured)."""
+    declared: Any = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+    fields = dataclasses.fields(declared)
+    own = declared.__dict__
+    type.__setattr__(declared, "__record_fields__", tuple(f.name for f in fields if f.compare))
+    type.__setattr__(declared, "__record_shown__", tuple(f.name for f in fields if f.repr))
+    type.__setattr__(declared, "__record_spec__", spec_of(declared))
+    for name, function in {"__init__": _init, "__repr__": _repr, "__eq__": _eq}.items():
+        if name not in own:
+            type.__setattr__(declared, name, function)
+    if "__hash__" not in own or own["__hash__"] is None:
+        type.__setattr__(declared, "__hash__", None)  # as @dataclass(eq=True) leaves a mutable class
     return declared  # type: ignore[no-any-return]

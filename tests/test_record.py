@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from cudadoctor.record import record
+from cudadoctor.record import mutable_record, record
 
 
 @record
@@ -98,3 +98,41 @@ def test_a_method_the_class_defines_is_kept() -> None:
             return "Shown(***)"
 
     assert repr(Shown("x")) == "Shown(***)" and hash(Shown("x")) == hash(Shown("x"))
+
+
+@mutable_record
+class Mut:
+    """A mutable record: the probe context's and a report category's kind."""
+
+    name: str
+    lines: list[str] = dataclasses.field(default_factory=list)
+    hidden: int = dataclasses.field(default=0, repr=False, compare=False)
+
+
+@dataclasses.dataclass
+class MutRef:
+    name: str
+    lines: list[str] = dataclasses.field(default_factory=list)
+    hidden: int = dataclasses.field(default=0, repr=False, compare=False)
+
+
+@pytest.mark.parametrize(("args", "kwargs"), [(("a",), {}), (("a", ["x"]), {}), ((), {"name": "b", "hidden": 3})])
+def test_mutable_record_matches_a_plain_dataclass(args, kwargs) -> None:
+    mine, ref = Mut(*args, **kwargs), MutRef(*args, **kwargs)
+    assert repr(mine).replace("Mut(", "") == repr(ref).replace("MutRef(", "")
+    assert dataclasses.asdict(mine) == dataclasses.asdict(ref)
+    assert mine == Mut(*args, **kwargs) and mine != Mut("other")
+    assert mine == Mut(mine.name, list(mine.lines), hidden=mine.hidden + 1)  # compare=False field
+    assert Mut.__hash__ is None and MutRef.__hash__ is None
+    with pytest.raises(TypeError):
+        hash(mine)
+
+
+def test_a_mutable_record_can_be_changed_and_each_gets_its_own_default() -> None:
+    first, second = Mut("a"), Mut("a")
+    first.lines.append("x")
+    first.name = "b"
+    assert (first.name, first.lines, second.lines) == ("b", ["x"], [])
+    assert dataclasses.replace(first, name="c") == Mut("c", ["x"])
+    with pytest.raises(TypeError, match="missing required argument"):
+        Mut()  # type: ignore[call-arg]

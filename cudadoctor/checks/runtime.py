@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -27,6 +27,7 @@ from cudadoctor.data.rows import CudaError
 from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, VisibleDevices
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
+from cudadoctor.record import mutable_record
 from cudadoctor.rules.archs import covers
 
 __all__ = [
@@ -520,7 +521,7 @@ def _satisfies(version: Version, specifier: SpecifierSet) -> bool:
     return rest.contains(version, prereleases=True) if len(rest) else True
 
 
-@dataclass
+@mutable_record
 class _Found:
     """What CD803/CD804 gather over the frameworks, in report order."""
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import platform
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol, TypeVar
 
 from cudadoctor.facts.model import ProbeError
 from cudadoctor.probes.native import Native, NullNative
 from cudadoctor.probes.nvml_health import NullHealthSource
+from cudadoctor.record import mutable_record
 from cudadoctor.rootfs import RootFS
 from cudadoctor.runner import NullRunner, Runner
 
@@ -31,7 +32,7 @@ class HealthSource(Protocol):
     def query(self, *, utilization: bool = False, sample_seconds: float = 0.0) -> dict[str, Any]: ...
 
 
-@dataclass
+@mutable_record
 class ProbeContext:
     """Everything a probe may use. Build one per run; it caches shared answers."""
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from packaging.version import Version
 
@@ -37,7 +37,7 @@ from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.linkage import resolve_plain
 from cudadoctor.probes.loader import search_dirs, soname_version
 from cudadoctor.probes.native import LibcudaResult, NvmlResult, decode_cuda_version
-from cudadoctor.record import record
+from cudadoctor.record import mutable_record, record
 
 __all__ = [
     "PROC_VERSION",
@@ -346,7 +346,7 @@ def _garbled(text: str) -> str:
     return f"unrecognised contents: {line[:80]!r}" if line else "empty file"
 
 
-@dataclass
+@mutable_record
 class _Sources:
     """What the driver's sources said so far, and what failed (one probe run)."""
 

@@ -19,7 +19,7 @@ import functools
 import posixpath
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -30,7 +30,7 @@ from cudadoctor.facts.model import CudaWheels, LibraryCopy, Source, SourceKind, 
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.probes import loader, toolkit
 from cudadoctor.probes.context import ProbeContext
-from cudadoctor.record import record
+from cudadoctor.record import mutable_record, record
 
 if TYPE_CHECKING:
     from cudadoctor.data.rows import TorchBundledCudnn
@@ -493,7 +493,7 @@ _ORIGIN_ORDER = ("pip", "conda", "toolkit", "tarball", "system")
 _KIND_ORDER = ("meta", "header", "lib")
 
 
-@dataclass
+@mutable_record
 class _Item:
     """One piece of evidence about a copy: a dist-info / conda record, a header or a library."""
 
@@ -507,7 +507,7 @@ class _Item:
     major: int | None = None  #: the SONAME major of a ``lib`` item without a full version
 
 
-@dataclass
+@mutable_record
 class _Group:
     items: list[_Item] = field(default_factory=list)
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from packaging.version import Version
 
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.facts.model import Facts, HostInfo, InstalledPackage, LibraryCopy, ProbeError, Source, SourceKind
 from cudadoctor.facts.registry import category_of_error
-from cudadoctor.record import record
+from cudadoctor.record import mutable_record, record
 
 __all__ = ["Category", "Line", "Mark", "categories"]
 
@@ -46,7 +46,7 @@ class Line:
     commands: tuple[str, ...] = ()
 
 
-@dataclass
+@mutable_record
 class Category:
     key: str
     title: str

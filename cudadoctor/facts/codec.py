@@ -46,10 +46,26 @@ _READABLE_KINDS = (SNAPSHOT_KIND, "cudadoctor-report")
 _MAX_DEPTH = 32
 
 
+#: Values that encode as themselves (exact types: a str enum is an enum).
+_SELF = frozenset({str, int, float, bool, type(None)})
+
+
+@functools.cache
+def _field_names(cls: Any) -> tuple[str, ...] | None:
+    """A dataclass's field names, None for any other class (once per class: ``fields`` builds a tuple per call)."""
+    return tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
+
+
 def encode(value: Any) -> Any:
     """A JSON-ready form of a model value."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    cls: Any = type(value)
+    if cls in _SELF:
+        return value
+    if cls is tuple or cls is list:
+        return [encode(v) for v in value]
+    names = _field_names(cls)
+    if names is not None:
+        return {name: encode(getattr(value, name)) for name in names}
     if isinstance(value, Version):
         return str(value)
     if isinstance(value, enum.Enum):
@@ -81,6 +97,28 @@ def field_types() -> dict[str, Any]:
     return _hints(Facts)
 
 
+@functools.cache
+def _plan(tp: Any) -> tuple[str, Any]:
+    """How values of ``tp`` are decoded (once per annotation: ``typing`` introspection costs more than the work)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        return "union", (type(None) in options, [t for t in options if t is not type(None)])
+    if tp is Any:
+        return "any", None
+    if dataclasses.is_dataclass(tp):
+        fields = [f for f in dataclasses.fields(tp) if not f.name.startswith("_")]
+        required = {
+            f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        }
+        return "dataclass", tuple((f.name, f.name in required) for f in fields)
+    if origin is tuple:
+        return "tuple", typing.get_args(tp)[0]
+    if origin is dict:
+        return "dict", typing.get_args(tp)[1]
+    return "scalar", None
+
+
 def decode(tp: Any, data: Any, path: str, depth: int = 0, max_items: int | None = None) -> Any:
     """Build a value of type ``tp`` from JSON data, or raise SnapshotError naming ``path``.
 
@@ -89,36 +127,36 @@ def decode(tp: Any, data: Any, path: str, depth: int = 0, max_items: int | None 
     """
     if depth > _MAX_DEPTH:
         raise SnapshotError(f"{path}: nested too deeply")
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(tp)
-        if data is None and type(None) in options:
+    kind, detail = _plan(tp)
+    if kind == "union":
+        optional, options = detail
+        if data is None and optional:
             return None
-        (inner,) = [t for t in options if t is not type(None)]
+        (inner,) = options
         return decode(inner, data, path, depth + 1, max_items)
-    if tp is Any:
+    if kind == "any":
         return data
-    if dataclasses.is_dataclass(tp):
-        return _decode_dataclass(cast(type, tp), data, path, depth, max_items)
-    if origin is tuple:
-        return _decode_tuple(tp, data, path, depth, max_items)
-    if origin is dict:
-        return _decode_dict(tp, data, path, depth, max_items)
+    if kind == "dataclass":
+        return _decode_dataclass(cast(type, tp), detail, data, path, depth, max_items)
+    if kind == "tuple":
+        return _decode_tuple(detail, data, path, depth, max_items)
+    if kind == "dict":
+        return _decode_dict(detail, data, path, depth, max_items)
     return _decode_scalar(tp, data, path)
 
 
-def _decode_dataclass(cls: type, data: Any, path: str, depth: int, max_items: int | None) -> Any:
+def _decode_dataclass(
+    cls: type, fields: tuple[tuple[str, bool], ...], data: Any, path: str, depth: int, max_items: int | None
+) -> Any:
     if not isinstance(data, dict):
         raise SnapshotError(f"{path}: expected an object")
     hints = _hints(cls)
     kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name.startswith("_"):
-            continue
-        if f.name in data:
-            kwargs[f.name] = decode(hints[f.name], data[f.name], f"{path}.{f.name}", depth + 1, max_items)
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise SnapshotError(f"{path}.{f.name}: missing")
+    for name, required in fields:
+        if name in data:
+            kwargs[name] = decode(hints[name], data[name], f"{path}.{name}", depth + 1, max_items)
+        elif required:
+            raise SnapshotError(f"{path}.{name}: missing")
     return cls(**kwargs)
 
 
@@ -128,21 +166,19 @@ def _decode_dataclass(cls: type, data: Any, path: str, depth: int, max_items: in
 _MAX_ITEMS = 10_000
 
 
-def _decode_tuple(tp: Any, data: Any, path: str, depth: int, max_items: int | None) -> tuple[Any, ...]:
+def _decode_tuple(item: Any, data: Any, path: str, depth: int, max_items: int | None) -> tuple[Any, ...]:
     if not isinstance(data, list):
         raise SnapshotError(f"{path}: expected a list")
     if max_items is not None and len(data) > max_items:
         raise SnapshotError(f"{path}: {len(data)} items, more than any machine has ({max_items})")
-    (item, _ellipsis) = typing.get_args(tp)
     return tuple(decode(item, v, f"{path}[{i}]", depth + 1, max_items) for i, v in enumerate(data))
 
 
-def _decode_dict(tp: Any, data: Any, path: str, depth: int, max_items: int | None) -> dict[str, Any]:
+def _decode_dict(item: Any, data: Any, path: str, depth: int, max_items: int | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SnapshotError(f"{path}: expected an object")
     if max_items is not None and len(data) > max_items:
         raise SnapshotError(f"{path}: {len(data)} entries, more than any machine has ({max_items})")
-    _key, item = typing.get_args(tp)
     # A key that is not printable ("a\nb") is quoted, so an error naming it stays on one line.
     return {
         str(k): decode(item, v, f"{path}.{k}" if k.isprintable() else f"{path}[{k!r}]", depth + 1, max_items)

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from cudadoctor.bounded import parse_requirement
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.pins import name_and_specifier
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
 from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, LibraryCopy, PythonEnv
@@ -38,6 +38,9 @@ from cudadoctor.rules.wheels import (
     wheel_platform,
 )
 
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
 __all__ = ["CD401", "CD403", "CD404", "CD501", "unmet_requirements"]
 
 
@@ -49,25 +52,39 @@ def unmet_requirements(
     ``installed`` is None when the required package is not installed at all.
 
     Only requirements whose target cudadoctor examined are judged (it does not scan every
-    distribution); their markers were already evaluated for the target interpreter by the probe.
+    distribution); their markers were already evaluated for the target interpreter by the probe. Lines are read
+    by :func:`~cudadoctor.checks.pins.name_and_specifier`; only one that fails is parsed by ``Requirement`` (for
+    its message, and to drop a line it refuses).
     """
     unmet: list[tuple[InstalledPackage, Requirement, InstalledPackage | None]] = []
     for dependent in packages.values():
         for line in dependent.requires:
-            try:
-                req = parse_requirement(line)
-            except InvalidRequirement:
-                continue
-            target = packages.get(canonical_name(req.name))
+            read = name_and_specifier(line)
+            if read is None:
+                full = _requirement(line)
+                if full is None:
+                    continue
+                read = canonical_name(full.name), full.specifier
+            name, specifier = read
+            target = packages.get(name)
             if target is None:
                 # Missing altogether: judged only for names the package probe looks for, so a
                 # dependency it never scans is not reported as missing.
-                if is_interesting(canonical_name(req.name)) and req.specifier:
-                    unmet.append((dependent, req, None))
-                continue
-            if req.specifier and not req.specifier.contains(target.version, prereleases=True):
+                failed = is_interesting(name) and bool(specifier)
+            else:
+                failed = bool(specifier) and not specifier.contains(target.version, prereleases=True)
+            if failed and (req := _requirement(line)) is not None:
                 unmet.append((dependent, req, target))
     return unmet
+
+
+def _requirement(line: str) -> Requirement | None:
+    from packaging.requirements import InvalidRequirement
+
+    try:
+        return parse_requirement(line)
+    except InvalidRequirement:
+        return None
 
 
 class CD401(Check):
@@ -361,11 +378,8 @@ def _requested(requirements: tuple[str, ...], packages: dict[str, InstalledPacka
         return []
     found = []
     for text in requirements:
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            continue  # CD901 reports an assertion it cannot read
-        if canonicalize_name(req.name) == name and str(req.specifier):
+        req = _requirement(text)  # None: CD901 reports an assertion it cannot read
+        if req is not None and canonical_name(req.name) == name and str(req.specifier):
             found.append(req.specifier)
     return found
 

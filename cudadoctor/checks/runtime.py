@@ -12,9 +12,8 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -29,6 +28,9 @@ from cudadoctor.facts.names import canonical_name
 from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
 from cudadoctor.record import mutable_record
 from cudadoctor.rules.archs import covers
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 __all__ = [
     "CD801",
@@ -496,6 +498,8 @@ def _pins(
         sources.append("torch")
     if fw.framework == "jax":
         sources += sorted(n for n in packages if re.fullmatch(r"jax-cuda\d+-(plugin|pjrt)|jaxlib", n))
+    from packaging.requirements import InvalidRequirement  # only runtime facts (--deep) reach here
+
     found: list[tuple[str, Requirement]] = []
     for source in sources:
         pkg = packages.get(source)

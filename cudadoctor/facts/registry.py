@@ -65,12 +65,67 @@ def probed() -> dict[str, FactSpec]:
     return {name: spec for name, spec in FACTS.items() if spec.probe is not None}
 
 
-def _probe_modules() -> dict[str, ModuleType]:
-    # Explicit imports, not importlib on a computed name: nothing in cudadoctor imports a module whose
-    # name is computed (tests/security/test_static.py); a new probe module is added here.
-    from cudadoctor.probes import driver, gpus, health, host, libraries, linkage, packages, toolkit
+def _driver() -> ModuleType:
+    from cudadoctor.probes import driver
 
-    return {m.__name__: m for m in (driver, gpus, health, host, libraries, linkage, packages, toolkit)}
+    return driver
+
+
+def _gpus() -> ModuleType:
+    from cudadoctor.probes import gpus
+
+    return gpus
+
+
+def _health() -> ModuleType:
+    from cudadoctor.probes import health
+
+    return health
+
+
+def _host() -> ModuleType:
+    from cudadoctor.probes import host
+
+    return host
+
+
+def _libraries() -> ModuleType:
+    from cudadoctor.probes import libraries
+
+    return libraries
+
+
+def _linkage() -> ModuleType:
+    from cudadoctor.probes import linkage
+
+    return linkage
+
+
+def _packages() -> ModuleType:
+    from cudadoctor.probes import packages
+
+    return packages
+
+
+def _toolkit() -> ModuleType:
+    from cudadoctor.probes import toolkit
+
+    return toolkit
+
+
+#: Each probe module by name, imported when one of its probes runs (a run whose file probes answer from the memo
+#: never imports the loader's view). Explicit imports, not importlib on a computed name: nothing in cudadoctor
+#: imports a module whose name is computed (tests/security/test_static.py); a new probe module is added here.
+_PROBE_MODULES: dict[str, Callable[[], ModuleType]] = {
+    "cudadoctor.probes.driver": _driver,
+    "cudadoctor.probes.gpus": _gpus,
+    "cudadoctor.probes.health": _health,
+    "cudadoctor.probes.host": _host,
+    "cudadoctor.probes.libraries": _libraries,
+    "cudadoctor.probes.linkage": _linkage,
+    "cudadoctor.probes.packages": _packages,
+    "cudadoctor.probes.toolkit": _toolkit,
+}
 
 
 def probe_function(spec: FactSpec) -> Callable[..., Any]:
@@ -78,7 +133,7 @@ def probe_function(spec: FactSpec) -> Callable[..., Any]:
     if spec.probe is None:
         raise ValueError("this fact has no probe")
     module, _, function = spec.probe.partition(":")
-    probe: Callable[..., Any] = getattr(_probe_modules()[module], function)
+    probe: Callable[..., Any] = getattr(_PROBE_MODULES[module](), function)
     return probe
 
 

@@ -9,6 +9,7 @@ and release the GIL, so the whole collection takes about as long as its slowest 
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 import threading
 import time
@@ -48,27 +49,45 @@ def _run_one(ctx: ProbeContext, name: str, probe: Callable[[ProbeContext], Any])
     return value, time.perf_counter() - start, ok
 
 
+def _driver_files() -> tuple[Callable[[ProbeContext], Any], type]:
+    from cudadoctor.probes.driver import DriverFiles, driver_files
+
+    return driver_files, DriverFiles
+
+
+#: Parts of background probes that only read files, by their ``ctx.once`` key: computed and kept with the file
+#: probes' facts (:mod:`cudadoctor.probes.memo`); on a hit the background probe finds them answered.
+_MEMO_PARTS: dict[str, Callable[[], tuple[Callable[[ProbeContext], Any], type]]] = {"driver.files": _driver_files}
+
+
 def _from_memo(ctx: ProbeContext, names: list[str]) -> tuple[dict[str, Any], list[ProbeError]] | None:
-    """The file probes' facts and errors of the last run when everything they read is unchanged, else None."""
+    """The file probes' facts and errors of the last run when everything they read is unchanged, else None; the
+    kept parts (``_MEMO_PARTS``) are given to ``ctx``."""
     from cudadoctor.errors import SnapshotError
     from cudadoctor.facts import codec
     from cudadoctor.probes import memo
 
     stored = memo.load(memo.memo_path(ctx.fs.root), memo.run_key(ctx.fs.root, ctx.machine, ctx.system, ctx.python))
-    if stored is None or set(stored["results"]) != set(names) or not memo.replay(stored["seen"], ctx.fs, ctx.env):
+    if stored is None or set(stored["results"]) != set(names) or not isinstance(stored.get("parts"), dict):
+        return None
+    if set(stored["parts"]) != set(_MEMO_PARTS) or not memo.replay(stored["seen"], ctx.fs, ctx.env):
         return None
     hints = codec.field_types()
     try:
         results = {name: codec.decode(hints[name], stored["results"][name], name) for name in names}
         errors = [codec.decode(ProbeError, error, "errors") for error in stored["errors"]]
+        parts = {key: codec.decode(load()[1], stored["parts"][key], key) for key, load in _MEMO_PARTS.items()}
     except (SnapshotError, RecursionError):
         return None
+    for key, value in parts.items():
+        ctx.preset(key, value)
     return results, errors
 
 
 def _recorded(ctx: ProbeContext, specs: dict[str, Any], outcomes: dict[str, tuple[Any, float, bool]]) -> None:
     """Run the file probes while recording what they read, and keep their facts for the next run
     (:mod:`cudadoctor.probes.memo`): unless one asked a command or NVML, crashed, or saw a file change."""
+    from cudadoctor.facts.codec import encode
     from cudadoctor.probes import memo
 
     record = memo.Memo()
@@ -85,13 +104,18 @@ def _recorded(ctx: ProbeContext, specs: dict[str, Any], outcomes: dict[str, tupl
     )
     for name, spec in specs.items():
         outcomes[name] = _run_one(recording, name, probe_function(spec))
+    parts: dict[str, Any] = {}
+    for part, load in _MEMO_PARTS.items():
+        try:
+            parts[part] = recording.once(part, functools.partial(load()[0], recording))
+        except Exception:  # noqa: S112 - the background probe computes it again and says what failed
+            continue
     ctx.errors.extend(recording.errors)
-    if record.storable() and all(outcomes[name][2] for name in specs):
-        from cudadoctor.facts.codec import encode
-
+    if record.storable() and len(parts) == len(_MEMO_PARTS) and all(outcomes[name][2] for name in specs):
         key = memo.run_key(ctx.fs.root, ctx.machine, ctx.system, ctx.python)
         results = {name: encode(outcomes[name][0]) for name in specs}
-        memo.save(memo.memo_path(ctx.fs.root), key, record, results, [encode(e) for e in recording.errors])
+        kept = {part: encode(value) for part, value in parts.items()}
+        memo.save(memo.memo_path(ctx.fs.root), key, record, results, [encode(e) for e in recording.errors], kept)
 
 
 def collect_facts(ctx: ProbeContext) -> Facts:

@@ -81,6 +81,11 @@ class ProbeContext:
             self.fail(probe, f"could not read {what}: {type(exc).__name__}: {str(exc)[:200]}", source)
             return default
 
+    def preset(self, key: str, value: object) -> None:
+        """Give ``key`` its answer before anyone asks (the file probes' memo), unless it was computed already."""
+        with self._guard:
+            self._cache.setdefault(key, value)
+
     def once(self, key: str, compute: Callable[[], T]) -> T:
         """``compute()`` the first time ``key`` is asked for; the cached answer after that."""
         with self._guard:

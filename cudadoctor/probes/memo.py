@@ -47,7 +47,7 @@ __all__ = [
 #: Set to a non-empty value other than ``0``: the file probes run every time.
 DISABLE_VAR = "CUDADOCTOR_NO_CACHE"
 
-_FORMAT = 1
+_FORMAT = 2
 #: A memo larger than this is not ours (an H200 with torch, vLLM and JAX: ~60 KB).
 _MAX_BYTES = 8 << 20
 #: Observations kept at most: a tree so large that asking again costs what probing does is not memoised.
@@ -362,11 +362,20 @@ def replay(seen: list[Any], fs: RootFS, env: Mapping[str, str]) -> bool:
     return True
 
 
-def save(path: str, key: tuple[Any, ...], memo: Memo, results: dict[str, Any], errors: list[Any]) -> None:
-    """Store a run (atomically, mode 0600); ``results`` and ``errors`` already in the snapshot's JSON form.
-    Nothing happens when it cannot be written."""
+def save(
+    path: str, key: tuple[Any, ...], memo: Memo, results: dict[str, Any], errors: list[Any], parts: dict[str, Any]
+) -> None:
+    """Store a run (atomically, mode 0600); ``results``, ``errors`` and ``parts`` (what background probes read
+    from files alone) already in the snapshot's JSON form. Nothing happens when it cannot be written."""
     seen = [[kind, where, extra, _plain(answer)] for (kind, where, extra), answer in memo.seen.items()]
-    document = {"format": _FORMAT, "key": _plain(key), "seen": seen, "results": results, "errors": errors}
+    document = {
+        "format": _FORMAT,
+        "key": _plain(key),
+        "seen": seen,
+        "results": results,
+        "errors": errors,
+        "parts": parts,
+    }
     try:
         data = json.dumps(document, separators=(",", ":")).encode("utf-8", "surrogateescape")
     except (TypeError, ValueError):  # a value JSON cannot hold: the probes simply run every time

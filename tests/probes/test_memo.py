@@ -103,12 +103,20 @@ def _relinked(root: Path) -> None:
     os.symlink("/usr/lib/x86_64-linux-gnu/libcudnn.so.9", lib)
 
 
+def _compat_libcuda(root: Path) -> None:
+    """A cuda-compat libcuda appears (the driver probe's file part, kept in the memo too)."""
+    toolkit = next(p for p in (root / "usr/local").glob("cuda-*") if p.is_dir() and not p.is_symlink())
+    put(root, f"/usr/local/{toolkit.name}/compat/libcuda.so.590.10.01")
+
+
 @pytest.mark.parametrize(
-    "change", [_add_distribution, _same_size_same_mtime, _remove_cudnn, _elf_needs_another_library, _relinked]
+    "change",
+    [_add_distribution, _same_size_same_mtime, _remove_cudnn, _elf_needs_another_library, _relinked, _compat_libcuda],
 )
 def test_any_change_to_what_the_probes_read_gives_the_facts_of_a_run_without_the_memo(root: Path, change) -> None:
-    collect_facts(context(root))
+    unchanged = plain(collect_facts(context(root)))
     change(root)
+    assert fresh(root) != unchanged  # the change is one the facts show
     after = collect_facts(context(root))
     assert "memo" not in after.timings
     assert plain(after) == fresh(root)
@@ -163,7 +171,9 @@ def test_one_question_with_two_answers_in_a_run_is_not_kept() -> None:
     [
         lambda text: text[: len(text) // 2],  # truncated
         lambda text: "[]",
-        lambda text: text.replace('"format":1', '"format":99'),
+        lambda text: json.dumps({**json.loads(text), "format": 99}),
+        lambda text: json.dumps({**json.loads(text), "parts": {}}),
+        lambda text: json.dumps({**json.loads(text), "parts": {"driver.files": {"wsl": "yes"}}}),
         lambda text: json.dumps({**json.loads(text), "results": {**json.loads(text)["results"], "packages": 5}}),
         lambda text: json.dumps({**json.loads(text), "seen": [["rm -rf /", "/", 0, True]]}),
         lambda text: json.dumps({**json.loads(text), "errors": [{"probe": 1}]}),

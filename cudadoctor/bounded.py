@@ -18,11 +18,12 @@ byte. These helpers bound the input first and raise only the error their callers
 
 from __future__ import annotations
 
-import errno
 import json
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
+
+from cudadoctor.fileread import safe_path  # re-exported: stdlib-only, so the memo's helper can use it
 
 if TYPE_CHECKING:
     from packaging.markers import Marker
@@ -157,11 +158,3 @@ def _depth_exceeds(value: Any, max_depth: int) -> bool:
             return True
         stack.extend((child, depth + 1) for child in children)
     return False
-
-
-def safe_path(path: str) -> str:
-    """``path`` unchanged; ``OSError`` (EINVAL) when it holds a NUL byte, which ``os`` calls reject
-    with ``ValueError`` (a NUL reaches a path from ld.so.conf, an env value or a link target)."""
-    if "\0" in path:
-        raise OSError(errno.EINVAL, "path contains a NUL byte", path.replace("\0", "\\0")[:200])
-    return path

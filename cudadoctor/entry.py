@@ -73,10 +73,13 @@ def main(*, hard_exit: bool = False) -> None:
         cli_main()
         return
     from cudadoctor.commands import check_command, closed_pipe, guard
+    from cudadoctor.probes.memo import start_replay, stop_replay
     from cudadoctor.probes.native import start_early, stop_early
 
-    # Every fast form examines this machine: NVML can start answering while the checks are imported.
+    # Every fast form examines this machine: NVML can start answering, and the file probes' memo be checked,
+    # while the checks are imported.
     start_early(health=not options.no_health)
+    start_replay(os.environ)
     try:
         code = guard(lambda: check_command(options))
         if hard_exit:
@@ -86,6 +89,7 @@ def main(*, hard_exit: bool = False) -> None:
         closed_pipe()
     finally:
         stop_early()  # a usage error before the probes asked: NVML's helper process is not left running
+        stop_replay()
     if hard_exit:
         os._exit(code)
     sys.exit(code)

@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 
-__all__ = ["NotRegularFile", "read_file", "read_named_file"]
+__all__ = ["NotRegularFile", "read_file", "read_named_file", "safe_path"]
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -116,3 +116,11 @@ def read_named_file(path: str, limit: int, what: str, error: type[Exception], *,
 
 def _size(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
+
+
+def safe_path(path: str) -> str:
+    """``path`` unchanged; ``OSError`` (EINVAL) when it holds a NUL byte, which ``os`` calls reject
+    with ``ValueError`` (a NUL reaches a path from ld.so.conf, an env value or a link target)."""
+    if "\0" in path:
+        raise OSError(errno.EINVAL, "path contains a NUL byte", path.replace("\0", "\\0")[:200])
+    return path

@@ -15,8 +15,7 @@ import os
 import posixpath
 import stat
 
-from cudadoctor.bounded import safe_path
-from cudadoctor.fileread import read_file
+from cudadoctor.fileread import read_file, safe_path
 
 __all__ = ["MAX_READ_BYTES", "RootFS", "match_names"]
 

@@ -70,7 +70,14 @@ def _from_memo(ctx: ProbeContext, names: list[str]) -> tuple[dict[str, Any], lis
     stored = memo.load(memo.memo_path(ctx.fs.root), memo.run_key(ctx.fs.root, ctx.machine, ctx.system, ctx.python))
     if stored is None or set(stored["results"]) != set(names) or not isinstance(stored.get("parts"), dict):
         return None
-    if set(stored["parts"]) != set(_MEMO_PARTS) or not memo.replay(stored["seen"], ctx.fs, ctx.env):
+    if set(stored["parts"]) != set(_MEMO_PARTS):
+        return None
+    # The helper started with the run (live machine) has asked the questions again already; else ask them here.
+    early = memo.early_verdict(memo.memo_path(ctx.fs.root)) if ctx.live else None
+    unchanged = early[0] if early is not None and early[1] == stored["crc"] else None
+    if unchanged is None:
+        unchanged = memo.replay(stored["seen"], ctx.fs, ctx.env)
+    if not unchanged:
         return None
     hints = codec.field_types()
     try:

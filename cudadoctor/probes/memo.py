@@ -13,6 +13,10 @@ a variable's value — and reuses the facts when every answer is the same; one d
 probes run as before. A probe that asks a command, NVML or libcuda anything (``--python`` runs the
 interpreter) is live by nature: its run is never stored. ``CUDADOCTOR_NO_CACHE=1`` turns the memo off.
 
+On the live machine the questions are asked again by a helper process started with the NVML one
+(:func:`start_replay`: ``python -S -I``, the standard library and this module only), on another core while the
+checks are imported; the doctor then only reads the facts back. Without the helper's answer it asks itself.
+
 The memo is JSON in the user cache (``~/.cache/cudadoctor/probes-*.json``, mode 0600), its facts in the
 snapshot's form, read back by the snapshot's strict decoder (:mod:`cudadoctor.facts.codec`). It is read only
 when this user owns it and nobody else may write it; anything unexpected in it is a miss.
@@ -26,11 +30,17 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from cudadoctor.cachedir import default_cache_dir
 from cudadoctor.rootfs import MAX_READ_BYTES, RootFS
+
+TYPE_CHECKING = False  # not typing's: the replay helper (python -S) never imports typing (mypy knows the name)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
+    from cudadoctor.runner import StartedCommand
 
 __all__ = [
     "DISABLE_VAR",
@@ -317,7 +327,8 @@ def _plain(value: object) -> object:
 
 def load(path: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
     """The stored run for ``key``: its ``seen`` questions (kind, path, extra, answer), ``results`` (each probe's
-    facts in the snapshot's JSON form) and ``errors`` (ProbeErrors in that form); None when there is none."""
+    facts in the snapshot's JSON form), ``errors`` (ProbeErrors in that form), ``parts``, and ``crc`` (of the
+    file's bytes, to match the helper's answer); None when there is none."""
     raw = _read_own(path)
     if raw is None:
         return None
@@ -331,6 +342,7 @@ def load(path: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
         return None
     if not isinstance(document.get("errors"), list):
         return None
+    document["crc"] = zlib.crc32(raw)
     return document
 
 
@@ -390,3 +402,69 @@ def save(
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+
+
+# --- the replay helper ---------------------------------------------------------------------------------------
+
+#: The helper's ``-c`` program: the package's root joins the path (after the standard library), then it replays.
+REPLAY_BOOTSTRAP = "; ".join(
+    (
+        "import sys",
+        "sys.path.append(sys.argv[1])",
+        "from cudadoctor.probes.memo import replay_main",
+        "replay_main(sys.argv[2:])",
+    )
+)
+#: Seconds the doctor waits for the helper's answer before asking itself (a replay takes ~10 ms on an H200).
+REPLAY_TIMEOUT = 5.0
+
+_STARTED: dict[str, StartedCommand] = {}
+
+
+def replay_main(argv: list[str]) -> None:
+    """The helper: replay the live machine's memo at ``argv[0]`` and print ``<1|0> <crc32 of the file>`` (1: every
+    answer unchanged); nothing when there is no memo to replay."""
+    raw = _read_own(argv[0]) if argv else None
+    if raw is None:
+        return
+    try:
+        document = json.loads(raw)
+    except (ValueError, RecursionError):
+        return
+    if isinstance(document, dict) and isinstance(document.get("seen"), list):
+        unchanged = replay(document["seen"], RootFS("/"), os.environ)
+        sys.stdout.write(f"{int(unchanged)} {zlib.crc32(raw)}\n")
+
+
+def start_replay(env: Mapping[str, str]) -> None:
+    """Start the helper that replays the live machine's memo (a ``check`` of this machine, the memo on)."""
+    if not enabled(env) or getattr(sys, "frozen", False) or not sys.executable:
+        return
+    from cudadoctor.runner import StartedCommand, start_command
+
+    where = memo_path("/")
+    if not os.path.exists(where):
+        return  # the first run: nothing to replay
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    started = start_command([sys.executable, "-S", "-I", "-c", REPLAY_BOOTSTRAP, root, where])
+    if isinstance(started, StartedCommand):
+        _STARTED[where] = started
+
+
+def early_verdict(where: str) -> tuple[bool, int] | None:
+    """The helper's answer for the memo at ``where``: (unchanged, crc32 of the file it read); None when no helper
+    ran for it, or it failed or said nothing."""
+    started = _STARTED.pop(where, None)
+    if started is None:
+        return None
+    result = started.result(REPLAY_TIMEOUT)
+    words = result.stdout.split() if result.ok else []
+    if len(words) != 2 or words[0] not in ("0", "1") or not words[1].isdigit():
+        return None
+    return words[0] == "1", int(words[1])
+
+
+def stop_replay() -> None:
+    """End a helper whose answer nobody took (the command is finishing)."""
+    while _STARTED:
+        _STARTED.popitem()[1].stop()

@@ -10,6 +10,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
+import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -222,3 +225,86 @@ def test_the_tainting_wrapper_marks_the_run() -> None:
     assert record.storable()
     runner.run(("true",))
     assert not record.storable() and record.tainted == "a command"
+
+
+# --- the replay helper (live machine) ----------------------------------------------------------------------------
+
+
+def _helper(where: str) -> subprocess.CompletedProcess[str]:
+    root = str(Path(memo.__file__).resolve().parents[2])
+    argv = [sys.executable, "-S", "-I", "-c", memo.REPLAY_BOOTSTRAP, root, where]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+
+
+@pytest.fixture
+def live_memo() -> Path:
+    """The memo of a live run on this machine (the test's own cache directory)."""
+    collect_facts(live_context(health=False))
+    where = Path(memo.memo_path("/"))
+    assert where.exists()
+    return where
+
+
+def test_the_helper_says_unchanged_with_the_files_checksum(live_memo: Path) -> None:
+    out = _helper(str(live_memo)).stdout.split()
+    assert out == ["1", str(zlib.crc32(live_memo.read_bytes()))]
+
+
+def test_the_helper_says_changed_when_an_answer_differs(live_memo: Path) -> None:
+    document = json.loads(live_memo.read_text())
+    document["seen"].append(["env", "CUDADOCTOR_TEST_NEVER_SET", 0, "a value it does not have"])
+    live_memo.write_text(json.dumps(document))
+    assert _helper(str(live_memo)).stdout.split() == ["0", str(zlib.crc32(live_memo.read_bytes()))]
+
+
+def test_the_helper_says_nothing_without_a_memo(tmp_path: Path) -> None:
+    assert _helper(str(tmp_path / "none.json")).stdout == ""
+    (tmp_path / "garbage.json").write_text("{")
+    assert _helper(str(tmp_path / "garbage.json")).stdout == ""
+
+
+def test_the_helper_imports_only_the_standard_library_and_the_file_access(live_memo: Path) -> None:
+    root = str(Path(memo.__file__).resolve().parents[2])
+    program = memo.REPLAY_BOOTSTRAP + "; print(' '.join(sorted(sys.modules)))"
+    argv = [sys.executable, "-S", "-I", "-c", program, root, str(live_memo)]
+    modules = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout.split()[2:]
+    ours = {m for m in modules if m.startswith("cudadoctor")}
+    assert ours == {
+        "cudadoctor",
+        "cudadoctor.cachedir",
+        "cudadoctor.fileread",
+        "cudadoctor.probes",
+        "cudadoctor.probes.memo",
+        "cudadoctor.rootfs",
+    }
+    assert not {"packaging", "typing"} & set(modules)
+
+
+def test_a_live_run_takes_the_helpers_answer_instead_of_asking_again(
+    live_memo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[int] = []
+    monkeypatch.setattr(memo, "replay", lambda seen, fs, env: asked.append(1) or True)
+    memo.start_replay({})
+    facts = collect_facts(live_context(health=False))
+    assert "memo" in facts.timings and asked == []
+    # A memo rewritten after the helper read it (another run): its answer is for other bytes, so asked here.
+    memo.start_replay({})
+    memo._STARTED[str(live_memo)].proc.wait(timeout=60)  # it has read the file
+    live_memo.write_text(live_memo.read_text() + " ")
+    facts = collect_facts(live_context(health=False))
+    assert "memo" in facts.timings and asked == [1]
+
+
+def test_a_helper_nobody_asks_is_stopped(live_memo: Path) -> None:
+    memo.start_replay({})
+    (started,) = memo._STARTED.values()
+    memo.stop_replay()
+    assert memo._STARTED == {}
+    assert started.proc.wait(timeout=10) is not None
+
+
+def test_no_helper_when_the_memo_is_off_or_absent(tmp_path: Path) -> None:
+    memo.start_replay({memo.DISABLE_VAR: "1"})
+    memo.start_replay({})  # no memo written yet in this test's cache
+    assert memo._STARTED == {}

@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from cudadoctor.commands import CheckOptions
+if TYPE_CHECKING:
+    from cudadoctor.commands import CheckOptions
 
 __all__ = ["fast_check_options", "main", "run"]
 
@@ -28,8 +30,9 @@ _FLAGS = {
 _FORMATS = ("text", "json", "github", "markdown", "slurm", "npd", "health-json")
 
 
-def fast_check_options(argv: Sequence[str]) -> CheckOptions | None:
-    """The options of a ``check`` command line this module parses itself, else None."""
+def _fast_values(argv: Sequence[str]) -> dict[str, object] | None:
+    """The :class:`~cudadoctor.commands.CheckOptions` fields of a ``check`` command line this module parses itself
+    (the format as its name), else None; nothing is imported."""
     if not argv or argv[0] != "check":
         return None
     values: dict[str, object] = {}
@@ -44,10 +47,23 @@ def fast_check_options(argv: Sequence[str]) -> CheckOptions | None:
             fmt = rest.pop(0)
         if fmt not in _FORMATS:
             return None  # a value typer must check, or an option the fast path does not take
-        from cudadoctor.report import Format
+        values["output_format"] = fmt
+    return values
 
-        values["output_format"] = Format(fmt)
+
+def _options(values: dict[str, object]) -> CheckOptions:
+    from cudadoctor.commands import CheckOptions
+    from cudadoctor.report import Format
+
+    if "output_format" in values:
+        values = {**values, "output_format": Format(values["output_format"])}
     return CheckOptions(**values)  # type: ignore[arg-type]
+
+
+def fast_check_options(argv: Sequence[str]) -> CheckOptions | None:
+    """The options of a ``check`` command line this module parses itself, else None."""
+    values = _fast_values(argv)
+    return _options(values) if values is not None else None
 
 
 def run() -> None:
@@ -66,26 +82,30 @@ def main(*, hard_exit: bool = False) -> None:
     # escape) or a terminal that cannot show "✓" prints "?" there, instead of an internal error (exit 3).
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="replace")
-    options = fast_check_options(sys.argv[1:])
-    if options is None:
+    values = _fast_values(sys.argv[1:])
+    if values is None:
         from cudadoctor.cli import main as cli_main
 
         cli_main()
         return
-    from cudadoctor.commands import check_command, closed_pipe, guard
     from cudadoctor.probes.memo import start_replay, stop_replay
     from cudadoctor.probes.native import start_early, stop_early
 
     # Every fast form examines this machine: NVML can start answering, and the file probes' memo be checked,
-    # while the checks are imported.
-    start_early(health=not options.no_health)
+    # while the checks are imported (so first, before even the options' module).
+    start_early(health=not values.get("no_health", False))
     start_replay(os.environ)
     try:
+        from cudadoctor.commands import check_command, guard
+
+        options = _options(values)
         code = guard(lambda: check_command(options))
         if hard_exit:
             sys.stdout.flush()
             sys.stderr.flush()
     except BrokenPipeError:
+        from cudadoctor.commands import closed_pipe
+
         closed_pipe()
     finally:
         stop_early()  # a usage error before the probes asked: NVML's helper process is not left running

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BINDING_VAR",
+    "initialise",
     "load_nvml_library",
     "nvml_binding",
     "open_nvml_library",
@@ -80,6 +81,16 @@ def nvml_binding() -> Any:
     from cudadoctor.probes import nvml
 
     return nvml
+
+
+def initialise() -> None:
+    """Initialise NVML once for the helper's two threads (:mod:`cudadoctor.probes.nvml_child`), so their own
+    reference-counted inits never race to do the work; a failure is left for their queries to report."""
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+        nvml_binding().nvmlInit()
+    except Exception:  # noqa: S110 - each query initialises again and says what failed
+        pass
 
 
 def query_nvml() -> Plain:

@@ -88,6 +88,30 @@ class Redactor:
         secrets = sorted((s for s in found if len(s) >= _MIN_KNOWN_SECRET), key=len, reverse=True)
         return self._walk(data, secrets)
 
+    def changes(self, data: Any) -> bool:
+        """Whether :meth:`document` would return anything other than an equal copy of ``data``: the same walk,
+        building nothing (the facts of a healthy machine hold nothing to mask, and every run asks)."""
+        found: set[str] = set()
+        _collect_secrets(data, found)
+        secrets = sorted((s for s in found if len(s) >= _MIN_KNOWN_SECRET), key=len, reverse=True)
+        return self._changes(data, secrets)
+
+    def _changes(self, data: Any, secrets: Sequence[str]) -> bool:
+        if isinstance(data, dict):
+            if isinstance(data.get("name"), str) and "value" in data and is_secret_name(data["name"]):
+                if data["value"] != MASK:
+                    return True
+                return any(self._changes(v, secrets) for k, v in data.items() if k not in ("name", "value"))
+            return any(
+                (v != MASK) if isinstance(v, str) and is_secret_name(k) else self._changes(v, secrets)
+                for k, v in data.items()
+            )
+        if isinstance(data, list):
+            return any(self._changes(v, secrets) for v in data)
+        if isinstance(data, str):
+            return self.text(data, secrets) != data
+        return False
+
     def _walk(self, data: Any, secrets: Sequence[str]) -> Any:
         if isinstance(data, dict):
             if isinstance(data.get("name"), str) and "value" in data and is_secret_name(data["name"]):

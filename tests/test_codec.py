@@ -139,3 +139,40 @@ def test_the_top_level_schema_table_is_the_registry():
     with open(os.path.join(os.path.dirname(__file__), "..", "docs", "facts-schema.md"), encoding="utf-8") as f:
         doc = f.read()
     assert schema_table() in doc
+
+
+def test_the_fast_decoder_builds_what_decode_builds_and_refuses_what_it_refuses() -> None:
+    """decode_fast gives decode's facts for a real snapshot, and decode's exact error for every spoiled one."""
+    import copy
+    import json as _json
+    from pathlib import Path
+
+    from cudadoctor.errors import SnapshotError
+    from cudadoctor.facts.codec import decode, decode_fast
+    from cudadoctor.facts.model import Facts
+
+    raw = _json.loads((Path(__file__).parent / "fixtures/h200-device/snapshot.json").read_text())["facts"]
+    assert decode_fast(Facts, raw, "facts") == decode(Facts, raw, "facts")
+    spoilers = [
+        lambda f: f.__setitem__("gpus", {}),
+        lambda f: f["gpus"][0].__setitem__("index", "0"),
+        lambda f: f["gpus"][0].__setitem__("index", True),
+        lambda f: f["gpus"][0].pop("name"),
+        lambda f: f["driver"].__setitem__("version", 580),
+        lambda f: f["packages"]["torch"].__setitem__("version", "not a version"),
+        lambda f: f["packages"]["torch"]["source"].__setitem__("kind", "nonsense"),
+        lambda f: f.__setitem__("packages", [1]),
+        lambda f: f["gpus"][0].__setitem__("memory_mib", "big"),
+    ]
+    for spoil in spoilers:
+        facts = copy.deepcopy(raw)
+        spoil(facts)
+        with pytest.raises(SnapshotError) as slow:
+            decode(Facts, facts, "facts")
+        with pytest.raises(SnapshotError) as fast:
+            decode_fast(Facts, facts, "facts")
+        assert str(fast.value) == str(slow.value)
+    many = copy.deepcopy(raw)
+    many["gpus"] = many["gpus"] * 10_001
+    with pytest.raises(SnapshotError, match=r"facts.gpus: 10001 items, more than any machine has \(10000\)"):
+        decode_fast(Facts, many, "facts", max_items=10_000)

@@ -15,7 +15,7 @@ import functools
 import json
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from packaging.version import Version
@@ -28,6 +28,7 @@ from cudadoctor.redact import Redactor
 __all__ = [
     "SNAPSHOT_KIND",
     "decode",
+    "decode_fast",
     "encode",
     "facts_from_json",
     "facts_to_dict",
@@ -145,6 +146,115 @@ def decode(tp: Any, data: Any, path: str, depth: int = 0, max_items: int | None 
     return _decode_scalar(tp, data, path)
 
 
+class _Refused(Exception):
+    """A value the fast decoder does not build: :func:`decode` then says exactly what is wrong, and where."""
+
+
+def decode_fast(tp: Any, data: Any, path: str, max_items: int | None = None) -> Any:
+    """:func:`decode`, with a decoder compiled once per type (no path strings, no type introspection per value);
+    anything it refuses is decoded again by :func:`decode`, which raises the precise error. Every run decodes
+    the file probes' memo (~2,000 values on an H200) and a snapshot's facts with it."""
+    try:
+        return _compiled(tp, max_items)(data)
+    except Exception:  # the slow decoder gives the answer or the precise error
+        return decode(tp, data, path, 0, max_items)
+
+
+def _refuse() -> Any:
+    raise _Refused
+
+
+@functools.cache
+def _compiled(tp: Any, max_items: int | None) -> Callable[[Any], Any]:
+    """The decoder of ``tp``: as strict as :func:`decode` (the model nests far less deeply than ``_MAX_DEPTH``)."""
+    kind, detail = _plan(tp)
+    if kind == "any":
+        return lambda data: data
+    if kind == "union":
+        optional, options = detail
+        if len(options) != 1:
+            return lambda data: _refuse()
+        inner = _Lazy(options[0], max_items)
+        return lambda data: None if data is None and optional else inner(data)
+    if kind == "dataclass":
+        return _dataclass_decoder(cast(type, tp), detail, max_items)
+    if kind == "tuple":
+        item = _Lazy(detail, max_items)
+
+        def tuple_of(data: Any) -> tuple[Any, ...]:
+            if not isinstance(data, list) or (max_items is not None and len(data) > max_items):
+                raise _Refused
+            return tuple([item(v) for v in data])
+
+        return tuple_of
+    if kind == "dict":
+        value = _Lazy(detail, max_items)
+
+        def dict_of(data: Any) -> dict[str, Any]:
+            if not isinstance(data, dict) or (max_items is not None and len(data) > max_items):
+                raise _Refused
+            return {str(k): value(v) for k, v in data.items()}
+
+        return dict_of
+    return _scalar_decoder(tp)
+
+
+class _Lazy:
+    """A nested type's decoder, compiled when first used (a type may refer to itself)."""
+
+    __slots__ = ("decoder", "max_items", "tp")
+
+    def __init__(self, tp: Any, max_items: int | None) -> None:
+        self.tp, self.max_items = tp, max_items
+        self.decoder: Callable[[Any], Any] | None = None
+
+    def __call__(self, data: Any) -> Any:
+        if self.decoder is None:
+            self.decoder = _compiled(self.tp, self.max_items)
+        return self.decoder(data)
+
+
+def _dataclass_decoder(cls: type, fields: tuple[tuple[str, bool], ...], max_items: int | None) -> Callable[[Any], Any]:
+    hints = _hints(cls)
+    decoders = [(name, required, _Lazy(hints[name], max_items)) for name, required in fields]
+
+    def build(data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise _Refused
+        kwargs: dict[str, Any] = {}
+        for name, required, decoder in decoders:
+            if name in data:
+                kwargs[name] = decoder(data[name])
+            elif required:
+                raise _Refused
+        return cls(**kwargs)
+
+    return build
+
+
+def _scalar_decoder(tp: Any) -> Callable[[Any], Any]:
+    if isinstance(tp, type) and issubclass(tp, Version):
+
+        def version(data: Any) -> Any:
+            if not isinstance(data, str):
+                raise _Refused
+            return tp(data)
+
+        return version
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return lambda data: tp(data)
+    if tp in _PLAIN:
+        accepted, _message = _PLAIN[tp]
+
+        def plain(data: Any) -> Any:
+            if (isinstance(data, bool) and tp is not bool) or not isinstance(data, accepted):
+                raise _Refused
+            return float(cast(float, data)) if tp is float else data
+
+        return plain
+    return lambda data: _refuse()
+
+
 def _decode_dataclass(
     cls: type, fields: tuple[tuple[str, bool], ...], data: Any, path: str, depth: int, max_items: int | None
 ) -> Any:
@@ -237,7 +347,7 @@ def facts_from_json(text: str, *, origin: str = "snapshot") -> Facts:
             " (upgrade cudadoctor)"
         )
     try:
-        facts: Facts = decode(Facts, document.get("facts"), "facts", max_items=_MAX_ITEMS)
+        facts: Facts = decode_fast(Facts, document.get("facts"), "facts", max_items=_MAX_ITEMS)
     except RecursionError:
         raise SnapshotError(f"{origin}: nested too deeply") from None
     except SnapshotError as exc:
@@ -248,8 +358,7 @@ def facts_from_json(text: str, *, origin: str = "snapshot") -> Facts:
 def redact_facts(facts: Facts, redactor: Redactor) -> Facts:
     """The same facts with every string passed through ``redactor`` (for every output format)."""
     encoded = encode(facts)
-    document = redactor.document(encoded)
-    if document == encoded:
+    if not redactor.changes(encoded):
         return facts  # nothing to mask: skip rebuilding the same facts
-    redacted: Facts = decode(Facts, document, "facts")
+    redacted: Facts = decode_fast(Facts, redactor.document(encoded), "facts")
     return redacted

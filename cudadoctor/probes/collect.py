@@ -81,9 +81,9 @@ def _from_memo(ctx: ProbeContext, names: list[str]) -> tuple[dict[str, Any], lis
         return None
     hints = codec.field_types()
     try:
-        results = {name: codec.decode(hints[name], stored["results"][name], name) for name in names}
-        errors = [codec.decode(ProbeError, error, "errors") for error in stored["errors"]]
-        parts = {key: codec.decode(load()[1], stored["parts"][key], key) for key, load in _MEMO_PARTS.items()}
+        results = {name: codec.decode_fast(hints[name], stored["results"][name], name) for name in names}
+        errors = [codec.decode_fast(ProbeError, error, "errors") for error in stored["errors"]]
+        parts = {key: codec.decode_fast(load()[1], stored["parts"][key], key) for key, load in _MEMO_PARTS.items()}
     except (SnapshotError, RecursionError):
         return None
     for key, value in parts.items():

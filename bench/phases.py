@@ -2,7 +2,8 @@
 
 Run by ``bench/bench_check.py`` in a fresh interpreter per run (imports are only cold once per
 process): ``imports`` (everything a live text ``check`` imports: its typer-free entry, as the command runs it,
-with NVML's helper started first as the command starts it), ``probes`` (gathering the facts), ``checks`` (the
+with NVML's and the memo's helpers started first as the command starts them), ``probes`` (gathering the facts:
+from the file probes' memo when nothing they read changed, cudadoctor/probes/memo.py), ``checks`` (the
 compat data and every check), ``render`` (the text report). ``--from FILE`` replays a snapshot instead of
 probing; ``--print`` also prints the report. The phases call the functions ``cudadoctor check`` calls, in its
 order.
@@ -18,11 +19,15 @@ import time
 def main(argv: list[str]) -> int:
     snapshot = argv[argv.index("--from") + 1] if "--from" in argv else None
     marks = [time.perf_counter()]
+    import os
+
     import cudadoctor.entry  # noqa: F401  (check's common forms never import typer: cudadoctor/entry.py)
+    from cudadoctor.probes.memo import start_replay, stop_replay
     from cudadoctor.probes.native import start_early, stop_early
 
     if snapshot is None:
         start_early(health=True)  # as the command does, before it imports the checks
+        start_replay(os.environ)
     from cudadoctor.app import FactSource, build_report, gather
     from cudadoctor.checks import selected
     from cudadoctor.checks.engine import run_checks
@@ -41,6 +46,7 @@ def main(argv: list[str]) -> int:
     text = render(report, Format.TEXT, RenderOptions(verbose=False, color=False, width=100))
     marks.append(time.perf_counter())
     stop_early()
+    stop_replay()
     names = ("imports", "probes", "checks", "render")
     phases = {name: round(marks[i + 1] - marks[i], 5) for i, name in enumerate(names)}
     if "--print" in argv:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from cudadoctor.runner import StartedCommand
 
+
 __all__ = [
     "DISABLE_VAR",
     "Memo",
@@ -258,18 +259,16 @@ def _tree(directory: str) -> tuple[tuple[str, int, int], ...]:
 
 def run_key(root: str, machine: str, system: str, python: str | None) -> tuple[Any, ...]:
     """Everything the file probes depend on that they do not ask the file system or the environment for:
-    this interpreter (``sys.path`` decides where packages are looked for), the working directory, the
-    examined root and CPU, cudadoctor's code and compat data, and ``packaging`` (it parses the versions)."""
+    this interpreter (its ``sys.path`` as the packages probe reads it: without the script's directory, so that
+    ``cudadoctor`` and ``python -m cudadoctor`` share one memo), the examined root and CPU, cudadoctor's code
+    and compat data, and ``packaging`` (it parses the versions)."""
     import packaging
 
     from cudadoctor import __version__
     from cudadoctor.cachedir import cache_file
+    from cudadoctor.probes.packages import own_sys_path
 
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        cwd = os.getcwd()
-    except OSError:
-        cwd = None
     return (
         _FORMAT,
         __version__,
@@ -277,9 +276,7 @@ def run_key(root: str, machine: str, system: str, python: str | None) -> tuple[A
         sys.executable,
         sys.prefix,
         sys.base_prefix,
-        tuple(sys.path),
-        sys.argv[0] if sys.argv else None,
-        cwd,
+        tuple(own_sys_path()),
         os.path.isdir(os.path.join(sys.prefix, "conda-meta")),
         root,
         machine,
@@ -388,18 +385,14 @@ def save(
         "errors": errors,
         "parts": parts,
     }
-    try:
-        data = json.dumps(document, separators=(",", ":")).encode("utf-8", "surrogateescape")
-    except (TypeError, ValueError):  # a value JSON cannot hold: the probes simply run every time
-        return
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            json.dump(document, handle, separators=(",", ":"))  # streamed: no second copy of it in memory
         os.replace(tmp, path)
-    except OSError:
+    except (OSError, TypeError, ValueError):  # unwritable, or a value JSON cannot hold: probed every time
         with contextlib.suppress(OSError):
             os.unlink(tmp)
 

@@ -315,7 +315,7 @@ def _filter_sys_path(
     return _existing_dirs(ctx, kept)
 
 
-def _own_sys_path() -> list[str]:
+def own_sys_path() -> list[str]:
     """This process's sys.path without its first entry when that is the script's directory or the
     working directory (``python -m``): a property of how cudadoctor was started, not of the env."""
     paths = list(sys.path)
@@ -345,7 +345,7 @@ def _this_interpreter(ctx: ProbeContext, chosen_by: str) -> PythonEnv:
         version=version,
         prefix=sys.prefix,
         kind=kind,
-        site_paths=tuple(_filter_sys_path(ctx, _own_sys_path(), (sys.base_prefix, sys.prefix), version)),
+        site_paths=tuple(_filter_sys_path(ctx, own_sys_path(), (sys.base_prefix, sys.prefix), version)),
         source=Source(SourceKind.API, "sys.path"),
         chosen_by=chosen_by,
     )

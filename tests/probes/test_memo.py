@@ -308,3 +308,26 @@ def test_no_helper_when_the_memo_is_off_or_absent(tmp_path: Path) -> None:
     memo.start_replay({memo.DISABLE_VAR: "1"})
     memo.start_replay({})  # no memo written yet in this test's cache
     assert memo._STARTED == {}
+
+
+def test_the_command_and_python_m_share_one_memo(tmp_path: Path) -> None:
+    """How cudadoctor was started (its script's directory or the working directory first on sys.path) is not a
+    property of the environment: ``cudadoctor`` and ``python -m cudadoctor`` from anywhere reuse one memo."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env.pop(memo.DISABLE_VAR, None)
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    run = [sys.executable, "-m", "cudadoctor", "snapshot", "-o", "facts.json"]
+    subprocess.run(run, cwd=first, env=env, capture_output=True, timeout=120, check=True)
+    program = "import sys; sys.argv = ['cudadoctor', *sys.argv[1:]]; from cudadoctor.cli import main; main()"
+    subprocess.run(
+        [sys.executable, "-c", program, "snapshot", "-o", "facts.json"],
+        cwd=second,
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    timings = [json.loads((d / "facts.json").read_text())["facts"]["timings"] for d in (first, second)]
+    assert "memo" not in timings[0] and "memo" in timings[1]

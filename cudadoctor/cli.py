@@ -417,20 +417,15 @@ def suggest(
             "--matrix", help="Every release x CUDA build of the target: fits, or why not (text, json, markdown)."
         ),
     ] = False,
-) -> None:
+) -> int | None:
     """Plan the wheels that fit this machine, or one described by flags, offline; exit 1 when nothing fits.
 
     Constraints come from this machine (driver, GPUs, Python, platform, installed torch) unless --no-probe;
     a flag overrides the probed fact. Plans are ranked: keep a compatible installed torch, then the newest
     release, a CUDA the driver supports natively before one that relies on minor-version compatibility.
     """
-    from cudadoctor.planning import HostFlags, plan
-    from cudadoctor.report.suggestion import (
-        render_commands,
-        render_dockerfile,
-        render_suggestion_json,
-        render_suggestion_text,
-    )
+    from cudadoctor.commands import suggest_command
+    from cudadoctor.planning import HostFlags
 
     flags = HostFlags(
         driver=driver, gpus=tuple(gpu or ()), python=python_version, platform=platform_name, cuda=cuda,
@@ -440,20 +435,8 @@ def suggest(
         raise UsageError("suggest: give one target, as an argument or --target (e.g. cudadoctor suggest torch)")
     if matrix or output_format is SuggestFormat.MARKDOWN:
         _suggest_matrix(what or target or "", flags, output_format, matrix=matrix, verbose=verbose)
-        return
-    result, constraints = plan(what or target or "", flags)
-    if output_format is SuggestFormat.JSON:
-        sys.stdout.write(render_suggestion_json(result, constraints))
-    elif output_format is SuggestFormat.COMMANDS:
-        sys.stdout.write(render_commands(result))
-    elif output_format is SuggestFormat.DOCKERFILE:
-        sys.stdout.write(render_dockerfile(result, constraints))
-    else:
-        sys.stdout.write(render_suggestion_text(result, constraints, verbose=verbose))
-    if not result.plans:
-        if output_format in (SuggestFormat.COMMANDS, SuggestFormat.DOCKERFILE):
-            print("cudadoctor: nothing fits: " + "; ".join(result.advice), file=sys.stderr)
-        raise typer.Exit(1)
+        return None
+    return suggest_command(what or target or "", flags, output_format.value, verbose=verbose)
 
 
 @app.command()

@@ -18,9 +18,19 @@ from cudadoctor.record import record
 from cudadoctor.report import Format
 
 if TYPE_CHECKING:
+    from cudadoctor.planning import HostFlags
     from cudadoctor.report.document import Report
 
-__all__ = ["CheckOptions", "check_command", "closed_pipe", "err", "guard", "render_report"]
+__all__ = [
+    "SUGGEST_FORMATS",
+    "CheckOptions",
+    "check_command",
+    "closed_pipe",
+    "err",
+    "guard",
+    "render_report",
+    "suggest_command",
+]
 
 
 @record
@@ -174,3 +184,34 @@ def _exit_code(report: Report, fmt: Format) -> int:
     from cudadoctor.report.scheduler import node_verdict
 
     return node_verdict(report).exit_code
+
+
+#: ``suggest --format`` values a plan is rendered in (``markdown`` is the matrix's: cudadoctor.cli).
+SUGGEST_FORMATS = ("text", "json", "commands", "dockerfile")
+
+
+def suggest_command(target: str, flags: HostFlags, output_format: str, *, verbose: bool = False) -> int:
+    """``cudadoctor suggest TARGET``: the plan written to stdout; 1 when nothing fits (the advice on stderr for the
+    formats a script reads). The typer command and the entry's fast path both run this."""
+    from cudadoctor.planning import plan
+    from cudadoctor.report.suggestion import (
+        render_commands,
+        render_dockerfile,
+        render_suggestion_json,
+        render_suggestion_text,
+    )
+
+    result, constraints = plan(target, flags)
+    if output_format == "json":
+        sys.stdout.write(render_suggestion_json(result, constraints))
+    elif output_format == "commands":
+        sys.stdout.write(render_commands(result))
+    elif output_format == "dockerfile":
+        sys.stdout.write(render_dockerfile(result, constraints))
+    else:
+        sys.stdout.write(render_suggestion_text(result, constraints, verbose=verbose))
+    if not result.plans:
+        if output_format in ("commands", "dockerfile"):
+            print("cudadoctor: nothing fits: " + "; ".join(result.advice), file=sys.stderr)
+        return 1
+    return 0

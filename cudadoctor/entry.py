@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from cudadoctor.commands import CheckOptions
 
-__all__ = ["fast_check_options", "main", "run"]
+__all__ = ["fast_check_options", "fast_suggest_args", "main", "run"]
 
 #: Flags without a value that the fast path takes, and the option each sets.
 _FLAGS = {
@@ -49,6 +49,44 @@ def _fast_values(argv: Sequence[str]) -> dict[str, object] | None:
             return None  # a value typer must check, or an option the fast path does not take
         values["output_format"] = fmt
     return values
+
+
+#: ``suggest`` formats the fast path takes (the plan's; ``markdown`` is the matrix's, through typer).
+_SUGGEST_FORMATS = ("text", "json", "commands", "dockerfile")
+
+
+def fast_suggest_args(argv: Sequence[str]) -> tuple[str, str, bool] | None:
+    """(target, format, verbose) of the common ``suggest`` forms for this machine (``suggest torch``, ``--target``,
+    ``-f``, ``-v``), parsed here; None for anything else, which typer parses (and explains when it is wrong)."""
+    if not argv or argv[0] != "suggest":
+        return None
+    target: str | None = None
+    fmt, verbose = "text", False
+    rest = list(argv[1:])
+    while rest:
+        token = rest.pop(0)
+        if token in ("-v", "--verbose"):
+            verbose = True
+            continue
+        name, _, value = token.partition("=") if token.startswith("--") else (token, "", "")
+        if name in ("-t", "--target", "-f", "--format") and not value:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        elif name not in ("--target", "--format"):
+            if token.startswith("-") or target is not None:
+                return None  # another option, or a second target: typer's to refuse or to take
+            target = token
+            continue
+        if name in ("-t", "--target"):
+            if target is not None or not value:
+                return None
+            target = value
+        elif value in _SUGGEST_FORMATS:
+            fmt = value
+        else:
+            return None
+    return (target, fmt, verbose) if target else None
 
 
 def _options(values: dict[str, object]) -> CheckOptions:
@@ -84,10 +122,13 @@ def main(*, hard_exit: bool = False) -> None:
         sys.stdout.reconfigure(errors="replace")
     values = _fast_values(sys.argv[1:])
     if values is None:
-        from cudadoctor.cli import main as cli_main
+        suggest = fast_suggest_args(sys.argv[1:])
+        if suggest is None:
+            from cudadoctor.cli import main as cli_main
 
-        cli_main()
-        return
+            cli_main()
+            return
+        _exit(_suggest(*suggest), hard_exit=hard_exit)
     from cudadoctor.probes.memo import start_replay, stop_replay
     from cudadoctor.probes.native import start_early, stop_early
 
@@ -100,9 +141,6 @@ def main(*, hard_exit: bool = False) -> None:
 
         options = _options(values)
         code = guard(lambda: check_command(options))
-        if hard_exit:
-            sys.stdout.flush()
-            sys.stderr.flush()
     except BrokenPipeError:
         from cudadoctor.commands import closed_pipe
 
@@ -110,6 +148,34 @@ def main(*, hard_exit: bool = False) -> None:
     finally:
         stop_early()  # a usage error before the probes asked: NVML's helper process is not left running
         stop_replay()
+    _exit(code, hard_exit=hard_exit)
+
+
+def _suggest(target: str, fmt: str, verbose: bool) -> int:
+    """The fast ``suggest``: it probes this machine, so NVML's helper and the memo's start first."""
+    from cudadoctor.probes.memo import start_replay, stop_replay
+    from cudadoctor.probes.native import start_early, stop_early
+
+    start_early(health=False)
+    start_replay(os.environ)
+    try:
+        from cudadoctor.commands import guard, suggest_command
+        from cudadoctor.planning import HostFlags
+
+        return guard(lambda: suggest_command(target, HostFlags(), fmt, verbose=verbose))
+    except BrokenPipeError:
+        from cudadoctor.commands import closed_pipe
+
+        closed_pipe()
+    finally:
+        stop_early()
+        stop_replay()
+
+
+def _exit(code: int, *, hard_exit: bool) -> NoReturn:
+    """End the fast path: ``os._exit`` once the output is flushed (``hard_exit``), else ``sys.exit``."""
     if hard_exit:
+        sys.stdout.flush()
+        sys.stderr.flush()
         os._exit(code)
     sys.exit(code)

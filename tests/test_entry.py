@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -126,3 +127,69 @@ def test_the_command_exits_hard_with_its_code_and_all_its_output(tmp_path) -> No
     )
     assert broken.returncode == 2
     assert broken.stderr.startswith("cudadoctor: error:") and "not valid TOML" in broken.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "parsed"),
+    [
+        (["suggest", "torch"], ("torch", "text", False)),
+        (["suggest", "--target", "vllm", "-f", "json"], ("vllm", "json", False)),
+        (["suggest", "--target=jax", "--format=commands", "-v"], ("jax", "commands", True)),
+        (["suggest", "-t", "torch>=2.6", "--format", "dockerfile"], ("torch>=2.6", "dockerfile", False)),
+        (["suggest"], None),
+        (["suggest", "torch", "vllm"], None),
+        (["suggest", "torch", "--target", "vllm"], None),
+        (["suggest", "torch", "--driver", "535"], None),
+        (["suggest", "torch", "--gpu", "H100"], None),
+        (["suggest", "torch", "--no-probe"], None),
+        (["suggest", "--format", "markdown", "torch"], None),
+        (["suggest", "--matrix", "torch"], None),
+        (["suggest", "-t"], None),
+        (["suggest", "-t=torch"], None),
+        (["suggest", "torch", "-f", "yaml"], None),
+        (["check", "torch"], None),
+    ],
+)
+def test_fast_suggest_takes_only_the_common_forms(argv: list[str], parsed) -> None:
+    from cudadoctor.entry import fast_suggest_args
+
+    assert fast_suggest_args(argv) == parsed
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["suggest", "torch"],
+        ["suggest", "--target", "vllm", "-f", "json"],
+        ["suggest", "jax", "--format=commands", "-v"],
+        ["suggest", "torch==1.0.0", "-f", "dockerfile"],
+        ["suggest", "nonsense"],
+    ],
+    ids=" ".join,
+)
+def test_fast_suggest_prints_and_exits_as_typer_does(args: list[str], tmp_path) -> None:
+    """The fast path and typer run one suggest_command: same output, errors and exit code."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path), NO_COLOR="1")
+    fast = subprocess.run(
+        [sys.executable, "-m", "cudadoctor", *args], capture_output=True, text=True, timeout=120, env=env
+    )
+    program = "import sys; sys.argv = ['cudadoctor', *sys.argv[1:]]; from cudadoctor.cli import main; main()"
+    slow = subprocess.run([sys.executable, "-c", program, *args], capture_output=True, text=True, timeout=120, env=env)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
+    assert fast.stdout or fast.stderr
+
+
+def test_fast_suggest_never_imports_typer() -> None:
+    program = (
+        "import sys\n"
+        "import cudadoctor.commands as c\n"
+        "c.suggest_command = lambda *a, **k: 0\n"
+        "sys.argv = ['cudadoctor', 'suggest', 'torch']\n"
+        "from cudadoctor.entry import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    print(exc.code, 'typer' in sys.modules, 'click' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["0", "False", "False"]

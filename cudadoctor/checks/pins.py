@@ -40,10 +40,9 @@ def exact_pins(pkg: InstalledPackage) -> dict[str, str]:
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 _CLAUSE = r"(?:~=|===|==|!=|<=|>=|<|>)\s*[A-Za-z0-9.*+!_-]+"
 _SPEC = rf"{_CLAUSE}(?:\s*,\s*{_CLAUSE})*"
-_LINE = re.compile(
+_LINE = (
     rf"^\s*(?P<name>{_NAME})\s*(?:\[\s*(?:{_NAME}(?:\s*,\s*{_NAME})*)?\s*\])?\s*"
-    rf"(?:(?P<spec>{_SPEC})|\(\s*(?P<paren>{_SPEC})\s*\))?\s*(?:;.*)?$",
-    re.DOTALL,
+    rf"(?:(?P<spec>{_SPEC})|\(\s*(?P<paren>{_SPEC})\s*\))?\s*(?:;.*)?$"
 )
 
 
@@ -51,7 +50,7 @@ def name_and_specifier(line: str) -> tuple[str, SpecifierSet] | None:
     """(canonical name, specifier) of a Requires-Dist line of the common form, None for any other (parse it with
     ``Requirement``). Where ``Requirement`` reads the line, both give the same name and specifier (a test holds
     them to it over real packages' lines)."""
-    match = _LINE.match(line)
+    match = re.match(_LINE, line, re.DOTALL)  # compiled on first use, then from re's cache
     if match is None:
         return None
     from packaging.specifiers import InvalidSpecifier, SpecifierSet

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import datetime
 import functools
+import os
 from collections.abc import Iterator
 from typing import Any
 
 from packaging.version import Version
 
+from cudadoctor.cachedir import cache_file
 from cudadoctor.data.load import Table, load_table
 from cudadoctor.data.row import Row
 from cudadoctor.data.row import row as _row
@@ -129,6 +131,10 @@ class CompatMatrix:
     @functools.cached_property
     def index_data(self) -> Any:
         """The `cudadoctor update` cache (``IndexData``) or None; a broken cache is ignored, never fatal."""
+        if self._cache_dir is not False and not os.path.exists(
+            cache_file(self._cache_dir if isinstance(self._cache_dir, str) else None)
+        ):
+            return None  # the common case, no `cudadoctor update` yet: the update code is not even imported
         from cudadoctor.update.derive import read_index_data
 
         data, self.index_warning = read_index_data(self._cache_dir)

@@ -19,14 +19,13 @@ A file that cannot be read or parsed is skipped and the reason kept in
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from dataclasses import field
 
 from cudadoctor.fileread import read_file
+from cudadoctor.record import record
 from cudadoctor.redact import MASK, is_secret_name
 
 __all__ = ["PYPI_SIMPLE", "IndexConfig", "config_files", "configured_index", "redacted"]
@@ -43,7 +42,7 @@ _SECRET_QUERY = re.compile(r"signature|^sig$|^pass$|^pwd$", re.IGNORECASE)
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/@\s:]*:\S*@|[^/@\s:]+@)")
 
 
-@dataclass(frozen=True, repr=False)
+@record
 class IndexConfig:
     """The index to read and where that choice came from."""
 
@@ -69,6 +68,8 @@ def redacted(url: str) -> str:
     ``https://user:tok@mirror.example/simple/?token=abc`` → ``https://****@mirror.example/simple/?token=****``.
     Text that is not a URL comes back with any ``scheme://user@`` part masked.
     """
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit  # only where a URL is shown
+
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -170,6 +171,8 @@ def _read_config(path: str, problems: list[str]) -> dict[tuple[str, str], str]:
     except UnicodeDecodeError:
         problems.append(f"{path}: not UTF-8 text; skipped")
         return {}
+    import configparser  # only where a config file exists (most machines have none)
+
     # RawConfigParser as pip uses: no interpolation, so a %-encoded password stays as written.
     parser = configparser.RawConfigParser(strict=False)
     try:

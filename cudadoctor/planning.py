@@ -242,7 +242,8 @@ def constraints(matrix: CompatMatrix, flags: HostFlags, *, variant: str | None =
     if flags.probe:
         from cudadoctor.probes.collect import collect_facts, live_context
 
-        facts = collect_facts(live_context(health=False))  # plans never read the hardware health
+        # Plans never read the hardware health, nor the toolkits (nor so run nvcc).
+        facts = collect_facts(live_context(health=False), skip=("toolkits", "nvcc"))
         index = user_index(os.environ)
     return constraints_for(matrix, flags, facts, variant=variant, index=index)
 

@@ -125,10 +125,14 @@ def _recorded(ctx: ProbeContext, specs: dict[str, Any], outcomes: dict[str, tupl
         memo.save(memo.memo_path(ctx.fs.root), key, record, results, [encode(e) for e in recording.errors], kept)
 
 
-def collect_facts(ctx: ProbeContext) -> Facts:
-    """Run every probe against ``ctx`` and return the facts, with per-probe timings."""
+def collect_facts(ctx: ProbeContext, *, skip: tuple[str, ...] = ()) -> Facts:
+    """Run every probe against ``ctx`` and return the facts, with per-probe timings.
+
+    ``skip``: facts a caller never reads, left at their default unprobed (``suggest`` plans from the driver, the
+    GPUs, Python and the packages: it does not run ``nvcc``).
+    """
     start = time.perf_counter()
-    specs = probed()
+    specs = {name: spec for name, spec in probed().items() if name not in skip or spec.memo}
     # Probes that mostly wait on C code or a child process (NVML, libcuda, ``nvcc --version``) run in
     # threads; the rest run in the main thread, one after the other: Python-heavy probes gain nothing
     # from threads under the GIL (measured on the H200 fixture: all probes in a 6-thread pool took
@@ -165,7 +169,9 @@ def collect_facts(ctx: ProbeContext) -> Facts:
     for thread in threads:
         thread.join()
     results: dict[str, Any] = {}
-    for name in specs:
+    for name in skip:
+        outcomes.setdefault(name, (None, 0.0, False))  # left at its default, as a crashed probe's is
+    for name in (*specs, *skip):
         value, seconds, ok = outcomes[name]
         timings[name] = round(seconds, 4)
         results[name] = value if ok else _empty(name, ctx)

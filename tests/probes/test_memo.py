@@ -331,3 +331,22 @@ def test_the_command_and_python_m_share_one_memo(tmp_path: Path) -> None:
     )
     timings = [json.loads((d / "facts.json").read_text())["facts"]["timings"] for d in (first, second)]
     assert "memo" not in timings[0] and "memo" in timings[1]
+
+
+def test_suggest_skips_the_toolkits_and_plans_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``suggest`` never reads the toolkits: its facts leave them (and nvcc) unprobed, and its constraints are the
+    ones the full facts give."""
+    from cudadoctor.data import CompatMatrix
+    from cudadoctor.planning import constraints_from_facts
+    from cudadoctor.probes import toolkit
+
+    ran: list[str] = []
+    real = toolkit.probe_nvcc
+    monkeypatch.setattr(toolkit, "probe_nvcc", lambda ctx: ran.append("nvcc") or real(ctx))
+    full = collect_facts(live_context(health=False))
+    assert ran
+    ran.clear()
+    partial = collect_facts(live_context(health=False), skip=("toolkits", "nvcc"))
+    assert ran == [] and partial.toolkits == () and partial.nvcc is None
+    matrix = CompatMatrix()
+    assert constraints_from_facts(matrix, partial) == constraints_from_facts(matrix, full)

@@ -105,17 +105,24 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     init_record(self, self.__record_spec__, args, kwargs)
 
 
-@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
-def record(cls: T) -> T:
-    """Declare a frozen record (see the module's docstring)."""
+def _declared(cls: type) -> Any:
+    """``cls`` as a dataclass with nothing generated, its fields' names and spec kept, and the shared ``__init__``
+    unless it defines one."""
     declared: Any = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
     fields = dataclasses.fields(declared)
-    own = declared.__dict__
     type.__setattr__(declared, "__record_fields__", tuple(f.name for f in fields if f.compare))
     type.__setattr__(declared, "__record_shown__", tuple(f.name for f in fields if f.repr))
     type.__setattr__(declared, "__record_spec__", spec_of(declared))
-    if "__init__" not in own:
+    if "__init__" not in declared.__dict__:
         type.__setattr__(declared, "__init__", _init)
+    return declared
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
+def record(cls: T) -> T:
+    """Declare a frozen record (see the module's docstring)."""
+    declared = _declared(cls)
+    own = declared.__dict__
     # @dataclass(frozen=True, eq=True) keeps an explicit __hash__; __hash__ = None that Python set because the
     # class body defined __eq__ is not explicit.
     explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
@@ -133,13 +140,9 @@ def mutable_record(cls: T) -> T:
     """``@dataclass`` (mutable, compared by fields, unhashable) without compiling code for the class: the shared
     ``__init__``, ``__repr__`` and ``__eq__`` above. For the few mutable helpers imported on every run (the probe
     context, a report category): each ``@dataclass`` cost ~0.7 ms of a run on Python 3.12 (measured)."""
-    declared: Any = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
-    fields = dataclasses.fields(declared)
+    declared = _declared(cls)
     own = declared.__dict__
-    type.__setattr__(declared, "__record_fields__", tuple(f.name for f in fields if f.compare))
-    type.__setattr__(declared, "__record_shown__", tuple(f.name for f in fields if f.repr))
-    type.__setattr__(declared, "__record_spec__", spec_of(declared))
-    for name, function in {"__init__": _init, "__repr__": _repr, "__eq__": _eq}.items():
+    for name, function in {"__repr__": _repr, "__eq__": _eq}.items():
         if name not in own:
             type.__setattr__(declared, name, function)
     if "__hash__" not in own or own["__hash__"] is None:

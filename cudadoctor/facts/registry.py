@@ -14,6 +14,7 @@ module; the check registry refuses, at import, a check whose parameter names non
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import fields
 from types import ModuleType
@@ -65,66 +66,18 @@ def probed() -> dict[str, FactSpec]:
     return {name: spec for name, spec in FACTS.items() if spec.probe is not None}
 
 
-def _driver() -> ModuleType:
-    from cudadoctor.probes import driver
-
-    return driver
-
-
-def _gpus() -> ModuleType:
-    from cudadoctor.probes import gpus
-
-    return gpus
-
-
-def _health() -> ModuleType:
-    from cudadoctor.probes import health
-
-    return health
-
-
-def _host() -> ModuleType:
-    from cudadoctor.probes import host
-
-    return host
-
-
-def _libraries() -> ModuleType:
-    from cudadoctor.probes import libraries
-
-    return libraries
-
-
-def _linkage() -> ModuleType:
-    from cudadoctor.probes import linkage
-
-    return linkage
-
-
-def _packages() -> ModuleType:
-    from cudadoctor.probes import packages
-
-    return packages
-
-
-def _toolkit() -> ModuleType:
-    from cudadoctor.probes import toolkit
-
-    return toolkit
-
-
 #: Each probe module by name, imported when one of its probes runs (a run whose file probes answer from the memo
-#: never imports the loader's view). Explicit imports, not importlib on a computed name: nothing in cudadoctor
-#: imports a module whose name is computed (tests/security/test_static.py); a new probe module is added here.
+#: never imports the loader's view). Fixed names only: nothing in cudadoctor imports a module whose name is
+#: computed (tests/security/test_static.py); a new probe module is added here.
 _PROBE_MODULES: dict[str, Callable[[], ModuleType]] = {
-    "cudadoctor.probes.driver": _driver,
-    "cudadoctor.probes.gpus": _gpus,
-    "cudadoctor.probes.health": _health,
-    "cudadoctor.probes.host": _host,
-    "cudadoctor.probes.libraries": _libraries,
-    "cudadoctor.probes.linkage": _linkage,
-    "cudadoctor.probes.packages": _packages,
-    "cudadoctor.probes.toolkit": _toolkit,
+    "cudadoctor.probes.driver": lambda: importlib.import_module("cudadoctor.probes.driver"),
+    "cudadoctor.probes.gpus": lambda: importlib.import_module("cudadoctor.probes.gpus"),
+    "cudadoctor.probes.health": lambda: importlib.import_module("cudadoctor.probes.health"),
+    "cudadoctor.probes.host": lambda: importlib.import_module("cudadoctor.probes.host"),
+    "cudadoctor.probes.libraries": lambda: importlib.import_module("cudadoctor.probes.libraries"),
+    "cudadoctor.probes.linkage": lambda: importlib.import_module("cudadoctor.probes.linkage"),
+    "cudadoctor.probes.packages": lambda: importlib.import_module("cudadoctor.probes.packages"),
+    "cudadoctor.probes.toolkit": lambda: importlib.import_module("cudadoctor.probes.toolkit"),
 }
 
 

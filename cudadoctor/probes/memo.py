@@ -147,8 +147,19 @@ class Memo:
         return self.tainted is None and not self.unstable and len(self.seen) <= _MAX_OBSERVATIONS
 
 
+def _question(kind: str) -> Callable[[RecordingFS, str], Any]:
+    """The :class:`RootFS` method ``kind`` of a :class:`RecordingFS`: asked, remembered, answered."""
+
+    def asked(self: RecordingFS, path: str) -> Any:
+        return self._asked(kind, path)
+
+    asked.__name__ = kind
+    return asked
+
+
 class RecordingFS(RootFS):
-    """A :class:`RootFS` that remembers every answer it gives, for :func:`replay`."""
+    """A :class:`RootFS` that remembers every answer it gives, for :func:`replay`: each question of ``_QUESTIONS``
+    and ``listdir`` (``glob`` and ``read_text`` ask through them)."""
 
     def __init__(self, root: str, memo: Memo) -> None:
         super().__init__(root)
@@ -161,38 +172,12 @@ class RecordingFS(RootFS):
             raise value
         return value
 
-    def exists(self, path: str) -> bool:
-        return self._asked("exists", path)  # type: ignore[no-any-return]
-
-    def is_file(self, path: str) -> bool:
-        return self._asked("is_file", path)  # type: ignore[no-any-return]
-
-    def is_dir(self, path: str) -> bool:
-        return self._asked("is_dir", path)  # type: ignore[no-any-return]
-
-    def is_symlink(self, path: str) -> bool:
-        return self._asked("is_symlink", path)  # type: ignore[no-any-return]
-
-    def is_char_device(self, path: str) -> bool:
-        return self._asked("is_char_device", path)  # type: ignore[no-any-return]
-
-    def identity(self, path: str) -> tuple[int, int] | None:
-        return self._asked("identity", path)  # type: ignore[no-any-return]
-
-    def readlink(self, path: str) -> str:
-        return self._asked("readlink", path)  # type: ignore[no-any-return]
-
-    def resolve(self, path: str) -> str:
-        return self._asked("resolve", path)  # type: ignore[no-any-return]
-
-    def size(self, path: str) -> int:
-        return self._asked("size", path)  # type: ignore[no-any-return]
-
-    def listdir(self, path: str) -> list[str]:
-        return self._asked("listdir", path)  # type: ignore[no-any-return]
-
     def read_bytes(self, path: str, limit: int = MAX_READ_BYTES) -> bytes:
         return self._asked("read", path, limit)  # type: ignore[no-any-return]
+
+
+for _kind in (*_QUESTIONS, "listdir"):
+    setattr(RecordingFS, _kind, _question(_kind))
 
 
 def stat_answer(kind: str, host: str) -> object:

@@ -109,14 +109,17 @@ def _recorded(ctx: ProbeContext, specs: dict[str, Any], outcomes: dict[str, tupl
         system=ctx.system,
         observe=record.observe,
     )
-    for name, spec in specs.items():
-        outcomes[name] = _run_one(recording, name, probe_function(spec))
+    # The parts first, each handed to the run's own context at once: the background probe that needs it (the driver's,
+    # waiting for NVML meanwhile) then finds it answered instead of listing the same directories again.
     parts: dict[str, Any] = {}
     for part, load in _MEMO_PARTS.items():
         try:
             parts[part] = recording.once(part, functools.partial(load()[0], recording))
         except Exception:  # noqa: S112 - the background probe computes it again and says what failed
             continue
+        ctx.preset(part, parts[part])
+    for name, spec in specs.items():
+        outcomes[name] = _run_one(recording, name, probe_function(spec))
     ctx.errors.extend(recording.errors)
     if record.storable() and len(parts) == len(_MEMO_PARTS) and all(outcomes[name][2] for name in specs):
         key = memo.run_key(ctx.fs.root, ctx.machine, ctx.system, ctx.python)

@@ -63,8 +63,9 @@ def _save(path: str, data: dict[str, Any]) -> None:
         # Not tempfile: importing it costs milliseconds on every run; O_EXCL keeps a planted file out.
         tmp = f"{path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        text = json.dumps(data, separators=(",", ":"))  # one shot: the C encoder (dump's is pure Python)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, separators=(",", ":"))
+            handle.write(text)
         os.replace(tmp, path)
     except OSError:
         return  # a read-only home: the next run scans again

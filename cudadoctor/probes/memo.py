@@ -58,7 +58,7 @@ __all__ = [
 #: Set to a non-empty value other than ``0``: the file probes run every time.
 DISABLE_VAR = "CUDADOCTOR_NO_CACHE"
 
-_FORMAT = 2
+_FORMAT = 3
 #: A memo larger than this is not ours (an H200 with torch, vLLM and JAX: ~60 KB).
 _MAX_BYTES = 8 << 20
 #: Observations kept at most: a tree so large that asking again costs what probing does is not memoised.
@@ -199,7 +199,7 @@ class RecordingEnv(Mapping[str, str]):
 
     def __getitem__(self, key: str) -> str:
         value = self._env.get(key)
-        self._memo.observe("env", key, value)
+        self._memo.observe("env", key, _variable(value))
         if value is None:
             raise KeyError(key)
         return value
@@ -211,6 +211,11 @@ class RecordingEnv(Mapping[str, str]):
     def __len__(self) -> int:
         self._memo.observe("environ", "", _environ(self._env))
         return len(self._env)
+
+
+def _variable(value: str | None) -> int | None:
+    """What is kept of a variable's value: its CRC-32, never the value (a secret may sit in any variable)."""
+    return None if value is None else zlib.crc32(value.encode("utf-8", "surrogateescape"))
 
 
 def _environ(env: Mapping[str, str]) -> int:
@@ -337,7 +342,7 @@ def replay(seen: list[Any], fs: RootFS, env: Mapping[str, str]) -> bool:
         if not isinstance(path, str) or not isinstance(extra, int):
             return False
         if kind == "env":
-            now: object = env.get(path)
+            now: object = _variable(env.get(path))
         elif kind == "environ":
             now = _environ(env)
         elif kind in ("mtime", "sig"):

@@ -252,7 +252,7 @@ def test_the_helper_says_unchanged_with_the_files_checksum(live_memo: Path) -> N
 
 def test_the_helper_says_changed_when_an_answer_differs(live_memo: Path) -> None:
     document = json.loads(live_memo.read_text())
-    document["seen"].append(["env", "CUDADOCTOR_TEST_NEVER_SET", 0, "a value it does not have"])
+    document["seen"].append(["env", "CUDADOCTOR_TEST_NEVER_SET", 0, 12345])  # the CRC of a value it does not have
     live_memo.write_text(json.dumps(document))
     assert _helper(str(live_memo)).stdout.split() == ["0", str(zlib.crc32(live_memo.read_bytes()))]
 
@@ -350,3 +350,14 @@ def test_suggest_skips_the_toolkits_and_plans_the_same(monkeypatch: pytest.Monke
     assert ran == [] and partial.toolkits == () and partial.nvcc is None
     matrix = CompatMatrix()
     assert constraints_from_facts(matrix, partial) == constraints_from_facts(matrix, full)
+
+
+def test_no_variable_value_is_kept(root: Path) -> None:
+    """The memo keeps a CRC of each variable the probes read, never its value (a token may sit in any of them)."""
+    env = {**h200_env(), "LD_LIBRARY_PATH": "/opt/https-token-hunter2-secret/lib:/usr/local/cuda/lib64"}
+    collect_facts(context(root, env))
+    kept = Path(memo.memo_path(str(root))).read_text()
+    entries = [item for item in json.loads(kept)["seen"] if item[0] == "env"]
+    assert ["env", "LD_LIBRARY_PATH", 0, zlib.crc32(env["LD_LIBRARY_PATH"].encode())] in entries
+    assert all(isinstance(answer, (int, type(None))) for *_, answer in entries)
+    assert env["LD_LIBRARY_PATH"] not in kept

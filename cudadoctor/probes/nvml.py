@@ -188,6 +188,16 @@ def _scalar(name: str, ctype: Any, *args: Any) -> Any:
     return out.value
 
 
+def _getter(name: str, ctype: Any) -> Callable[[Any], int]:
+    """The binding of a device query ``name(handle, &out)`` whose answer is one integer of ``ctype``."""
+
+    def get(handle: Any) -> int:
+        return int(_scalar(name, ctype, handle))
+
+    get.__name__ = get.__qualname__ = name
+    return get
+
+
 def _pair(name: str, ctype: Any, handle: Any) -> list[Any]:
     """Call ``name(handle, &a, &b)`` and return ``[a, b]``."""
     first, second = ctype(), ctype()
@@ -412,28 +422,23 @@ def nvmlDeviceGetPciInfo(handle: Any) -> nvmlPciInfo_t:
     return info
 
 
-def nvmlDeviceGetBrand(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetBrand", c_uint, handle))
+nvmlDeviceGetBrand = _getter("nvmlDeviceGetBrand", c_uint)
 
 
-def nvmlDeviceGetArchitecture(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetArchitecture", c_uint, handle))
+nvmlDeviceGetArchitecture = _getter("nvmlDeviceGetArchitecture", c_uint)
 
 
-def nvmlDeviceGetPersistenceMode(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetPersistenceMode", c_uint, handle))
+nvmlDeviceGetPersistenceMode = _getter("nvmlDeviceGetPersistenceMode", c_uint)
 
 
-def nvmlDeviceGetDisplayActive(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetDisplayActive", c_uint, handle))
+nvmlDeviceGetDisplayActive = _getter("nvmlDeviceGetDisplayActive", c_uint)
 
 
 def nvmlDeviceGetMigMode(handle: Any) -> list[int]:
     return _pair("nvmlDeviceGetMigMode", c_uint, handle)
 
 
-def nvmlDeviceGetMaxMigDeviceCount(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetMaxMigDeviceCount", c_uint, handle))
+nvmlDeviceGetMaxMigDeviceCount = _getter("nvmlDeviceGetMaxMigDeviceCount", c_uint)
 
 
 def nvmlDeviceGetMigDeviceHandleByIndex(handle: Any, index: int) -> Any:
@@ -459,12 +464,10 @@ def nvmlDeviceGetUtilizationRates(handle: Any) -> c_nvmlUtilization_t:
     return rates
 
 
-def nvmlDeviceGetPowerUsage(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetPowerUsage", c_uint, handle))
+nvmlDeviceGetPowerUsage = _getter("nvmlDeviceGetPowerUsage", c_uint)
 
 
-def nvmlDeviceGetEnforcedPowerLimit(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetEnforcedPowerLimit", c_uint, handle))
+nvmlDeviceGetEnforcedPowerLimit = _getter("nvmlDeviceGetEnforcedPowerLimit", c_uint)
 
 
 def nvmlDeviceGetComputeRunningProcesses(handle: Any) -> list[nvmlFriendlyObject]:
@@ -518,8 +521,7 @@ def nvmlDeviceGetRemappedRows(handle: Any) -> tuple[int, int, int, int]:
     return (corrected, uncorrected, pending, failure)
 
 
-def nvmlDeviceGetRetiredPagesPendingStatus(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetRetiredPagesPendingStatus", c_uint, handle))
+nvmlDeviceGetRetiredPagesPendingStatus = _getter("nvmlDeviceGetRetiredPagesPendingStatus", c_uint)
 
 
 def nvmlDeviceGetRetiredPages(handle: Any, sourceFilter: int) -> list[int]:
@@ -538,12 +540,10 @@ def nvmlDeviceGetRetiredPages(handle: Any, sourceFilter: int) -> list[int]:
 # -- clocks, PCIe, NVLink, fabric -------------------------------------------------------------------------
 
 
-def nvmlDeviceGetCurrentClocksEventReasons(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetCurrentClocksEventReasons", c_ulonglong, handle))
+nvmlDeviceGetCurrentClocksEventReasons = _getter("nvmlDeviceGetCurrentClocksEventReasons", c_ulonglong)
 
 
-def nvmlDeviceGetCurrentClocksThrottleReasons(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetCurrentClocksThrottleReasons", c_ulonglong, handle))
+nvmlDeviceGetCurrentClocksThrottleReasons = _getter("nvmlDeviceGetCurrentClocksThrottleReasons", c_ulonglong)
 
 
 def nvmlDeviceGetViolationStatus(handle: Any, perfPolicyType: int) -> c_nvmlViolationTime_t:
@@ -552,28 +552,22 @@ def nvmlDeviceGetViolationStatus(handle: Any, perfPolicyType: int) -> c_nvmlViol
     return violation
 
 
-def nvmlDeviceGetCurrPcieLinkGeneration(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetCurrPcieLinkGeneration", c_uint, handle))
+nvmlDeviceGetCurrPcieLinkGeneration = _getter("nvmlDeviceGetCurrPcieLinkGeneration", c_uint)
 
 
-def nvmlDeviceGetMaxPcieLinkGeneration(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetMaxPcieLinkGeneration", c_uint, handle))
+nvmlDeviceGetMaxPcieLinkGeneration = _getter("nvmlDeviceGetMaxPcieLinkGeneration", c_uint)
 
 
-def nvmlDeviceGetGpuMaxPcieLinkGeneration(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetGpuMaxPcieLinkGeneration", c_uint, handle))
+nvmlDeviceGetGpuMaxPcieLinkGeneration = _getter("nvmlDeviceGetGpuMaxPcieLinkGeneration", c_uint)
 
 
-def nvmlDeviceGetCurrPcieLinkWidth(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetCurrPcieLinkWidth", c_uint, handle))
+nvmlDeviceGetCurrPcieLinkWidth = _getter("nvmlDeviceGetCurrPcieLinkWidth", c_uint)
 
 
-def nvmlDeviceGetMaxPcieLinkWidth(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetMaxPcieLinkWidth", c_uint, handle))
+nvmlDeviceGetMaxPcieLinkWidth = _getter("nvmlDeviceGetMaxPcieLinkWidth", c_uint)
 
 
-def nvmlDeviceGetPcieReplayCounter(handle: Any) -> int:
-    return int(_scalar("nvmlDeviceGetPcieReplayCounter", c_uint, handle))
+nvmlDeviceGetPcieReplayCounter = _getter("nvmlDeviceGetPcieReplayCounter", c_uint)
 
 
 def nvmlDeviceGetNvLinkState(handle: Any, link: int) -> int:

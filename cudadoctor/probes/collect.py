@@ -60,20 +60,29 @@ def _driver_files() -> tuple[Callable[[ProbeContext], Any], type]:
 _MEMO_PARTS: dict[str, Callable[[], tuple[Callable[[ProbeContext], Any], type]]] = {"driver.files": _driver_files}
 
 
-def _from_memo(ctx: ProbeContext, names: list[str]) -> tuple[dict[str, Any], list[ProbeError]] | None:
+def _memo_file(ctx: ProbeContext) -> tuple[str, tuple[Any, ...]]:
+    """(where the memo of ``ctx``'s run is kept, the key it is kept under)."""
+    from cudadoctor.probes import memo
+
+    return memo.memo_path(ctx.fs.root), memo.run_key(ctx.fs.root, ctx.machine, ctx.system, ctx.python)
+
+
+def _from_memo(
+    ctx: ProbeContext, names: list[str], where: str, key: tuple[Any, ...]
+) -> tuple[dict[str, Any], list[ProbeError]] | None:
     """The file probes' facts and errors of the last run when everything they read is unchanged, else None; the
     kept parts (``_MEMO_PARTS``) are given to ``ctx``."""
     from cudadoctor.errors import SnapshotError
     from cudadoctor.facts import codec
     from cudadoctor.probes import memo
 
-    stored = memo.load(memo.memo_path(ctx.fs.root), memo.run_key(ctx.fs.root, ctx.machine, ctx.system, ctx.python))
+    stored = memo.load(where, key)
     if stored is None or set(stored["results"]) != set(names) or not isinstance(stored.get("parts"), dict):
         return None
     if set(stored["parts"]) != set(_MEMO_PARTS):
         return None
     # The helper started with the run (live machine) has asked the questions again already; else ask them here.
-    early = memo.early_verdict(memo.memo_path(ctx.fs.root)) if ctx.live else None
+    early = memo.early_verdict(where) if ctx.live else None
     unchanged = early[0] if early is not None and early[1] == stored["crc"] else None
     if unchanged is None:
         unchanged = memo.replay(stored["seen"], ctx.fs, ctx.env)
@@ -83,15 +92,21 @@ def _from_memo(ctx: ProbeContext, names: list[str]) -> tuple[dict[str, Any], lis
     try:
         results = {name: codec.decode_fast(hints[name], stored["results"][name], name) for name in names}
         errors = [codec.decode_fast(ProbeError, error, "errors") for error in stored["errors"]]
-        parts = {key: codec.decode_fast(load()[1], stored["parts"][key], key) for key, load in _MEMO_PARTS.items()}
+        parts = {part: codec.decode_fast(load()[1], stored["parts"][part], part) for part, load in _MEMO_PARTS.items()}
     except (SnapshotError, RecursionError):
         return None
-    for key, value in parts.items():
-        ctx.preset(key, value)
+    for part, value in parts.items():
+        ctx.preset(part, value)
     return results, errors
 
 
-def _recorded(ctx: ProbeContext, specs: dict[str, Any], outcomes: dict[str, tuple[Any, float, bool]]) -> None:
+def _recorded(
+    ctx: ProbeContext,
+    specs: dict[str, Any],
+    outcomes: dict[str, tuple[Any, float, bool]],
+    where: str,
+    key: tuple[Any, ...],
+) -> None:
     """Run the file probes while recording what they read, and keep their facts for the next run
     (:mod:`cudadoctor.probes.memo`): unless one asked a command or NVML, crashed, or saw a file change."""
     from cudadoctor.facts.codec import encode
@@ -122,10 +137,9 @@ def _recorded(ctx: ProbeContext, specs: dict[str, Any], outcomes: dict[str, tupl
         outcomes[name] = _run_one(recording, name, probe_function(spec))
     ctx.errors.extend(recording.errors)
     if record.storable() and len(parts) == len(_MEMO_PARTS) and all(outcomes[name][2] for name in specs):
-        key = memo.run_key(ctx.fs.root, ctx.machine, ctx.system, ctx.python)
         results = {name: encode(outcomes[name][0]) for name in specs}
         kept = {part: encode(value) for part, value in parts.items()}
-        memo.save(memo.memo_path(ctx.fs.root), key, record, results, [encode(e) for e in recording.errors], kept)
+        memo.save(where, key, record, results, [encode(e) for e in recording.errors], kept)
 
 
 def collect_facts(ctx: ProbeContext, *, skip: tuple[str, ...] = ()) -> Facts:
@@ -146,7 +160,8 @@ def collect_facts(ctx: ProbeContext, *, skip: tuple[str, ...] = ()) -> Facts:
     # The file probes' memo is asked before any thread starts: it is a few hundred stats, each of which would
     # otherwise wait for the GIL behind the background probes' Python.
     memoised = {name: spec for name, spec in specs.items() if spec.memo and not spec.background} if ctx.memo else {}
-    stored = _from_memo(ctx, list(memoised)) if memoised else None
+    where, key = _memo_file(ctx) if memoised else ("", ())
+    stored = _from_memo(ctx, list(memoised), where, key) if memoised else None
     if stored is not None:
         remembered, errors = stored
         outcomes.update((name, (remembered[name], 0.0, True)) for name in memoised)
@@ -165,7 +180,7 @@ def collect_facts(ctx: ProbeContext, *, skip: tuple[str, ...] = ()) -> Facts:
     for thread in threads:
         thread.start()
     if memoised and stored is None:
-        _recorded(ctx, memoised, outcomes)
+        _recorded(ctx, memoised, outcomes, where, key)
     for name, spec in specs.items():
         if name not in background and name not in outcomes:
             outcomes[name] = _run_one(ctx, name, probe_function(spec))

@@ -135,6 +135,9 @@ class Memo:
         self.unstable = False
 
     def observe(self, kind: str, path: str, answer: object, extra: int = 0) -> None:
+        """Remember ``answer`` (an exception: its errno, as :func:`replay` will see it) to ``kind`` of ``path``."""
+        if isinstance(answer, BaseException):
+            answer = _failure(answer)
         key = (kind, path, extra)
         before = self.seen.setdefault(key, answer)
         if before != answer:

@@ -23,7 +23,7 @@ from cudadoctor.probes.elf import ElfDynamic, ElfError, read_dynamic
 
 __all__ = ["CACHE_NAME", "Observer", "ScanCache", "cache_path"]
 
-#: ``observe(kind, path, answer)``: ``mtime`` of a directory, ``sig`` (size, mtime) of a file, or ("!", errno)
+#: ``observe(kind, path, answer)``: ``mtime`` of a directory, ``sig`` (size, mtime) of a file, or the OSError
 Observer = Callable[[str, str, object], None]
 
 CACHE_NAME = "elf-scan.json"
@@ -199,8 +199,6 @@ class ScanCache:
 
     def _observed(self, kind: str, host: str, answer: object) -> None:
         if self.observe is not None:
-            if isinstance(answer, OSError):
-                answer = ("!", answer.errno or type(answer).__name__)
             self.observe(kind, host, answer)
 
     def save(self) -> None:

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from cudadoctor.report.document import Report
 
 __all__ = [
-    "SUGGEST_FORMATS",
     "CheckOptions",
     "check_command",
     "closed_pipe",
@@ -184,10 +183,6 @@ def _exit_code(report: Report, fmt: Format) -> int:
     from cudadoctor.report.scheduler import node_verdict
 
     return node_verdict(report).exit_code
-
-
-#: ``suggest --format`` values a plan is rendered in (``markdown`` is the matrix's: cudadoctor.cli).
-SUGGEST_FORMATS = ("text", "json", "commands", "dockerfile")
 
 
 def suggest_command(target: str, flags: HostFlags, output_format: str, *, verbose: bool = False) -> int:

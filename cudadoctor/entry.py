@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
@@ -128,47 +128,41 @@ def main(*, hard_exit: bool = False) -> None:
 
             cli_main()
             return
-        _exit(_suggest(*suggest), hard_exit=hard_exit)
+        _exit(_probing(lambda: _suggest(*suggest), health=False), hard_exit=hard_exit)
+    _exit(_probing(lambda: _check(values), health=not values.get("no_health", False)), hard_exit=hard_exit)
+
+
+def _check(values: dict[str, object]) -> int:
+    from cudadoctor.commands import check_command
+
+    return check_command(_options(values))
+
+
+def _suggest(target: str, fmt: str, verbose: bool) -> int:
+    from cudadoctor.commands import suggest_command
+    from cudadoctor.planning import HostFlags
+
+    return suggest_command(target, HostFlags(), fmt, verbose=verbose)
+
+
+def _probing(command: Callable[[], int], *, health: bool) -> int:
+    """Run a fast command that examines this machine: NVML can start answering, and the file probes' memo be
+    checked, while the command's modules are imported (so first, before even the options' module)."""
     from cudadoctor.probes.memo import start_replay, stop_replay
     from cudadoctor.probes.native import start_early, stop_early
 
-    # Every fast form examines this machine: NVML can start answering, and the file probes' memo be checked,
-    # while the checks are imported (so first, before even the options' module).
-    start_early(health=not values.get("no_health", False))
+    start_early(health=health)
     start_replay(os.environ)
     try:
-        from cudadoctor.commands import check_command, guard
+        from cudadoctor.commands import guard
 
-        options = _options(values)
-        code = guard(lambda: check_command(options))
+        return guard(command)
     except BrokenPipeError:
         from cudadoctor.commands import closed_pipe
 
         closed_pipe()
     finally:
         stop_early()  # a usage error before the probes asked: NVML's helper process is not left running
-        stop_replay()
-    _exit(code, hard_exit=hard_exit)
-
-
-def _suggest(target: str, fmt: str, verbose: bool) -> int:
-    """The fast ``suggest``: it probes this machine, so NVML's helper and the memo's start first."""
-    from cudadoctor.probes.memo import start_replay, stop_replay
-    from cudadoctor.probes.native import start_early, stop_early
-
-    start_early(health=False)
-    start_replay(os.environ)
-    try:
-        from cudadoctor.commands import guard, suggest_command
-        from cudadoctor.planning import HostFlags
-
-        return guard(lambda: suggest_command(target, HostFlags(), fmt, verbose=verbose))
-    except BrokenPipeError:
-        from cudadoctor.commands import closed_pipe
-
-        closed_pipe()
-    finally:
-        stop_early()
         stop_replay()
 
 

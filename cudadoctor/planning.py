@@ -126,26 +126,23 @@ def other_accelerator(spec: str) -> str | None:
     return next((kind for pattern, kind in _OTHER_GPUS if pattern.fullmatch(spec.strip())), None)
 
 
-#: JetPack 7 (Jetson Linux 38, Jetson Thor, compute capability 11.0) is aligned with SBSA and installs the same
-#: CUDA 13 as Arm servers (https://developer.nvidia.com/embedded/jetpack/downloads/archive-7.1, "Notes"): a Thor
-#: runs PyTorch's Linux aarch64 (SBSA) CUDA 13 wheels, whose GPU lists carry sm_110 (compat/torch.toml arch_list)
-_SBSA_L4T = ("R38",)  # Jetson Linux 38: JetPack 7.0 and 7.1, Thor modules only
-
-
 def is_jetson(gpu: Gpu) -> bool:
     """A Jetson module: compat/gpus.toml's ``embedded`` segment, or a name NVIDIA gives its modules."""
     return gpu.segment == "embedded" or gpu.name.startswith("Jetson")
 
 
-def sbsa_jetson(compute_capability: str) -> bool:
-    """Whether a Jetson GPU runs the SBSA software stack (JetPack 7: Thor, 11.0) rather than L4T's own CUDA."""
+def sbsa_jetson(matrix: CompatMatrix, compute_capability: str) -> bool:
+    """Whether a Jetson GPU runs the SBSA software stack (JetPack 7: Thor) rather than L4T's own CUDA: a Thor runs
+    PyTorch's Linux aarch64 (SBSA) CUDA 13 wheels, whose GPU lists carry sm_110 (compat/gpus.toml ``[jetson_sbsa]``,
+    compat/torch.toml arch_list)."""
+    sbsa = matrix.jetson_sbsa
     try:
-        return Version(compute_capability) >= Version("11.0")
+        return sbsa is not None and Version(compute_capability) >= Version(sbsa.min_compute_capability)
     except InvalidVersion:
         return False
 
 
-def accelerator_of(facts: Facts | None, gpus: Sequence[Gpu], flags: HostFlags) -> str | None:
+def accelerator_of(matrix: CompatMatrix, facts: Facts | None, gpus: Sequence[Gpu], flags: HostFlags) -> str | None:
     """What the machine computes with: ``cuda``, ``jetson``, ``rocm``, ``mps``, ``xpu``, ``cpu``; None: unknown.
 
     A described machine (--gpu, --driver) is what the flags say; a probed one is CPU-only only when no NVIDIA
@@ -158,12 +155,13 @@ def accelerator_of(facts: Facts | None, gpus: Sequence[Gpu], flags: HostFlags) -
     if others:
         return sorted(o for o in others if o)[0]
     if gpus:
-        return "jetson" if any(is_jetson(g) and not sbsa_jetson(g.compute_capability) for g in gpus) else "cuda"
+        return "jetson" if any(is_jetson(g) and not sbsa_jetson(matrix, g.compute_capability) for g in gpus) else "cuda"
     if flags.driver is not None or facts is None:
         return "cuda" if flags.driver is not None else None
     host = facts.host
     if host.jetson_l4t:
-        return "cuda" if host.jetson_l4t.startswith(_SBSA_L4T) else "jetson"
+        sbsa = matrix.jetson_sbsa
+        return "cuda" if sbsa is not None and host.jetson_l4t.startswith(sbsa.jetson_linux) else "jetson"
     if facts.driver is not None or facts.gpus:
         return "cuda"
     if host.rocm_version is not None or host.amdgpu_driver:
@@ -270,7 +268,7 @@ def constraints_for(
     py = _version("--python", flags.python, "3.12") if flags.python is not None else None
     if py is None and facts is not None and facts.python is not None:
         py = facts.python.version
-    accelerator = accelerator_of(facts, gpus, flags)
+    accelerator = accelerator_of(matrix, facts, gpus, flags)
     platform = flags.platform or ("macos-arm64" if accelerator == "mps" else platform_of(facts))
     if flags.platform is None and flags.gpus and gpus and all(is_jetson(g) for g in gpus):
         platform = "linux-aarch64"  # a described Jetson is an Arm module whatever machine plans for it

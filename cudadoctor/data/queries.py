@@ -36,6 +36,7 @@ from cudadoctor.data.rows import (
     GpuArch,
     GpuModel,
     JaxRelease,
+    JetsonSbsa,
     MinorCompat,
     NcclRelease,
     NgcContainer,
@@ -253,6 +254,12 @@ class CompatMatrix:
         return None
 
     # --- GPUs (compat/gpus.toml, compat/gpu_archs.toml) --------------------------------------------------
+
+    @property
+    def jetson_sbsa(self) -> JetsonSbsa | None:
+        """Which Jetson modules run the Arm-server CUDA stack (``[jetson_sbsa]``), None when the data has none."""
+        found: JetsonSbsa | None = self._table("gpus", validate=True).single("jetson_sbsa")
+        return found
 
     @property
     def gpu_models(self) -> tuple[GpuModel, ...]:

@@ -41,6 +41,7 @@ __all__ = [
     "GpuArch",
     "GpuModel",
     "JaxRelease",
+    "JetsonSbsa",
     "Layout",
     "MinorCompat",
     "NcclRelease",
@@ -147,6 +148,14 @@ class GpuModel(Row):
     segment: str | None = None  #: ``datacenter`` / ``geforce`` / ``workstation`` …
     source: str | None = None  #: the ``[[meta.sources]]`` id the record cites
     aliases: tuple[str, ...] = in_data(())
+
+
+@row(kw_only=True)
+class JetsonSbsa(Row):
+    """The Jetson modules that run the Arm-server (SBSA) CUDA stack (JetPack 7) rather than L4T's own CUDA."""
+
+    jetson_linux: tuple[str, ...]  #: release prefixes of ``/etc/nv_tegra_release`` (``R38``)
+    min_compute_capability: PlainCc  #: the lowest compute capability of those modules (``11.0``, Thor)
 
 
 @row(kw_only=True)
@@ -674,7 +683,7 @@ class Layout(NamedTuple):
 #: ``meta.kind`` -> the file's layout.
 LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
     {
-        "gpu-models": Layout({"gpu": GpuModel}),
+        "gpu-models": Layout({"gpu": GpuModel}, {"jetson_sbsa": JetsonSbsa}),
         "cuda-toolkit-drivers": Layout(
             {
                 "release": CudaRelease,

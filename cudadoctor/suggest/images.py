@@ -16,6 +16,7 @@ smallest nvidia/cuda image, ``base`` (the CUDA runtime only), comes next for tho
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import replace
 
@@ -28,9 +29,6 @@ from cudadoctor.suggest.constraints import Constraints, Plan, short
 __all__ = ["compiler_need", "os_python", "with_images"]
 
 _OS_PYTHON_MATCH = "its python3 is the plan's"
-
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")  # fmt: skip
 
 
 def os_python(matrix: CompatMatrix, os_name: str) -> str | None:
@@ -46,7 +44,8 @@ def _ended(matrix: CompatMatrix, os_name: str) -> str | None:
         return None
     year, month = row.standard_support_end.split("-")
     name = os_name.replace("ubuntu", "Ubuntu ")
-    return f"{name}'s standard support ended in {_MONTHS[int(month) - 1]} {year}"
+    # %B is the C locale's English month name: Python never calls setlocale by itself.
+    return f"{name}'s standard support ended in {datetime.date(int(year), int(month), 1):%B %Y}"
 
 
 #: marks an image the driver cannot start: it becomes a caveat of the plan, not an image to use

@@ -74,20 +74,23 @@ class RegularFile:
             mode = os.fstat(fd).st_mode
             if not stat.S_ISREG(mode):
                 raise NotRegularFile(errno.EINVAL, f"{_kind(mode)}, not a regular file", path)
-            self._handle = os.fdopen(fd, "rb")
         except BaseException:
             os.close(fd)
             raise
+        self._fd = fd
 
     def read(self, offset: int, length: int) -> bytes:
-        self._handle.seek(offset)
-        return self._handle.read(length)
+        """``length`` bytes at ``offset`` (fewer at the end of the file), unbuffered: the ELF reader asks for whole
+        blocks itself. (``lseek`` and ``read``, not ``pread``: pyfakefs, which the tests build machines in, has no
+        ``pread``.)"""
+        os.lseek(self._fd, offset, os.SEEK_SET)
+        return _read_up_to(self._fd, length)
 
     def __enter__(self) -> RegularFile:
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        self._handle.close()
+        os.close(self._fd)
 
 
 def _read_up_to(fd: int, limit: int) -> bytes:

@@ -107,3 +107,26 @@ def test_the_copy_of_the_previous_layout_is_removed(table: Path) -> None:
     compiled.store(str(table), tomllib.loads(TOML))
     assert not legacy.exists()
     assert compiled.load_cached(str(table)) is not None
+
+
+def test_shipped_copy_is_used_only_for_the_bytes_it_was_made_from(table: Path) -> None:
+    source = table.read_bytes()
+    Path(compiled.prebuilt_path(str(table))).write_text(
+        compiled.prebuilt_text(source, tomllib.loads(TOML)), encoding="utf-8"
+    )
+    shipped = compiled.load_prebuilt(str(table))
+    assert shipped == tomllib.loads(TOML) and shipped["meta"]["updated"] == datetime.date(2026, 11, 30)
+    # edited to the same size (a digit changed): the CRC tells
+    table.write_text(TOML.replace("version = 1", "version = 2"), encoding="utf-8")
+    assert compiled.load_prebuilt(str(table)) is None
+
+
+@pytest.mark.parametrize("content", ["", "garbage", "[]", '{"toml": [1, 2, 3]}', "[" * 100_000])
+def test_planted_or_foreign_shipped_copy_is_ignored(table: Path, content: str) -> None:
+    Path(compiled.prebuilt_path(str(table))).write_text(content, encoding="utf-8")
+    assert compiled.load_prebuilt(str(table)) is None
+
+
+def test_no_shipped_copy_for_a_table_json_cannot_hold() -> None:
+    with pytest.raises(TypeError):
+        compiled.prebuilt_text(b"t = 07:32:00", {"t": datetime.time(7, 32)})

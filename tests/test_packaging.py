@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -65,6 +66,37 @@ def test_installed_wheel_finds_its_compat_data(wheel, tmp_path):
     where, count = proc.stdout.split()
     assert where == str(target / "cudadoctor" / "compat")
     assert int(count) > 50
+
+
+def test_wheel_ships_each_table_parsed_and_the_first_run_parses_no_toml(wheel, tmp_path):
+    """hatch_build.py: compat/<name>.json beside each table; an installed wheel's very first load (an empty user
+    cache) imports no TOML parser and gets what the TOML parses to; a TOML edited in place is parsed again."""
+    with zipfile.ZipFile(wheel) as zf:
+        shipped = {n for n in zf.namelist() if n.startswith("cudadoctor/compat/") and n.count("/") == 2}
+    tables = {n[len("cudadoctor/compat/") : -len(".toml")] for n in shipped if n.endswith(".toml")}
+    assert tables and {f"cudadoctor/compat/{t}.json" for t in tables} <= shipped
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    code = (
+        "import json, sys, tomllib; del sys.modules['tomllib']; from cudadoctor.data.load import load_table; "
+        "names = sys.argv[1].split(','); tables = {n: load_table(n).data for n in names}; "
+        "print(json.dumps(['tomllib' in sys.modules, {n: t['meta']['kind'] for n, t in tables.items()}]))"
+    )
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(target))
+    run = [sys.executable, "-c", code, ",".join(sorted(tables))]
+    first = subprocess.run(run, capture_output=True, text=True, timeout=60, check=True, cwd=str(tmp_path), env=env)
+    parsed_toml, kinds = json.loads(first.stdout)
+    assert parsed_toml is False and set(kinds) == tables
+    assert not (tmp_path / "cache" / "cudadoctor" / "compat").exists()  # nothing needed caching
+    gpus = target / "cudadoctor" / "compat" / "gpus.toml"
+    gpus.write_text(gpus.read_text(encoding="utf-8") + "\n# edited after the install\n", encoding="utf-8")
+    again = subprocess.run(run, capture_output=True, text=True, timeout=60, check=True, cwd=str(tmp_path), env=env)
+    assert json.loads(again.stdout)[0] is True  # the stale copy was ignored: the TOML was parsed
 
 
 def test_installed_wheel_runs_its_deep_children_by_path(wheel, tmp_path):

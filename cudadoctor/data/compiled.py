@@ -1,11 +1,17 @@
-"""A parsed copy of each compat/ file, kept as JSON in the user cache so a run need not parse TOML.
+"""A parsed copy of each compat/ file as JSON, so that a run need not parse TOML.
 
-``tomllib`` is pure Python: the tables one ``check`` reads cost about 30 ms to parse on an H200 host,
-the C JSON decoder about 2 ms. The copy is keyed by the file's absolute path, size and mtime (and
-this module's format), so an edited or upgraded file is parsed again; the TOML stays the only
-source of truth and is still validated on every load (:func:`cudadoctor.data.load.parse_table`).
-A missing, foreign or unwritable cache costs nothing but the parse. TOML dates (only ``meta``
-uses them) are stored as ``{"\\u0000date": "YYYY-MM-DD"}`` and restored on reading.
+``tomllib`` is pure Python: the tables one ``check`` reads cost about 30 ms to parse on an H200 host
+(and importing it compiles a dozen regular expressions), the C JSON decoder about 2 ms. Two copies:
+
+- **shipped**: the wheel carries ``compat/<name>.json`` next to each ``<name>.toml``, written when the wheel is
+  built (``hatch_build.py``, :func:`prebuilt_text`) and tied to the TOML's size and CRC-32, so the very first run
+  after ``pip install`` parses no TOML either, and a TOML edited in place is parsed again (:func:`load_prebuilt`);
+- **user cache**: for a source checkout or an editable install, the parse is kept in the user cache directory,
+  keyed by the file's absolute path, size and mtime (:func:`load_cached`, :func:`store`).
+
+The TOML stays the only source of truth and is still validated on every load
+(:func:`cudadoctor.data.load.parse_table`). A missing, foreign or unwritable copy costs nothing but the parse.
+TOML dates (only ``meta`` uses them) are stored as ``{"\\u0000date": "YYYY-MM-DD"}`` and restored on reading.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Any
 from cudadoctor.cachedir import default_cache_dir
 from cudadoctor.fileread import read_file
 
-__all__ = ["load_cached", "store"]
+__all__ = ["load_cached", "load_prebuilt", "prebuilt_path", "prebuilt_text", "store"]
 
 _FORMAT = 1
 _DATE = "\u0000date"
@@ -56,6 +62,38 @@ def _decode(obj: dict[str, Any]) -> Any:
     if len(obj) == 1 and _DATE in obj:
         return datetime.date.fromisoformat(obj[_DATE])
     return obj
+
+
+def prebuilt_path(path: str) -> str:
+    """Where the wheel keeps the parsed copy of the compat file at ``path``: beside it, ``.json`` for ``.toml``."""
+    return os.path.splitext(path)[0] + ".json"
+
+
+def _source_key(source: bytes) -> list[int]:
+    return [_FORMAT, len(source), zlib.crc32(source)]
+
+
+def prebuilt_text(source: bytes, data: dict[str, Any]) -> str:
+    """The shipped copy of a compat file whose bytes are ``source`` and which parses to ``data``.
+
+    :raises TypeError: ``data`` holds a value JSON cannot (a TOML time or date-time); ship no copy then.
+    """
+    return json.dumps({"toml": _source_key(source), "data": data}, default=_encode, separators=(",", ":"))
+
+
+def load_prebuilt(path: str) -> dict[str, Any] | None:
+    """The parsed table of ``path`` from the copy the wheel ships beside it, or None (no copy, or not of these
+    bytes: a TOML edited after the build is parsed again)."""
+    try:
+        source = read_file(path, _MAX_BYTES)
+        raw = read_file(prebuilt_path(path), _MAX_BYTES)
+        document = json.loads(raw, object_hook=_decode)
+    except (OSError, ValueError, TypeError, RecursionError):
+        return None
+    if not isinstance(document, dict) or document.get("toml") != _source_key(source):
+        return None
+    data = document.get("data")
+    return data if isinstance(data, dict) else None
 
 
 def load_cached(path: str) -> dict[str, Any] | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from cudadoctor.data.compiled import load_cached, store
+from cudadoctor.data.compiled import load_cached, load_prebuilt, store
 from cudadoctor.data.fields import build_row, record_problems, row_fields
 from cudadoctor.data.rows import LAYOUTS
 from cudadoctor.errors import CompatDataError
@@ -177,7 +177,9 @@ def _load(directory: str, name: str, validate: bool) -> Table:
     # points compat_dir elsewhere gets that directory's tables without clearing anything.
     where = f"compat/{name}.toml"
     path = os.path.join(directory, f"{name}.toml")
-    cached = load_cached(path)
+    cached = load_prebuilt(path)  # the wheel's copy (none in a source checkout), else the user cache's
+    if cached is None:
+        cached = load_cached(path)
     if cached is not None:
         return parse_table(name, cached, validate=validate)
     # Imported here: a run that finds every table in the parsed cache never loads the TOML parser.

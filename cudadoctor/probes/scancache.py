@@ -71,6 +71,10 @@ def _save(path: str, data: dict[str, Any]) -> None:
         return  # a read-only home: the next run scans again
 
 
+def _needs_cuda(needed: tuple[str, ...]) -> bool:
+    return any(_CUDA.match(name) for name in needed)
+
+
 def _slim(dyn: ElfDynamic) -> list[Any] | None:
     needed = [n for n in dyn.needed if _CUDA.match(n)]
     if not needed:
@@ -171,7 +175,7 @@ class ScanCache:
             slim = entry[1]
         else:
             try:
-                slim = _slim(read_dynamic(host, stat.st_size))
+                slim = _slim(read_dynamic(host, stat.st_size, _needs_cuda))
             except (ElfError, OSError):
                 slim = None
             self.files[host] = [key, slim]

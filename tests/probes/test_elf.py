@@ -46,6 +46,44 @@ def test_rpath_is_read_apart_from_runpath():
     assert dyn.rpath == ("/opt/nccl/lib",) and dyn.runpath == ()
 
 
+def _counting(data: bytes) -> tuple[list[tuple[int, int]], object]:
+    reads: list[tuple[int, int]] = []
+
+    def read(offset: int, length: int) -> bytes:
+        reads.append((offset, length))
+        return data[offset : offset + length]
+
+    return reads, read
+
+
+def test_names_across_block_ends_read_whole_and_each_block_once():
+    # 300 needed names of 40-odd bytes: a 13 KB string table, names straddling every 4 KiB block end
+    needed = [f"libwith_a_rather_long_name_number_{i:04d}.so.1" for i in range(300)]
+    versions = [("libstdc++.so.6", [f"GLIBCXX_3.4.{i}" for i in range(30)])]
+    data = shared_object(needed, "libmany.so", ["$ORIGIN/../lib"], version_needs=versions)
+    reads, read = _counting(data)
+    dyn = parse_dynamic(read, len(data))
+    assert dyn.needed == tuple(needed) and dyn.soname == "libmany.so"
+    assert dyn.version_needs == (("libstdc++.so.6", tuple(v for _f, vs in versions for v in vs)),)
+    assert len(reads) == len(set(reads)) and len(reads) <= len(data) // 4096 + 3
+
+
+def test_relevant_false_leaves_the_rest_unread():
+    data = shared_object(["libc.so.6"], "libplain.so", ["$ORIGIN"], version_needs=[("libc.so.6", ["GLIBC_2.34"])])
+    seen: list[tuple[str, ...]] = []
+
+    def cuda_only(needed: tuple[str, ...]) -> bool:
+        seen.append(needed)
+        return any(n.startswith("libcu") for n in needed)
+
+    plain = parse_dynamic(lambda o, n: data[o : o + n], len(data), cuda_only)
+    assert seen == [("libc.so.6",)]
+    assert (plain.needed, plain.soname, plain.runpath, plain.version_needs) == (("libc.so.6",), None, (), ())
+    cuda = shared_object(["libcudart.so.12"], "libuser.so", ["$ORIGIN"], version_needs=[("libcudart.so.12", ["x"])])
+    full = parse_dynamic(lambda o, n: cuda[o : o + n], len(cuda), cuda_only)
+    assert full == _parse(cuda) and full.soname == "libuser.so"
+
+
 GCC = shutil.which("gcc")
 
 

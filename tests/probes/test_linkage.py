@@ -132,9 +132,9 @@ def test_a_second_run_reads_no_elf_file(root, monkeypatch):
     calls = []
     real = scancache.read_dynamic
 
-    def counting(path, size):
+    def counting(path, size, relevant=None):
         calls.append(path)
-        return real(path, size)
+        return real(path, size, relevant)
 
     monkeypatch.setattr(scancache, "read_dynamic", counting)
     second, _ctx = view(root)

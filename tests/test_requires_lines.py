@@ -1,4 +1,4 @@
-"""checks.pins.name_and_specifier reads a Requires-Dist line as packaging's Requirement does, or declines.
+"""facts.requires.name_and_specifier reads a Requires-Dist line as packaging's Requirement does, or declines.
 
 The lines: every Requires-Dist of the corpus's real packages (tests/corpus, each from the package index's metadata
 of that release), of the fixtures, and forms PEP 508 allows that the light reader must decline or read alike.
@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.requirements import InvalidRequirement, Requirement
 
-from cudadoctor.checks.pins import name_and_specifier
 from cudadoctor.facts.names import canonical_name
+from cudadoctor.facts.requires import name_and_specifier
 
 TESTS = Path(__file__).parent
 

@@ -20,11 +20,11 @@ from packaging.version import Version
 from cudadoctor.bounded import parse_requirement
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
-from cudadoctor.checks.pins import name_and_specifier
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
 from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, LibraryCopy, PythonEnv
 from cudadoctor.facts.names import canonical_name
+from cudadoctor.facts.requires import name_and_specifier
 from cudadoctor.probes.packages import is_interesting
 from cudadoctor.rules.gpus import vllm_supports_gpu
 from cudadoctor.rules.jax import cudnn_meets_jaxlib_build, jaxlib_cudnn_build
@@ -53,7 +53,7 @@ def unmet_requirements(
 
     Only requirements whose target cudadoctor examined are judged (it does not scan every
     distribution); their markers were already evaluated for the target interpreter by the probe. Lines are read
-    by :func:`~cudadoctor.checks.pins.name_and_specifier`; only one that fails is parsed by ``Requirement`` (for
+    by :func:`~cudadoctor.facts.requires.name_and_specifier`; only one that fails is parsed by ``Requirement`` (for
     its message, and to drop a line it refuses).
     """
     unmet: list[tuple[InstalledPackage, Requirement, InstalledPackage | None]] = []

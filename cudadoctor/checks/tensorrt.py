@@ -12,9 +12,9 @@ from packaging.version import Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
-from cudadoctor.checks.pins import exact_pins
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import InstalledPackage, LoaderView, NeededLibrary
+from cudadoctor.facts.requires import exact_pins
 
 __all__ = ["CD601", "cudnn_minor_older"]
 

@@ -27,14 +27,20 @@ import posixpath
 import re
 import sys
 from functools import partial
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.bounded import loads_json, parse_int, parse_marker, parse_requirement, parse_version, version_or_none
 from cudadoctor.facts.model import InstalledPackage, PythonEnv, Source, SourceKind, TorchBuild
 from cudadoctor.facts.names import canonical_name
+from cudadoctor.facts.requires import name_and_specifier
+from cudadoctor.probes import markers
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.record import record
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
 
 __all__ = [
     "INTERESTING_NAMES",
@@ -629,14 +635,12 @@ def _marker_env(ctx: ProbeContext, python: PythonEnv) -> dict[str, str]:
 
 def _applicable(lines: list[str], env: dict[str, str], cache: dict[str, bool]) -> list[str]:
     """The Requires-Dist lines that apply without an extra on the target."""
-    # Imported here: packaging's marker parser costs ~20 ms to import, paid only when needed.
-    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-    from packaging.requirements import InvalidRequirement
-
     out = []
     for line in lines:
         head, sep, marker_text = line.partition(";")
         if "@" in head and sep:
+            from packaging.requirements import InvalidRequirement
+
             try:  # "name @ url ; marker": the URL may hold a ';'
                 parsed = parse_requirement(line)
             except InvalidRequirement:
@@ -647,13 +651,23 @@ def _applicable(lines: list[str], env: dict[str, str], cache: dict[str, bool]) -
             out.append(line)
             continue
         if marker_text not in cache:
-            try:
-                cache[marker_text] = parse_marker(marker_text).evaluate(env)
-            except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName, ValueError):
-                cache[marker_text] = False
+            cache[marker_text] = _marker_applies(marker_text, env)
         if cache[marker_text]:
             out.append(line)
     return out
+
+
+def _marker_applies(marker_text: str, env: dict[str, str]) -> bool:
+    simple = markers.evaluate(marker_text, env)
+    if simple is not None:
+        return simple
+    # Imported here: packaging's marker parser costs ~11 ms to import, paid only for a marker of a rarer form.
+    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+
+    try:
+        return parse_marker(marker_text).evaluate(env)
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName, ValueError):
+        return False
 
 
 def _requirement_name(line: str) -> str | None:
@@ -729,18 +743,15 @@ _CUDA_MAJOR_VERSIONED = ("cuda-bindings", "cuda-python")
 
 def _variant_from_pins(requires: list[str]) -> tuple[str, str, str] | None:
     """From an exact pin of a CUDA-versioned component: ``cuda-toolkit[...]==13.0.2`` -> cu130."""
-    from packaging.requirements import InvalidRequirement
-
     best: tuple[int, str, str, str] | None = None
     for line in requires:
         name = _requirement_name(line)
         if name is None or not _CUDA_VERSIONED.fullmatch(name):
             continue
-        try:
-            req = parse_requirement(line)
-        except InvalidRequirement:
+        specifier = _specifier(line)
+        if specifier is None:
             continue
-        pins = [spec.version for spec in req.specifier if spec.operator == "=="]
+        pins = [spec.version for spec in specifier if spec.operator == "=="]
         if len(pins) != 1:
             continue
         match = re.match(r"(\d+)(?:\.(\d+))?", pins[0])
@@ -753,6 +764,19 @@ def _variant_from_pins(requires: list[str]) -> tuple[str, str, str] | None:
         if best is None or rank < best[0]:
             best = (rank, variant, build, f"Requires-Dist {name}=={pins[0]}")
     return best[1:] if best else None
+
+
+def _specifier(line: str) -> SpecifierSet | None:
+    """The version specifier of a Requires-Dist line: the light reader's for the common form, else packaging's."""
+    light = name_and_specifier(line)
+    if light is not None:
+        return light[1]
+    from packaging.requirements import InvalidRequirement
+
+    try:
+        return parse_requirement(line).specifier
+    except InvalidRequirement:
+        return None
 
 
 def _cuda_variant(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from cudadoctor.checks.pins import exact_pins
 from cudadoctor.facts.model import InstalledPackage, Source, SourceKind
+from cudadoctor.facts.requires import exact_pins
 
 
 def _pkg(*requires: str) -> InstalledPackage:

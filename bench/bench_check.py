@@ -11,7 +11,10 @@ machine slows them alike):
 
 * ``interpreter start``: ``python -c pass`` (site and .pth files included);
 * ``imports``, ``probes``, ``checks``, ``render``: one ``check`` in phases (``bench/phases.py``);
-* ``cudadoctor check``: the whole command, wall time and max RSS of the process;
+* ``cudadoctor check``: the whole command, wall time and max RSS of the process (warm: the user cache holds the
+  file probes' memo and the ELF scan from the run before);
+* ``cudadoctor check, cold``: the same with an empty user cache each run, as the first run after an install (an
+  installed wheel then reads the compat tables it ships parsed; a source checkout parses their TOML);
 * ``collect_env``: ``python -m torch.utils.collect_env``, when torch is installed for ``--python``,
   and the ratio of the two.
 """
@@ -21,12 +24,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+#: The series run with an empty user cache each time.
+COLD = "cudadoctor check, cold"
 
 
 def _run(argv: list[str], env: dict[str, str]) -> tuple[float, int, str]:
@@ -54,23 +63,32 @@ def measure(runs: int, python: str, snapshot: str | None, collect_env: bool) -> 
         "interpreter start": [sys.executable, "-c", "pass"],
         "phases": [sys.executable, os.path.join(HERE, "phases.py"), *source],
         "cudadoctor check": [sys.executable, "-m", "cudadoctor", "check", *source],
+        COLD: [sys.executable, "-m", "cudadoctor", "check", *source],
     }
     if collect_env:
         commands["collect_env"] = [python, "-m", "torch.utils.collect_env"]
     series: dict[str, list[float]] = {}
-    for argv in commands.values():  # one warm-up each: the page cache, .pyc files
-        _run(argv, env)
-    for _ in range(runs):
-        for name, argv in commands.items():
-            seconds, rss, out = _run(argv, env)
-            if name == "phases":
-                for phase, value in json.loads(out.strip().splitlines()[-1])["phases"].items():
-                    series.setdefault(phase, []).append(value)
-                continue
-            series.setdefault(name, []).append(seconds)
-            if name == "cudadoctor check":
-                series.setdefault("check max RSS MiB", []).append(rss / 1024)
+    caches = tempfile.mkdtemp(prefix="cudadoctor-bench-")
+    try:
+        for argv in commands.values():  # one warm-up each: the page cache, .pyc files
+            _run(argv, env)
+        for index in range(runs):
+            _one_round(commands, env, series, os.path.join(caches, str(index)))
+    finally:
+        shutil.rmtree(caches, ignore_errors=True)
     return series
+
+
+def _one_round(commands: dict[str, list[str]], env: dict[str, str], series: dict[str, list[float]], cold: str) -> None:
+    for name, argv in commands.items():
+        seconds, rss, out = _run(argv, dict(env, XDG_CACHE_HOME=cold) if name == COLD else env)
+        if name == "phases":
+            for phase, value in json.loads(out.strip().splitlines()[-1])["phases"].items():
+                series.setdefault(phase, []).append(value)
+            continue
+        series.setdefault(name, []).append(seconds)
+        if name == "cudadoctor check":
+            series.setdefault("check max RSS MiB", []).append(rss / 1024)
 
 
 def report(series: dict[str, list[float]]) -> str:
@@ -80,6 +98,7 @@ def report(series: dict[str, list[float]]) -> str:
         lines.append(f"{name:<26} {med[name]:8.3f}s")
     parts = sum(med[n] for n in ("interpreter start", "imports", "probes", "checks", "render"))
     lines.append(f"{'(other: argv, exit)':<26} {med['cudadoctor check'] - parts:8.3f}s")
+    lines.append(f"{COLD:<26} {med[COLD]:8.3f}s")
     lines.append(f"{'check max RSS':<26} {max(series['check max RSS MiB']):7.1f} MiB")
     if "collect_env" in med:
         ratio = med["cudadoctor check"] / med["collect_env"]

@@ -24,7 +24,15 @@ def test_bench_prints_the_breakdown():
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    for part in ("interpreter start", "imports", "probes", "checks", "render", "cudadoctor check"):
+    for part in (
+        "interpreter start",
+        "imports",
+        "probes",
+        "checks",
+        "render",
+        "cudadoctor check",
+        "cudadoctor check, cold",
+    ):
         assert re.search(rf"^{part} +\d+\.\d{{3}}s$", proc.stdout, re.MULTILINE), (part, proc.stdout)
     assert re.search(r"^check max RSS +\d+\.\d MiB$", proc.stdout, re.MULTILINE)
     assert "collect_env" in proc.stdout  # measured where torch is installed, else said why not

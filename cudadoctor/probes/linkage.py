@@ -33,7 +33,7 @@ from packaging.version import InvalidVersion, Version
 
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import LinkedFile, LoaderView, NeededLibrary, SubLibrary
-from cudadoctor.probes import ldcache, loader, scancache
+from cudadoctor.probes import ldcache, loader, prescan, scancache
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.elf import ElfDynamic
 from cudadoctor.record import record
@@ -70,11 +70,7 @@ _STEM_COMPONENT = {
     "curand": "curand", "cusolver": "cusolver", "cudnn": "cudnn", "nccl": "nccl",
 }  # fmt: skip
 
-_SO_NAME = re.compile(r"\.so(\.\d+)*$")
 _FULL = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)*)$")
-#: Directory levels below a site directory where wheels keep shared objects.
-_GLOBS = ("*", "*/*", "*/*/*")
-_SKIP_TOP = re.compile(r"(\.dist-info|\.egg-info|__pycache__|^_distutils_hack)$")
 _MAX_OBJECTS = 5000
 
 
@@ -118,7 +114,12 @@ class _Search:
 
 
 def _plain_search(ctx: ProbeContext) -> tuple[_Search, str]:
-    """The search of a needer without RPATH/RUNPATH, LD_PRELOAD aside, and where the cache came from."""
+    """The search of a needer without RPATH/RUNPATH, LD_PRELOAD aside, and where the cache came from: built once a
+    run (the driver's libcuda lookups and the loader's view share it; an H200's ld.so.cache has ~2,600 entries)."""
+    return ctx.once("linkage.plain_search", functools.partial(_build_plain_search, ctx))
+
+
+def _build_plain_search(ctx: ProbeContext) -> tuple[_Search, str]:
     cache: tuple[ldcache.CacheEntry, ...] | None = None
     try:
         cache = ldcache.parse_ld_so_cache(ctx.fs.read_bytes("/etc/ld.so.cache", 32 << 20))
@@ -342,26 +343,10 @@ def _objects(ctx: ProbeContext, cache: scancache.ScanCache, site: str) -> list[t
         host = ctx.fs.host_path(ctx.fs.resolve(site))
     except OSError:
         return []
-    files, subdirs = cache.listing(host)
-    found = [(posixpath.join(site, f), posixpath.join(host, f)) for f in files if _SO_NAME.search(f)]
-    for top in subdirs:
-        if _SKIP_TOP.search(top):
-            continue
-        found += _below(cache, posixpath.join(site, top), posixpath.join(host, top), 3 if top == "nvidia" else 2)
-        if len(found) > _MAX_OBJECTS:
-            ctx.fail("linkage", f"more than {_MAX_OBJECTS} shared objects; the rest were not read", site)
-            break
-    return found
-
-
-def _below(cache: scancache.ScanCache, directory: str, host: str, depth: int) -> list[tuple[str, str]]:
-    files, subdirs = cache.listing(host)
-    found = [(directory + "/" + f, host + "/" + f) for f in files if _SO_NAME.search(f)]
-    if depth > 1:
-        for sub in subdirs:
-            if sub not in ("include", "__pycache__", "tests", "test"):
-                found += _below(cache, directory + "/" + sub, host + "/" + sub, depth - 1)
-    return found
+    found, more = scancache.site_objects(cache, host.rstrip("/") or "/", _MAX_OBJECTS)
+    if more:
+        ctx.fail("linkage", f"more than {_MAX_OBJECTS} shared objects; the rest were not read", site)
+    return [(posixpath.join(site, rel), posixpath.join(host, rel)) for rel in found]
 
 
 def _needs_of(versions: _Versions, site: str, path: str, dyn: ElfDynamic) -> list[tuple[str, str]]:
@@ -385,6 +370,8 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
     dists = {n: v if n.startswith("nvidia-") else None for n, v in installed.items()}
     versions = _Versions(ctx, sites, dists)
     cache = scancache.ScanCache(observe=ctx.observe)
+    if ctx.live and (prescanned := prescan.take()) is not None:
+        cache.adopt(*prescanned)  # the first run's scan, read by helpers while the checks were imported
     objects = [(site, path, host) for site in sites for path, host in _objects(ctx, cache, site)]
     scanned = {path: dyn for _site, path, host in objects if (dyn := cache.dynamic(host)) is not None}
     search, note = _search(ctx, versions)

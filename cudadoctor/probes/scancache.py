@@ -21,7 +21,7 @@ from cudadoctor.cachedir import default_cache_dir
 from cudadoctor.fileread import read_file
 from cudadoctor.probes.elf import ElfDynamic, ElfError, read_dynamic
 
-__all__ = ["CACHE_NAME", "Observer", "ScanCache", "cache_path"]
+__all__ = ["CACHE_NAME", "Observer", "ScanCache", "cache_path", "site_objects"]
 
 #: ``observe(kind, path, answer)``: ``mtime`` of a directory, ``sig`` (size, mtime) of a file, or the OSError
 Observer = Callable[[str, str, object], None]
@@ -37,6 +37,12 @@ _MAX_CACHE_BYTES = 16 << 20
 _CUDA = re.compile(
     r"^lib(cudart|cublasLt|cublas|cudnn|nccl|nvJitLink|cusparse|cufft|curand|cusolver|nvrtc|cupti|nvinfer|myelin)"
 )
+
+
+#: Top-level entries of a site directory that hold no package's shared objects.
+_SKIP_TOP = re.compile(r"(\.dist-info|\.egg-info|__pycache__|^_distutils_hack)$")
+#: Subdirectories of a package never searched.
+_SKIP_SUB = frozenset(("include", "__pycache__", "tests", "test"))
 
 
 def cache_path() -> str:
@@ -102,11 +108,11 @@ def _from_slim(value: Any) -> ElfDynamic | None:
 class ScanCache:
     """One run's view of the cache: directory listings by mtime, dynamic sections by (size, mtime)."""
 
-    def __init__(self, observe: Observer | None = None) -> None:
+    def __init__(self, observe: Observer | None = None, *, load: bool = True) -> None:
         #: told each stat this cache decides by (:mod:`cudadoctor.probes.memo` remembers them)
         self.observe = observe
         self.where = cache_path()
-        data = _load(self.where)
+        data = _load(self.where) if load else {}
         self.files: dict[str, Any] = data.get("files", {}) if isinstance(data.get("files"), dict) else {}
         self.dirs: dict[str, Any] = data.get("dirs", {}) if isinstance(data.get("dirs"), dict) else {}
         #: objects that open CUDA libraries by name (compat/runtime_libraries.toml): their soname and search paths
@@ -201,6 +207,19 @@ class ScanCache:
         self.changed = True
         return ElfDynamic((), read.soname, read.rpath, read.runpath, ())
 
+    def adopt(self, dirs: dict[str, Any], files: dict[str, Any]) -> None:
+        """Take listings and dynamic sections another process read this run (:mod:`.prescan`) where this cache has
+        none; they are judged like the cache file's (a directory is stat'ed and its listing used only when its
+        mtime is the same)."""
+        for host, entry in dirs.items():
+            if isinstance(entry, list) and len(entry) == 3 and host not in self.dirs:
+                self.dirs[host] = entry
+                self.changed = True
+        for host, entry in files.items():
+            if isinstance(entry, list) and len(entry) == 2 and host not in self.files:
+                self.files[host] = entry
+                self.changed = True
+
     def _observed(self, kind: str, host: str, answer: object) -> None:
         if self.observe is not None:
             self.observe(kind, host, answer)
@@ -211,3 +230,42 @@ class ScanCache:
         if len(self.files) + len(self.dirs) > _MAX_ENTRIES:
             return
         _save(self.where, {"format": _FORMAT, "files": self.files, "dirs": self.dirs, "openers": self.openers})
+
+
+def site_objects(cache: ScanCache, host: str, limit: int, part: int = 0, parts: int = 1) -> tuple[list[str], bool]:
+    """The shared objects of one site directory (a path on this machine's disk) at the depths wheels put them, as
+    paths relative to it, and whether there were more than ``limit``.
+
+    The depths: ``*.so`` at the top, ``pkg/*.so`` and ``pkg/sub/*.so`` (``pkg.libs`` as auditwheel writes it
+    included), and ``nvidia/<component>/lib/*.so`` one level deeper. ``part`` of ``parts``: only every
+    ``parts``-th package (each of NVIDIA's components counts as one), for a scan spread over processes.
+    """
+    files, subdirs = cache.listing(host)
+    found = list(files) if part == 0 else []
+    unit = 0
+    for top in subdirs:
+        if _SKIP_TOP.search(top):
+            continue
+        if top == "nvidia":  # one unit per component: most of a CUDA environment's objects are here
+            inner, components = cache.listing(f"{host}/nvidia")
+            found += [f"nvidia/{f}" for f in inner] if part == 0 else []
+            for component in components:
+                if component not in _SKIP_SUB:
+                    found += _below(cache, host, f"nvidia/{component}", 2) if unit % parts == part else []
+                    unit += 1
+        else:
+            found += _below(cache, host, top, 2) if unit % parts == part else []
+            unit += 1
+        if len(found) > limit:
+            return found, True
+    return found, False
+
+
+def _below(cache: ScanCache, host: str, rel: str, depth: int) -> list[str]:
+    files, subdirs = cache.listing(f"{host}/{rel}")
+    found = [f"{rel}/{f}" for f in files]
+    if depth > 1:
+        for sub in subdirs:
+            if sub not in _SKIP_SUB:
+                found += _below(cache, host, f"{rel}/{sub}", depth - 1)
+    return found

@@ -238,7 +238,8 @@ def site_objects(cache: ScanCache, host: str, limit: int, part: int = 0, parts: 
 
     The depths: ``*.so`` at the top, ``pkg/*.so`` and ``pkg/sub/*.so`` (``pkg.libs`` as auditwheel writes it
     included), and ``nvidia/<component>/lib/*.so`` one level deeper. ``part`` of ``parts``: only every
-    ``parts``-th package (each of NVIDIA's components counts as one), for a scan spread over processes.
+    ``parts``-th subdirectory of a package (``torch/lib``, ``nvidia/cublas``), for a scan spread over processes;
+    each part lists the packages themselves.
     """
     files, subdirs = cache.listing(host)
     found = list(files) if part == 0 else []
@@ -246,15 +247,13 @@ def site_objects(cache: ScanCache, host: str, limit: int, part: int = 0, parts: 
     for top in subdirs:
         if _SKIP_TOP.search(top):
             continue
-        if top == "nvidia":  # one unit per component: most of a CUDA environment's objects are here
-            inner, components = cache.listing(f"{host}/nvidia")
-            found += [f"nvidia/{f}" for f in inner] if part == 0 else []
-            for component in components:
-                if component not in _SKIP_SUB:
-                    found += _below(cache, host, f"nvidia/{component}", 2) if unit % parts == part else []
-                    unit += 1
-        else:
-            found += _below(cache, host, top, 2) if unit % parts == part else []
+        inner, subs = cache.listing(f"{host}/{top}")
+        found += [f"{top}/{f}" for f in inner] if part == 0 else []
+        for sub in subs:
+            if sub in _SKIP_SUB:
+                continue
+            if unit % parts == part:  # NVIDIA's wheels keep their libraries a level deeper (nvidia/cublas/lib)
+                found += _below(cache, host, f"{top}/{sub}", 2 if top == "nvidia" else 1)
             unit += 1
         if len(found) > limit:
             return found, True

@@ -148,13 +148,11 @@ def _suggest(target: str, fmt: str, verbose: bool) -> int:
 def _probing(command: Callable[[], int], *, health: bool) -> int:
     """Run a fast command that examines this machine: NVML can start answering, and the file probes' memo be
     checked, while the command's modules are imported (so first, before even the options' module)."""
-    from cudadoctor.probes import prescan
     from cudadoctor.probes.memo import start_replay, stop_replay
     from cudadoctor.probes.native import start_early, stop_early
 
     start_early(health=health)
     start_replay(os.environ)
-    prescan.start(os.environ)
     try:
         from cudadoctor.commands import guard
 
@@ -166,7 +164,6 @@ def _probing(command: Callable[[], int], *, health: bool) -> int:
     finally:
         stop_early()  # a usage error before the probes asked: NVML's helper process is not left running
         stop_replay()
-        prescan.stop()
 
 
 def _exit(code: int, *, hard_exit: bool) -> NoReturn:

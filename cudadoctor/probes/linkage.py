@@ -33,7 +33,7 @@ from packaging.version import InvalidVersion, Version
 
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import LinkedFile, LoaderView, NeededLibrary, SubLibrary
-from cudadoctor.probes import ldcache, loader, prescan, scancache
+from cudadoctor.probes import ldcache, loader, scancache
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.elf import ElfDynamic
 from cudadoctor.record import record
@@ -370,8 +370,6 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
     dists = {n: v if n.startswith("nvidia-") else None for n, v in installed.items()}
     versions = _Versions(ctx, sites, dists)
     cache = scancache.ScanCache(observe=ctx.observe)
-    if ctx.live and (prescanned := prescan.take()) is not None:
-        cache.adopt(*prescanned)  # the first run's scan, read by helpers while the checks were imported
     objects = [(site, path, host) for site in sites for path, host in _objects(ctx, cache, site)]
     scanned = {path: dyn for _site, path, host in objects if (dyn := cache.dynamic(host)) is not None}
     search, note = _search(ctx, versions)

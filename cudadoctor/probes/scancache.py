@@ -108,11 +108,11 @@ def _from_slim(value: Any) -> ElfDynamic | None:
 class ScanCache:
     """One run's view of the cache: directory listings by mtime, dynamic sections by (size, mtime)."""
 
-    def __init__(self, observe: Observer | None = None, *, load: bool = True) -> None:
+    def __init__(self, observe: Observer | None = None) -> None:
         #: told each stat this cache decides by (:mod:`cudadoctor.probes.memo` remembers them)
         self.observe = observe
         self.where = cache_path()
-        data = _load(self.where) if load else {}
+        data = _load(self.where)
         self.files: dict[str, Any] = data.get("files", {}) if isinstance(data.get("files"), dict) else {}
         self.dirs: dict[str, Any] = data.get("dirs", {}) if isinstance(data.get("dirs"), dict) else {}
         #: objects that open CUDA libraries by name (compat/runtime_libraries.toml): their soname and search paths
@@ -207,19 +207,6 @@ class ScanCache:
         self.changed = True
         return ElfDynamic((), read.soname, read.rpath, read.runpath, ())
 
-    def adopt(self, dirs: dict[str, Any], files: dict[str, Any]) -> None:
-        """Take listings and dynamic sections another process read this run (:mod:`.prescan`) where this cache has
-        none; they are judged like the cache file's (a directory is stat'ed and its listing used only when its
-        mtime is the same)."""
-        for host, entry in dirs.items():
-            if isinstance(entry, list) and len(entry) == 3 and host not in self.dirs:
-                self.dirs[host] = entry
-                self.changed = True
-        for host, entry in files.items():
-            if isinstance(entry, list) and len(entry) == 2 and host not in self.files:
-                self.files[host] = entry
-                self.changed = True
-
     def _observed(self, kind: str, host: str, answer: object) -> None:
         if self.observe is not None:
             self.observe(kind, host, answer)
@@ -232,29 +219,20 @@ class ScanCache:
         _save(self.where, {"format": _FORMAT, "files": self.files, "dirs": self.dirs, "openers": self.openers})
 
 
-def site_objects(cache: ScanCache, host: str, limit: int, part: int = 0, parts: int = 1) -> tuple[list[str], bool]:
+def site_objects(cache: ScanCache, host: str, limit: int) -> tuple[list[str], bool]:
     """The shared objects of one site directory (a path on this machine's disk) at the depths wheels put them, as
     paths relative to it, and whether there were more than ``limit``.
 
     The depths: ``*.so`` at the top, ``pkg/*.so`` and ``pkg/sub/*.so`` (``pkg.libs`` as auditwheel writes it
-    included), and ``nvidia/<component>/lib/*.so`` one level deeper. ``part`` of ``parts``: only every
-    ``parts``-th subdirectory of a package (``torch/lib``, ``nvidia/cublas``), for a scan spread over processes;
-    each part lists the packages themselves.
+    included), and ``nvidia/<component>/lib/*.so`` one level deeper.
     """
     files, subdirs = cache.listing(host)
-    found = list(files) if part == 0 else []
-    unit = 0
+    found = list(files)
     for top in subdirs:
         if _SKIP_TOP.search(top):
             continue
-        inner, subs = cache.listing(f"{host}/{top}")
-        found += [f"{top}/{f}" for f in inner] if part == 0 else []
-        for sub in subs:
-            if sub in _SKIP_SUB:
-                continue
-            if unit % parts == part:  # NVIDIA's wheels keep their libraries a level deeper (nvidia/cublas/lib)
-                found += _below(cache, host, f"{top}/{sub}", 2 if top == "nvidia" else 1)
-            unit += 1
+        # NVIDIA's wheels keep their libraries a level deeper (nvidia/cublas/lib)
+        found += _below(cache, host, top, 3 if top == "nvidia" else 2)
         if len(found) > limit:
             return found, True
     return found, False

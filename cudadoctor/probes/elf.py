@@ -90,6 +90,10 @@ class _Reader:
             return block[offset - first : offset - first + length]
         return self._fetch(offset, length)
 
+    def block_of(self, offset: int) -> bytes | None:
+        """The block holding ``offset`` when it was read already, else None."""
+        return self._blocks.get(offset - offset % _BLOCK)
+
     def _fetch(self, offset: int, length: int) -> bytes:
         self.total += length
         if self.total > _MAX_TOTAL_READ:
@@ -154,16 +158,25 @@ def _offset_of(loads: list[tuple[int, ...]], vaddr: int) -> int:
     raise ElfError(f"address {vaddr:#x} is in no loaded segment")
 
 
-def _entries(reader: _Reader, layout: _Layout, offset: int, size: int) -> list[tuple[int, int]]:
+#: The tags read besides DT_NEEDED: the first of each counts, as for ld.so.
+_TAGS = frozenset((_DT_STRTAB, _DT_STRSZ, _DT_SONAME, _DT_RPATH, _DT_RUNPATH, _DT_VERNEED, _DT_VERNEEDNUM))
+
+
+def _entries(reader: _Reader, layout: _Layout, offset: int, size: int) -> tuple[list[int], dict[int, int]]:
+    """(the DT_NEEDED string offsets in order, the first value of each other tag read), up to DT_NULL."""
     width = 16 if layout.wide else 8
     count = min(size // width, _MAX_DYN)
     data = reader.take(offset, count * width)
-    out = []
+    needed: list[int] = []
+    first: dict[int, int] = {}
     for tag, value in struct.iter_unpack(layout.endian + ("qQ" if layout.wide else "iI"), data):
-        if tag == _DT_NULL:
+        if tag == _DT_NEEDED:
+            needed.append(value)
+        elif tag == _DT_NULL:
             break
-        out.append((tag, value))
-    return out
+        elif tag in _TAGS and tag not in first:
+            first[tag] = value
+    return needed, first
 
 
 class _Strings:
@@ -175,6 +188,12 @@ class _Strings:
             raise ElfError(f"string index {index} is outside the string table")
         start = self.offset + index
         limit = min(_MAX_STRING, self.size - index, self.reader.size - start)
+        block = self.reader.block_of(start)
+        if block is not None:  # the common case: the name ends within a block already read
+            inside = start % _BLOCK
+            end = block.find(b"\0", inside, inside + limit)
+            if end >= 0:
+                return block[inside:end].decode("utf-8", "replace")
         pieces: list[bytes] = []
         taken = 0
         while taken < limit:  # block by block: a name rarely crosses a block's end
@@ -232,8 +251,8 @@ def parse_dynamic(read: Read, size: int, relevant: Relevant | None = None) -> El
         if not dynamic:
             return ElfDynamic(machine=machine, elf_class=64 if layout.wide else 32)
         loads = [s for s in segments if s[0] == _PT_LOAD]
-        entries = _entries(reader, layout, dynamic[0][1], dynamic[0][3])
-        return _from_entries(reader, layout, loads, entries, machine, relevant)
+        needed, first = _entries(reader, layout, dynamic[0][1], dynamic[0][3])
+        return _from_entries(reader, layout, loads, needed, first, machine, relevant)
     except struct.error as exc:
         raise ElfError(f"malformed: {exc}") from None
     except OverflowError as exc:
@@ -244,17 +263,15 @@ def _from_entries(
     reader: _Reader,
     layout: _Layout,
     loads: list[tuple[int, ...]],
-    entries: list[tuple[int, int]],
+    needed_at: list[int],
+    first: dict[int, int],
     machine: int,
     relevant: Relevant | None,
 ) -> ElfDynamic:
-    first: dict[int, int] = {}
-    for tag, value in entries:
-        first.setdefault(tag, value)
     if _DT_STRTAB not in first:
         raise ElfError("a dynamic section without a string table")
     strings = _Strings(reader, _offset_of(loads, first[_DT_STRTAB]), first.get(_DT_STRSZ, _MAX_STRING))
-    needed = tuple(strings.get(value) for tag, value in entries if tag == _DT_NEEDED)
+    needed = tuple(strings.get(index) for index in needed_at)
     if relevant is not None and not relevant(needed):
         return ElfDynamic(needed, machine=machine, elf_class=64 if layout.wide else 32)
     soname = strings.get(first[_DT_SONAME]) if _DT_SONAME in first else None

@@ -32,6 +32,18 @@ def wheel(tmp_path_factory):
     return path
 
 
+def _install(wheel, tmp_path):
+    """The wheel installed as pip installs it, into ``tmp_path/site``."""
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return target
+
+
 def test_wheel_carries_every_compat_file_unchanged(wheel):
     compat = os.path.join(REPO, "compat")
     with zipfile.ZipFile(wheel) as zf:
@@ -44,13 +56,7 @@ def test_wheel_carries_every_compat_file_unchanged(wheel):
 
 
 def test_installed_wheel_finds_its_compat_data(wheel, tmp_path):
-    target = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    target = _install(wheel, tmp_path)
     code = (
         "from cudadoctor.data.load import compat_dir, load_table; "
         "print(compat_dir()); print(len(load_table('gpus').rows('gpu')))"
@@ -75,13 +81,7 @@ def test_wheel_ships_each_table_parsed_and_the_first_run_parses_no_toml(wheel, t
         shipped = {n for n in zf.namelist() if n.startswith("cudadoctor/compat/") and n.count("/") == 2}
     tables = {n[len("cudadoctor/compat/") : -len(".toml")] for n in shipped if n.endswith(".toml")}
     assert tables and {f"cudadoctor/compat/{t}.json" for t in tables} <= shipped
-    target = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    target = _install(wheel, tmp_path)
     code = (
         "import json, sys, tomllib; del sys.modules['tomllib']; from cudadoctor.data.load import load_table; "
         "names = sys.argv[1].split(','); tables = {n: load_table(n).data for n in names}; "
@@ -101,13 +101,7 @@ def test_wheel_ships_each_table_parsed_and_the_first_run_parses_no_toml(wheel, t
 
 def test_installed_wheel_runs_its_deep_children_by_path(wheel, tmp_path):
     """check --deep runs cudadoctor/probes/children/*.py by file path: they must ship, and run from there."""
-    target = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    target = _install(wheel, tmp_path)
     code = (
         "from cudadoctor.probes import runtime; "
         "print(runtime.DRIVER_CHILD); print(runtime.FRAMEWORK_CHILD); print(runtime.NCCL_CHILD)"

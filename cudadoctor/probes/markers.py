@@ -15,7 +15,7 @@ literal on a string variable, anything malformed — which the caller then hands
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from packaging.specifiers import InvalidSpecifier, Specifier
 
@@ -80,18 +80,24 @@ def _tokens(text: str) -> list[tuple[str, str]]:
 
 
 def _or(tokens: list[tuple[str, str]], at: int, env: Mapping[str, str], depth: int) -> tuple[bool, int]:
-    value, at = _and(tokens, at, env, depth)
-    while at < len(tokens) and tokens[at] == ("word", "or"):
-        right, at = _and(tokens, at + 1, env, depth)
-        value = value or right
-    return value, at
+    return _chain(tokens, at, env, depth, "or", _and)
 
 
 def _and(tokens: list[tuple[str, str]], at: int, env: Mapping[str, str], depth: int) -> tuple[bool, int]:
-    value, at = _atom(tokens, at, env, depth)
-    while at < len(tokens) and tokens[at] == ("word", "and"):
-        right, at = _atom(tokens, at + 1, env, depth)
-        value = value and right
+    return _chain(tokens, at, env, depth, "and", _atom)
+
+
+_Operand = Callable[[list[tuple[str, str]], int, Mapping[str, str], int], tuple[bool, int]]
+
+
+def _chain(
+    tokens: list[tuple[str, str]], at: int, env: Mapping[str, str], depth: int, word: str, operand: _Operand
+) -> tuple[bool, int]:
+    """Operands joined by ``word`` (``or`` of ``and``-chains, ``and`` of atoms: ``and`` binds tighter)."""
+    value, at = operand(tokens, at, env, depth)
+    while at < len(tokens) and tokens[at] == ("word", word):
+        right, at = operand(tokens, at + 1, env, depth)
+        value = (value or right) if word == "or" else (value and right)
     return value, at
 
 

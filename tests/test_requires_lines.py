@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from packaging.requirements import InvalidRequirement, Requirement
 
 from cudadoctor.facts.names import canonical_name
-from cudadoctor.facts.requires import name_and_specifier
+from cudadoctor.facts.requires import name_and_specifier, read_requirement
 
 TESTS = Path(__file__).parent
 
@@ -106,6 +106,20 @@ def test_the_real_lines_are_many_and_all_read_alike() -> None:
 @pytest.mark.parametrize("line", TRICKY)
 def test_every_tricky_form_is_read_alike_or_declined(line: str) -> None:
     _same(line)
+
+
+@pytest.mark.parametrize("line", [*TRICKY, "torch @ https://x/torch.whl", "torch=2.0", "-torch==2", ""])
+def test_read_requirement_takes_every_form_requirement_takes(line: str) -> None:
+    """The light reader where it reads, Requirement where it declines: one answer for any line."""
+    try:
+        req = Requirement(line)
+    except InvalidRequirement:
+        req = None
+    read = read_requirement(line)
+    if req is None:
+        assert read is None or ";" in line, line  # only a refused marker may leave the light reading standing
+    else:
+        assert read == (canonical_name(req.name), req.specifier), line
 
 
 def test_forms_it_must_decline() -> None:

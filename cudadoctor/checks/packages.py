@@ -24,7 +24,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
 from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, LibraryCopy, PythonEnv
 from cudadoctor.facts.names import canonical_name
-from cudadoctor.facts.requires import name_and_specifier
+from cudadoctor.facts.requires import read_requirement
 from cudadoctor.probes.packages import is_interesting
 from cudadoctor.rules.gpus import vllm_supports_gpu
 from cudadoctor.rules.jax import cudnn_meets_jaxlib_build, jaxlib_cudnn_build
@@ -53,18 +53,15 @@ def unmet_requirements(
 
     Only requirements whose target cudadoctor examined are judged (it does not scan every
     distribution); their markers were already evaluated for the target interpreter by the probe. Lines are read
-    by :func:`~cudadoctor.facts.requires.name_and_specifier`; only one that fails is parsed by ``Requirement`` (for
-    its message, and to drop a line it refuses).
+    by :func:`~cudadoctor.facts.requires.read_requirement` (``Requirement`` only for an uncommon form); one that fails
+    is parsed by ``Requirement`` for its message.
     """
     unmet: list[tuple[InstalledPackage, Requirement, InstalledPackage | None]] = []
     for dependent in packages.values():
         for line in dependent.requires:
-            read = name_and_specifier(line)
+            read = read_requirement(line)
             if read is None:
-                full = _requirement(line)
-                if full is None:
-                    continue
-                read = canonical_name(full.name), full.specifier
+                continue
             name, specifier = read
             target = packages.get(name)
             if target is None:

@@ -22,7 +22,7 @@ from cudadoctor.facts.names import canonical_name
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
-__all__ = ["exact_pins", "name_and_specifier"]
+__all__ = ["exact_pins", "name_and_specifier", "read_requirement"]
 
 _EXACT_PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_.-]*)\s*\(?\s*==\s*([0-9][^\s;,)]*)")
 
@@ -60,3 +60,20 @@ def name_and_specifier(line: str) -> tuple[str, SpecifierSet] | None:
     except InvalidSpecifier:
         return None
     return canonical_name(match["name"]), specifier
+
+
+def read_requirement(line: str) -> tuple[str, SpecifierSet] | None:
+    """(canonical name, specifier) of any Requires-Dist line: :func:`name_and_specifier`'s for the common form, else
+    ``Requirement``'s (imported only then); None for a line ``Requirement`` refuses."""
+    light = name_and_specifier(line)
+    if light is not None:
+        return light
+    from packaging.requirements import InvalidRequirement
+
+    from cudadoctor.bounded import parse_requirement
+
+    try:
+        full = parse_requirement(line)
+    except InvalidRequirement:
+        return None
+    return canonical_name(full.name), full.specifier

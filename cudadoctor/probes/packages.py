@@ -27,20 +27,16 @@ import posixpath
 import re
 import sys
 from functools import partial
-from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.bounded import loads_json, parse_int, parse_marker, parse_requirement, parse_version, version_or_none
 from cudadoctor.facts.model import InstalledPackage, PythonEnv, Source, SourceKind, TorchBuild
 from cudadoctor.facts.names import canonical_name
-from cudadoctor.facts.requires import name_and_specifier
+from cudadoctor.facts.requires import read_requirement
 from cudadoctor.probes import markers
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.record import record
-
-if TYPE_CHECKING:
-    from packaging.specifiers import SpecifierSet
 
 __all__ = [
     "INTERESTING_NAMES",
@@ -748,10 +744,10 @@ def _variant_from_pins(requires: list[str]) -> tuple[str, str, str] | None:
         name = _requirement_name(line)
         if name is None or not _CUDA_VERSIONED.fullmatch(name):
             continue
-        specifier = _specifier(line)
-        if specifier is None:
+        read = read_requirement(line)
+        if read is None:
             continue
-        pins = [spec.version for spec in specifier if spec.operator == "=="]
+        pins = [spec.version for spec in read[1] if spec.operator == "=="]
         if len(pins) != 1:
             continue
         match = re.match(r"(\d+)(?:\.(\d+))?", pins[0])
@@ -764,19 +760,6 @@ def _variant_from_pins(requires: list[str]) -> tuple[str, str, str] | None:
         if best is None or rank < best[0]:
             best = (rank, variant, build, f"Requires-Dist {name}=={pins[0]}")
     return best[1:] if best else None
-
-
-def _specifier(line: str) -> SpecifierSet | None:
-    """The version specifier of a Requires-Dist line: the light reader's for the common form, else packaging's."""
-    light = name_and_specifier(line)
-    if light is not None:
-        return light[1]
-    from packaging.requirements import InvalidRequirement
-
-    try:
-        return parse_requirement(line).specifier
-    except InvalidRequirement:
-        return None
 
 
 def _cuda_variant(

@@ -15,6 +15,7 @@ from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import InstalledPackage, LoaderView, NeededLibrary
 from cudadoctor.facts.requires import exact_pins
+from cudadoctor.record import record
 
 __all__ = ["CD601", "cudnn_minor_older"]
 
@@ -43,20 +44,29 @@ def _nvinfer_cudnn(loader: LoaderView | None) -> list[NeededLibrary]:
     ]
 
 
-def _judge(need: NeededLibrary, packages: dict[str, InstalledPackage], matrix: CompatMatrix) -> tuple[str, ...]:
-    """(problem, fix command) or (why it could not be judged,) or () for one libnvinfer's cuDNN."""
+@record
+class _Judged:
+    """What one libnvinfer's cuDNN came to: a problem (with its fix command, if any), or why it could not be judged,
+    or neither (fine, or CD304's: resolves nowhere)."""
+
+    problem: str | None = None
+    fix: str | None = None
+    unjudged: str | None = None
+
+
+def _judge(need: NeededLibrary, packages: dict[str, InstalledPackage], matrix: CompatMatrix) -> _Judged:
     trt = packages.get(need.package)
     row = matrix.tensorrt_release(trt.version) if trt is not None else None
     label = f"{need.package} {trt.version}" if trt is not None else need.package
     loaded = need.loaded
     if loaded is None:
-        return ()  # resolves nowhere: CD304's finding
+        return _Judged()  # resolves nowhere: CD304's finding
     if row is None or row.cudnn is None:
-        return (f"the cuDNN {label} was built with (not in compat/tensorrt.toml)",)
+        return _Judged(unjudged=f"the cuDNN {label} was built with (not in compat/tensorrt.toml)")
     if loaded.version is None:
-        return (f"the version of the cuDNN {label} will load ({loaded.path})",)
+        return _Judged(unjudged=f"the version of the cuDNN {label} will load ({loaded.path})")
     if not cudnn_minor_older(row.cudnn, loaded.version):
-        return ()
+        return _Judged()
     pin = _pinned_by(loaded.distribution, packages) if loaded.distribution else None
     text = (
         f"{label}'s {posixpath.basename(need.needer)} will open {need.soname} {loaded.version} from "
@@ -66,21 +76,18 @@ def _judge(need: NeededLibrary, packages: dict[str, InstalledPackage], matrix: C
         f"not guaranteed to serve it (TensorRT logs 'TensorRT was linked against cuDNN {row.cudnn} but loaded cuDNN "
         f"{loaded.version.major}.{loaded.version.minor}.{loaded.version.micro}')"
     )
-    return text, _fix(need, row.cudnn, packages) or ""
+    # The pip command that upgrades the loaded cuDNN wheel, unless another package pins it (then that package's
+    # release decides, and the text says so).
+    built = row.cudnn
+    fix = None
+    if loaded.distribution is not None and pin is None:
+        fix = f"python -m pip install -U '{loaded.distribution}>={built.major}.{built.minor},<{built.major + 1}'"
+    return _Judged(problem=text, fix=fix)
 
 
 def _pinned_by(distribution: str, packages: dict[str, InstalledPackage]) -> str | None:
     """The installed package that pins ``distribution`` exactly (torch's ``nvidia-cudnn-cu11==8.5.0.96``)."""
     return next((pkg.name for pkg in packages.values() if distribution in exact_pins(pkg)), None)
-
-
-def _fix(need: NeededLibrary, built: Version, packages: dict[str, InstalledPackage]) -> str | None:
-    """The pip command that upgrades the loaded cuDNN wheel, unless another package pins it (then that package's
-    release decides, and the text says so)."""
-    loaded = need.loaded
-    if loaded is None or loaded.distribution is None or _pinned_by(loaded.distribution, packages):
-        return None
-    return f"python -m pip install -U '{loaded.distribution}>={built.major}.{built.minor},<{built.major + 1}'"
 
 
 class CD601(Check):
@@ -126,12 +133,12 @@ class CD601(Check):
         commands: list[str] = []
         evidence: dict[str, str] = {}
         for need in needs:
-            found = _judge(need, packages, matrix)
-            if len(found) == 1:
-                unjudged.append(found[0])
-            elif found and need.loaded is not None:
-                problems.append(found[0])
-                commands += [found[1]] if found[1] else []
+            judged = _judge(need, packages, matrix)
+            if judged.unjudged:
+                unjudged.append(judged.unjudged)
+            if judged.problem and need.loaded is not None:
+                problems.append(judged.problem)
+                commands += [judged.fix] if judged.fix else []
                 evidence[f"{need.package}: {need.soname}"] = f"{need.loaded.path} ({need.loaded.via})"
         if not problems:
             if unjudged:

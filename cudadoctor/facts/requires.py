@@ -33,7 +33,7 @@ def exact_pins(pkg: InstalledPackage) -> dict[str, str]:
     for line in pkg.requires:
         match = _EXACT_PIN.match(line)
         if match is not None:
-            pins.setdefault(re.sub(r"[-_.]+", "-", match.group(1)).lower(), match.group(2))
+            pins.setdefault(canonical_name(match.group(1)), match.group(2))
     return pins
 
 
@@ -53,10 +53,12 @@ def name_and_specifier(line: str) -> tuple[str, SpecifierSet] | None:
     match = re.match(_LINE, line, re.DOTALL)  # compiled on first use, then from re's cache
     if match is None:
         return None
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.specifiers import InvalidSpecifier
 
-    try:
-        specifier = SpecifierSet(match["spec"] or match["paren"] or "")
+    from cudadoctor.bounded import parse_specifier
+
+    try:  # bounded: a 5,000-digit version in hostile metadata is refused here, not by int() inside contains()
+        specifier = parse_specifier(match["spec"] or match["paren"] or "")
     except InvalidSpecifier:
         return None
     return canonical_name(match["name"]), specifier

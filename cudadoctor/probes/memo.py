@@ -1,6 +1,6 @@
 """The file probes' memo: their facts from the last run, reused while nothing they read has changed.
 
-The probes that only read files (toolkits, pip's CUDA wheels, cuDNN, NCCL, TensorRT, the loader's view, the
+The probes that only read files (pip's CUDA wheels, cuDNN, NCCL, TensorRT, the loader's view, the
 Python packages: ``FactSpec.memo``) are pure functions of what they read: file contents, directory
 listings, whether a path exists, link targets, environment variables, this interpreter's ``sys.path``, and
 the compat data. With torch installed they take ~70 ms of a ``check`` on an H200 (measured), most of it
@@ -276,7 +276,8 @@ def run_key(root: str, machine: str, system: str, python: str | None) -> tuple[A
         system,
         python,
         packaging.__version__,
-        tuple(_tree(os.path.join(package, sub)) for sub in ("", "facts", "probes")),
+        # the code the file probes run: their own modules, the facts they build, and the compat queries they ask
+        tuple(_tree(os.path.join(package, sub)) for sub in ("", "facts", "probes", "data")),
         _tree(os.path.join(package, "compat")),
         _tree(os.path.join(os.path.dirname(package), "compat")),
         _signature(cache_file()),

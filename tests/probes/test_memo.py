@@ -361,3 +361,17 @@ def test_no_variable_value_is_kept(root: Path) -> None:
     assert ["env", "LD_LIBRARY_PATH", 0, zlib.crc32(env["LD_LIBRARY_PATH"].encode())] in entries
     assert all(isinstance(answer, (int, type(None))) for *_, answer in entries)
     assert env["LD_LIBRARY_PATH"] not in kept
+
+
+@pytest.mark.parametrize("sub", ["", "facts", "probes", "data"])
+def test_edited_code_the_file_probes_run_is_another_key(sub: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probes build facts (facts/), read files (probes/, the top-level helpers) and ask the compat queries (data/):
+    a checkout edited in any of them never answers from a memo written by the old code."""
+    before = memo.run_key("/", "x86_64", "Linux", None)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(memo.__file__)))
+    edited = os.path.normpath(os.path.join(package, sub))
+    real = memo._tree
+    monkeypatch.setattr(
+        memo, "_tree", lambda d: (*real(d), ("new.py", 1, 1)) if os.path.normpath(d) == edited else real(d)
+    )
+    assert memo.run_key("/", "x86_64", "Linux", None) != before

@@ -68,8 +68,8 @@ def fast_suggest_args(argv: Sequence[str]) -> tuple[str, str, bool] | None:
         if token in ("-v", "--verbose"):
             verbose = True
             continue
-        name, _, value = token.partition("=") if token.startswith("--") else (token, "", "")
-        if name in ("-t", "--target", "-f", "--format") and not value:
+        name, equals, value = token.partition("=") if token.startswith("--") else (token, "", "")
+        if name in ("-t", "--target", "-f", "--format") and not equals:
             if not rest:
                 return None
             value = rest.pop(0)

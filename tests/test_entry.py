@@ -154,6 +154,8 @@ def test_the_command_exits_hard_with_its_code_and_all_its_output(tmp_path) -> No
         (["suggest", "--matrix", "torch"], None),
         (["suggest", "-t"], None),
         (["suggest", "-t=torch"], None),
+        (["suggest", "--target=", "torch"], None),  # an empty value is typer's to refuse, not the next word
+        (["suggest", "torch", "--format=", "json"], None),
         (["suggest", "torch", "-f", "yaml"], None),
         (["check", "torch"], None),
     ],
@@ -172,6 +174,7 @@ def test_fast_suggest_takes_only_the_common_forms(argv: list[str], parsed) -> No
         ["suggest", "jax", "--format=commands", "-v"],
         ["suggest", "torch==1.0.0", "-f", "dockerfile"],
         ["suggest", "nonsense"],
+        ["suggest", "--target=", "torch"],
     ],
     ids=" ".join,
 )

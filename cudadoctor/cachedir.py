@@ -1,11 +1,13 @@
-"""Where `cudadoctor update` keeps what it reads: a tiny module, so checking for the cache is free."""
+"""Where cudadoctor keeps what it remembers between runs, and how a file there is written: a tiny, standard-library
+module, so checking for a cache is free and the ``python -S`` helpers can import it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 
-__all__ = ["CACHE_FILE", "cache_file", "default_cache_dir"]
+__all__ = ["CACHE_FILE", "cache_file", "default_cache_dir", "write_private"]
 
 #: The file `cudadoctor update` writes in the cache directory.
 CACHE_FILE = "index-releases.json"
@@ -23,3 +25,25 @@ def default_cache_dir(env: Mapping[str, str] | None = None) -> str:
 
 def cache_file(cache_dir: str | None = None) -> str:
     return os.path.join(cache_dir or default_cache_dir(), CACHE_FILE)
+
+
+def write_private(path: str, text: str) -> bool:
+    """Put ``text`` at ``path`` atomically, readable by this user only; False (and nothing left behind) when it
+    cannot be written (a read-only home: the next run computes it again).
+
+    A temporary file beside it, created with ``O_EXCL | O_NOFOLLOW`` and mode 0600 (a planted file or link is never
+    written through; not :mod:`tempfile`, whose import costs milliseconds on every run), then :func:`os.replace`.
+    The directory is created 0700.
+    """
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return False
+    return True

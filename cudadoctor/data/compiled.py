@@ -23,7 +23,7 @@ import os
 import zlib
 from typing import Any
 
-from cudadoctor.cachedir import default_cache_dir
+from cudadoctor.cachedir import default_cache_dir, write_private
 from cudadoctor.fileread import read_file
 
 __all__ = ["load_cached", "load_prebuilt", "prebuilt_path", "prebuilt_text", "store"]
@@ -122,16 +122,7 @@ def store(path: str, data: dict[str, Any]) -> None:
         text = json.dumps({"key": key, "data": data}, default=_encode, separators=(",", ":"))
     except (TypeError, ValueError):
         return  # a value JSON cannot hold: parse it every time
-    tmp = f"{target}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    if not write_private(target, text):
         return
     with contextlib.suppress(OSError):  # the copy of the one-file-per-table layout (before 2026-12-01) is stale
         os.unlink(os.path.join(os.path.dirname(target), os.path.splitext(os.path.basename(path))[0] + ".json"))

@@ -24,7 +24,6 @@ when this user owns it and nobody else may write it; anything unexpected in it i
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
@@ -32,7 +31,7 @@ import sys
 import zlib
 from collections.abc import Mapping
 
-from cudadoctor.cachedir import default_cache_dir
+from cudadoctor.cachedir import default_cache_dir, write_private
 from cudadoctor.rootfs import MAX_READ_BYTES, RootFS
 
 TYPE_CHECKING = False  # not typing's: the replay helper (python -S) never imports typing (mypy knows the name)
@@ -379,18 +378,12 @@ def save(
         "errors": errors,
         "parts": parts,
     }
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         # dumps, not dump: only the one-shot form uses the C encoder (dump's pure-Python one takes twice as long)
         text = json.dumps(document, separators=(",", ":"))
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except (OSError, TypeError, ValueError):  # unwritable, or a value JSON cannot hold: probed every time
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    except (TypeError, ValueError):  # a value JSON cannot hold: probed every time
+        return
+    write_private(path, text)
 
 
 # --- the replay helper ---------------------------------------------------------------------------------------

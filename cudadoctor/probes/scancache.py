@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from cudadoctor.cachedir import default_cache_dir
+from cudadoctor.cachedir import default_cache_dir, write_private
 from cudadoctor.fileread import read_file
 from cudadoctor.probes.elf import ElfDynamic, ElfError, read_dynamic
 
@@ -64,17 +64,8 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def _save(path: str, data: dict[str, Any]) -> None:
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        # Not tempfile: importing it costs milliseconds on every run; O_EXCL keeps a planted file out.
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        text = json.dumps(data, separators=(",", ":"))  # one shot: the C encoder (dump's is pure Python)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        return  # a read-only home: the next run scans again
+    # one shot: the C encoder (dump's is pure Python); a read-only home: the next run scans again
+    write_private(path, json.dumps(data, separators=(",", ":")))
 
 
 def _needs_cuda(needed: tuple[str, ...]) -> bool:

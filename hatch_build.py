@@ -59,7 +59,7 @@ class CompatJsonHook(BuildHookInterface):  # type: ignore[type-arg, misc, unused
                 text = compiled.prebuilt_text(source, tomllib.loads(source.decode("utf-8")))
             except TypeError:
                 continue  # a value JSON cannot hold: that table is parsed at run time
-            target = os.path.join(self._out, name[: -len(".toml")] + ".json")
+            target = os.path.join(self._out, os.path.basename(compiled.prebuilt_path(name)))
             with open(target, "w", encoding="utf-8") as handle:
                 handle.write(text)
             build_data["force_include"][target] = f"cudadoctor/compat/{os.path.basename(target)}"

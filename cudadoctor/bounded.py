@@ -13,7 +13,6 @@ byte. These helpers bound the input first and raise only the error their callers
 * :func:`parse_requirement`, :func:`parse_specifier`, :func:`parse_marker` -> packaging's own
   ``Invalid*`` errors (every version inside is then short enough for ``int()``);
 * :func:`loads_json` -> ``ValueError``, nesting at most :data:`MAX_JSON_DEPTH` deep;
-* :func:`safe_path` -> ``OSError`` for a path with a NUL byte.
 """
 
 from __future__ import annotations
@@ -22,8 +21,6 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
-
-from cudadoctor.fileread import safe_path  # re-exported: stdlib-only, so the memo's helper can use it
 
 if TYPE_CHECKING:
     from packaging.markers import Marker
@@ -42,7 +39,6 @@ __all__ = [
     "parse_requirement",
     "parse_specifier",
     "parse_version",
-    "safe_path",
     "version_or_none",
 ]
 

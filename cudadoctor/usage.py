@@ -24,13 +24,15 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cudadoctor.errors import UsageError
 from cudadoctor.facts.health import GpuHealth
-from cudadoctor.probes.context import HealthSource
 from cudadoctor.probes.health_parse import parse_gpu
 from cudadoctor.record import record
+
+if TYPE_CHECKING:
+    from cudadoctor.probes.context import HealthSource
 
 __all__ = [
     "CANNOT_TELL",

@@ -85,8 +85,8 @@ def load_prebuilt(path: str) -> dict[str, Any] | None:
     """The parsed table of ``path`` from the copy the wheel ships beside it, or None (no copy, or not of these
     bytes: a TOML edited after the build is parsed again)."""
     try:
+        raw = read_file(prebuilt_path(path), _MAX_BYTES)  # first: a source checkout has none, and stops here
         source = read_file(path, _MAX_BYTES)
-        raw = read_file(prebuilt_path(path), _MAX_BYTES)
         document = json.loads(raw, object_hook=_decode)
     except (OSError, ValueError, TypeError, RecursionError):
         return None

@@ -21,7 +21,7 @@ from cudadoctor import __version__
 from cudadoctor.facts.model import Facts, HostInfo, ProbeError
 from cudadoctor.facts.registry import probe_function, probed
 from cudadoctor.probes import host
-from cudadoctor.probes.context import ProbeContext
+from cudadoctor.probes.context import DRIVER_FILES, ProbeContext
 from cudadoctor.probes.native import NullNative, RealNative
 from cudadoctor.probes.nvml_health import NullHealthSource, RealHealthSource
 from cudadoctor.rootfs import RootFS
@@ -57,7 +57,7 @@ def _driver_files() -> tuple[Callable[[ProbeContext], Any], type]:
 
 #: Parts of background probes that only read files, by their ``ctx.once`` key: computed and kept with the file
 #: probes' facts (:mod:`cudadoctor.probes.memo`); on a hit the background probe finds them answered.
-_MEMO_PARTS: dict[str, Callable[[], tuple[Callable[[ProbeContext], Any], type]]] = {"driver.files": _driver_files}
+_MEMO_PARTS: dict[str, Callable[[], tuple[Callable[[ProbeContext], Any], type]]] = {DRIVER_FILES: _driver_files}
 
 
 def _memo_file(ctx: ProbeContext) -> tuple[str, tuple[Any, ...]]:

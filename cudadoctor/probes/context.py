@@ -21,9 +21,13 @@ from cudadoctor.record import mutable_record
 from cudadoctor.rootfs import RootFS
 from cudadoctor.runner import NullRunner, Runner
 
-__all__ = ["HealthSource", "ProbeContext"]
+__all__ = ["DRIVER_FILES", "HealthSource", "ProbeContext"]
 
 T = TypeVar("T")
+
+#: The ``ctx.once`` key of the driver's file part (:func:`cudadoctor.probes.driver.driver_files`), which the file
+#: probes' memo keeps with their facts (:mod:`cudadoctor.probes.collect`).
+DRIVER_FILES = "driver.files"
 
 
 class HealthSource(Protocol):

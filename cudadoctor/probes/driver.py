@@ -33,13 +33,12 @@ from cudadoctor.facts.model import (
     Source,
     SourceKind,
 )
-from cudadoctor.probes.context import ProbeContext
+from cudadoctor.probes.context import DRIVER_FILES, ProbeContext
 from cudadoctor.probes.loader import search_dirs, soname_version
 from cudadoctor.probes.native import LibcudaResult, NvmlResult, decode_cuda_version
 from cudadoctor.record import mutable_record, record
 
 __all__ = [
-    "FILES_KEY",
     "PROC_VERSION",
     "SMI_QUERY_ARGV",
     "SYS_VERSION",
@@ -471,7 +470,7 @@ def probe_driver(ctx: ProbeContext) -> DriverInfo | None:
     # attribute the host's driver to the image.
     if ctx.live:
         _read_native(ctx, found)
-    files = ctx.once(FILES_KEY, lambda: driver_files(ctx))
+    files = ctx.once(DRIVER_FILES, lambda: driver_files(ctx))
     libcuda_files = files.libcuda_files
     smi_ran = found.smi is not None and found.smi.ran
     if not found.readings and all(f.kind == "stub" for f in libcuda_files) and not smi_ran:
@@ -493,10 +492,6 @@ def probe_driver(ctx: ProbeContext) -> DriverInfo | None:
         resolved_libcuda=files.resolved_libcuda,
         wsl_libraries=files.wsl_libraries,
     )
-
-
-#: The ``ctx.once`` key of :func:`driver_files`, which the file probes' memo keeps (cudadoctor.probes.collect).
-FILES_KEY = "driver.files"
 
 
 @record

@@ -19,7 +19,6 @@ from cudadoctor.probes.nvml_calls import (
     BINDING_VAR,
     load_nvml_library,
     nvml_binding,
-    open_nvml_library,
     query_libcuda,
     query_nvml,
 )
@@ -37,10 +36,8 @@ __all__ = [
     "call_with_timeout",
     "decode_cuda_version",
     "libcuda_result",
-    "load_nvml_library",
     "nvml_binding",
     "nvml_result",
-    "open_nvml_library",
     "start_early",
     "stop_early",
     "take_early",

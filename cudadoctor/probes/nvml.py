@@ -135,7 +135,7 @@ def _error_text(code: int) -> str:
 
 _LOCK = _thread.allocate_lock()  # threading's Lock, without importing threading (the helper's memory)
 #: ``open``: what loads the library: libnvidia-ml.so.1 by its fixed name, the one place cudadoctor
-#: dlopens NVML (cudadoctor.probes.native; tests/security/test_static.py keeps it so).
+#: dlopens NVML (cudadoctor.probes.nvml_calls; tests/security/test_static.py keeps it so).
 _STATE: dict[str, Any] = {"open": open_nvml_library, "lib": None}
 _FUNCTIONS: dict[str, Any] = {}
 

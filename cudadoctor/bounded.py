@@ -11,7 +11,8 @@ byte. These helpers bound the input first and raise only the error their callers
 * :func:`parse_version` -> ``InvalidVersion`` (and :func:`version_or_none`);
 * :func:`parse_int` -> ``ValueError``;
 * :func:`parse_requirement`, :func:`parse_specifier`, :func:`parse_marker` -> packaging's own
-  ``Invalid*`` errors (every version inside is then short enough for ``int()``);
+  ``Invalid*`` errors (every version inside is then short enough for ``int()``), and
+  :func:`requirement_or_none`;
 * :func:`loads_json` -> ``ValueError``, nesting at most :data:`MAX_JSON_DEPTH` deep;
 """
 
@@ -39,6 +40,7 @@ __all__ = [
     "parse_requirement",
     "parse_specifier",
     "parse_version",
+    "requirement_or_none",
     "version_or_none",
 ]
 
@@ -95,6 +97,16 @@ def parse_requirement(text: str) -> Requirement:
         return Requirement(_bounded(text, "requirement"))
     except ValueError as exc:
         raise InvalidRequirement(str(exc)[:200]) from None
+
+
+def requirement_or_none(text: str) -> Requirement | None:
+    """The requirement, or None when ``Requirement`` refuses ``text`` (or it is too long)."""
+    from packaging.requirements import InvalidRequirement
+
+    try:
+        return parse_requirement(text)
+    except InvalidRequirement:
+        return None
 
 
 def parse_specifier(text: str) -> SpecifierSet:

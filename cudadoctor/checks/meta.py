@@ -11,7 +11,7 @@ import re
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from cudadoctor.bounded import parse_requirement, parse_specifier
+from cudadoctor.bounded import parse_specifier, requirement_or_none
 from cudadoctor.checks._base import Check
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
@@ -46,13 +46,10 @@ def parse_assertion(text: str) -> Assertion:
             return Assertion(raw, match.group(1).lower(), parse_specifier(match.group(2)))
         except InvalidSpecifier:
             raise InvalidValue(text, f"{match.group(2)[:60]!r} is not a version specifier") from None
-    # packaging.requirements (markers, tags, logging) costs ~7 ms to import: only --require needs it.
-    from packaging.requirements import InvalidRequirement
-
-    try:
-        req = parse_requirement(raw)
-    except InvalidRequirement:
-        raise InvalidValue(text, "expected a requirement such as 'torch>=2.6', 'cuda>=12.4' or 'vllm'") from None
+    # packaging.requirements (markers, tags, logging) costs ~7 ms to import: only --require needs it (imported there).
+    req = requirement_or_none(raw)
+    if req is None:
+        raise InvalidValue(text, "expected a requirement such as 'torch>=2.6', 'cuda>=12.4' or 'vllm'")
     return Assertion(raw, canonical_name(req.name), req.specifier)
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from cudadoctor.bounded import parse_requirement
+from cudadoctor.bounded import requirement_or_none
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
@@ -70,18 +70,9 @@ def unmet_requirements(
                 failed = is_interesting(name) and bool(specifier)
             else:
                 failed = bool(specifier) and not specifier.contains(target.version, prereleases=True)
-            if failed and (req := _requirement(line)) is not None:
+            if failed and (req := requirement_or_none(line)) is not None:
                 unmet.append((dependent, req, target))
     return unmet
-
-
-def _requirement(line: str) -> Requirement | None:
-    from packaging.requirements import InvalidRequirement
-
-    try:
-        return parse_requirement(line)
-    except InvalidRequirement:
-        return None
 
 
 class CD401(Check):
@@ -375,7 +366,7 @@ def _requested(requirements: tuple[str, ...], packages: dict[str, InstalledPacka
         return []
     found = []
     for text in requirements:
-        req = _requirement(text)  # None: CD901 reports an assertion it cannot read
+        req = requirement_or_none(text)  # None: CD901 reports an assertion it cannot read
         if req is not None and canonical_name(req.name) == name and str(req.specifier):
             found.append(req.specifier)
     return found

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from cudadoctor.bounded import parse_requirement
+from cudadoctor.bounded import requirement_or_none
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.packages import unmet_requirements
@@ -498,17 +498,12 @@ def _pins(
         sources.append("torch")
     if fw.framework == "jax":
         sources += sorted(n for n in packages if re.fullmatch(r"jax-cuda\d+-(plugin|pjrt)|jaxlib", n))
-    from packaging.requirements import InvalidRequirement  # only runtime facts (--deep) reach here
-
     found: list[tuple[str, Requirement]] = []
     for source in sources:
         pkg = packages.get(source)
         for line in pkg.requires if pkg else ():
-            try:
-                req = parse_requirement(line)
-            except InvalidRequirement:
-                continue
-            if canonical_name(req.name).startswith(wheel_prefix):
+            req = requirement_or_none(line)
+            if req is not None and canonical_name(req.name).startswith(wheel_prefix):
                 found.append((source, req))
     return found
 

@@ -70,12 +70,7 @@ def read_requirement(line: str) -> tuple[str, SpecifierSet] | None:
     light = name_and_specifier(line)
     if light is not None:
         return light
-    from packaging.requirements import InvalidRequirement
+    from cudadoctor.bounded import requirement_or_none
 
-    from cudadoctor.bounded import parse_requirement
-
-    try:
-        full = parse_requirement(line)
-    except InvalidRequirement:
-        return None
-    return canonical_name(full.name), full.specifier
+    full = requirement_or_none(line)
+    return (canonical_name(full.name), full.specifier) if full is not None else None

@@ -30,7 +30,14 @@ from functools import partial
 
 from packaging.version import InvalidVersion, Version
 
-from cudadoctor.bounded import loads_json, parse_int, parse_marker, parse_requirement, parse_version, version_or_none
+from cudadoctor.bounded import (
+    loads_json,
+    parse_int,
+    parse_marker,
+    parse_version,
+    requirement_or_none,
+    version_or_none,
+)
 from cudadoctor.facts.model import InstalledPackage, PythonEnv, Source, SourceKind, TorchBuild
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.facts.requires import read_requirement
@@ -634,12 +641,8 @@ def _applicable(lines: list[str], env: dict[str, str], cache: dict[str, bool]) -
     out = []
     for line in lines:
         head, sep, marker_text = line.partition(";")
-        if "@" in head and sep:
-            from packaging.requirements import InvalidRequirement
-
-            try:  # "name @ url ; marker": the URL may hold a ';'
-                parsed = parse_requirement(line)
-            except InvalidRequirement:
+        if "@" in head and sep:  # "name @ url ; marker": the URL may hold a ';'
+            if (parsed := requirement_or_none(line)) is None:
                 continue
             marker_text = str(parsed.marker) if parsed.marker else ""
         marker_text = marker_text.strip()

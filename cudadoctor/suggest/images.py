@@ -20,8 +20,9 @@ import datetime
 import re
 from dataclasses import replace
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from cudadoctor.bounded import version_or_none
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import NvidiaCudaTag
 from cudadoctor.suggest.constraints import Constraints, Plan, short
@@ -199,13 +200,6 @@ def _vllm_image(matrix: CompatMatrix, c: Constraints, version: str) -> list[tupl
     return [(f"vllm/vllm-openai:{tag}", why)] if fits else [(_NOT_OFFERED + f"vllm/vllm-openai:{tag}", why)]
 
 
-def _version(text: str | None) -> Version | None:
-    try:
-        return Version(text or "")
-    except InvalidVersion:
-        return None  # written as NVIDIA's notes write it ("10.1 Update 1"): not comparable
-
-
 def _driver_number(text: str | None) -> Version | None:
     """A driver as NVIDIA's release notes write it (``418.xx``, ``384.111+``, ``440.33.01``, ``510``)."""
     match = re.match(r"\d+(?:\.\d+)*", (text or "").replace(".xx", ""))
@@ -235,18 +229,25 @@ def _ngc_floor(c: Constraints, floor: str | None, forward: tuple[str, ...]) -> t
     return False, f"its release notes ask for driver {floor} or later{where}; this one is {driver}"
 
 
+def _release_floor(c: Constraints, cuda: Version, floor: str | None, forward: tuple[str, ...]) -> tuple[bool, str]:
+    """Whether the driver meets an NGC release: its release notes' Driver Requirements where they give a number,
+    else the driver its CUDA needs."""
+    fits, words = _ngc_floor(c, floor, forward)
+    if fits is not None:
+        return fits, words
+    fits, words = _driver_floor(c, cuda)
+    return fits, words + "; inferred from its CUDA: NVIDIA's release notes give no driver number"
+
+
 def _ngc_pytorch(matrix: CompatMatrix, c: Constraints, plan_cuda: Version) -> list[tuple[str, str]]:
     """NVIDIA's own PyTorch container of the plan's CUDA major whose driver floor the driver meets (its torch is
     NVIDIA's build, not the planned release)."""
     out = []
     for image in matrix.ngc_pytorch_images:
-        cuda = _version(image.cuda)
+        cuda = version_or_none(image.cuda)
         if cuda is None or cuda.major != plan_cuda.major or image.torch is None:
             continue
-        fits, floor = _ngc_floor(c, image.min_driver_linux, image.forward_compat_drivers)
-        if fits is None:
-            fits, floor = _driver_floor(c, cuda)
-            floor += "; inferred from its CUDA: NVIDIA's release notes give no driver number"
+        fits, floor = _release_floor(c, cuda, image.min_driver_linux, image.forward_compat_drivers)
         if fits:
             why = f"NVIDIA's PyTorch container {image.release}: its own torch {image.torch}, CUDA {cuda} ({floor})"
             out.append((f"nvcr.io/nvidia/pytorch:{image.tag or image.release + '-py3'}", why))
@@ -280,20 +281,20 @@ def _ngc_newest(matrix: CompatMatrix, c: Constraints) -> list[tuple[str, str]]:
 def _triton_vllm(matrix: CompatMatrix, c: Constraints, version: str) -> list[tuple[str, str]]:
     """NVIDIA's Triton Inference Server container with its own build of the planned vLLM release (the newest
     Triton release that has it), per Triton's Release Compatibility Matrix."""
-    wanted = _version(version)
+    wanted = version_or_none(version)
     found = [
         r
         for r in matrix.ngc_containers
         if r.vllm is not None and r.tag is not None and wanted is not None
-        and _version(r.vllm.replace(" post", ".post").partition("+")[0]) == wanted
+        and version_or_none(r.vllm.replace(" post", ".post").partition("+")[0]) == wanted
     ]  # fmt: skip
     newest = max(found, key=lambda r: _release_key(r.release), default=None)
-    if newest is None or (cuda := _version(newest.cuda)) is None:
+    if newest is None or (cuda := version_or_none(newest.cuda)) is None:
         return []
-    fits, floor = _driver_floor(c, cuda)
+    fits, floor = _release_floor(c, cuda, newest.min_driver_linux, newest.forward_compat_drivers)
     why = (
         f"NVIDIA's Triton Inference Server {newest.release} with its own vLLM build {newest.vllm}: CUDA {newest.cuda}, "
-        f"whose toolkit's driver is {newest.cuda_driver} ({floor}; inferred from its CUDA)"
+        f"whose toolkit's driver is {newest.cuda_driver} ({floor})"
     )
     reference = f"{newest.image}:{newest.tag}"
     return [(reference, why)] if fits else [(_NOT_OFFERED + reference, why)]

@@ -83,18 +83,12 @@ class Redactor:
         is masked wherever else it appears too: ``LD_LIBRARY_PATH`` split at ``:`` into the loader's
         directories cuts ``https://user:pass@host/lib`` into pieces that no pattern recognises.
         """
-        found: set[str] = set()
-        _collect_secrets(data, found)
-        secrets = sorted((s for s in found if len(s) >= _MIN_KNOWN_SECRET), key=len, reverse=True)
-        return self._walk(data, secrets)
+        return self._walk(data, _secrets(data))
 
     def changes(self, data: Any) -> bool:
         """Whether :meth:`document` would return anything other than an equal copy of ``data``: the same walk,
         building nothing (the facts of a healthy machine hold nothing to mask, and every run asks)."""
-        found: set[str] = set()
-        _collect_secrets(data, found)
-        secrets = sorted((s for s in found if len(s) >= _MIN_KNOWN_SECRET), key=len, reverse=True)
-        return self._changes(data, secrets)
+        return self._changes(data, _secrets(data))
 
     def _changes(self, data: Any, secrets: Sequence[str]) -> bool:
         if isinstance(data, dict):
@@ -127,6 +121,13 @@ class Redactor:
         if isinstance(data, str):
             return self.text(data, secrets)
         return data
+
+
+def _secrets(data: Any) -> list[str]:
+    """The secret values of an encoded document long enough to mask wherever they appear, longest first."""
+    found: set[str] = set()
+    _collect_secrets(data, found)
+    return sorted((s for s in found if len(s) >= _MIN_KNOWN_SECRET), key=len, reverse=True)
 
 
 def _collect_secrets(data: Any, found: set[str]) -> None:

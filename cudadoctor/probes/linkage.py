@@ -611,12 +611,11 @@ def _opener_dynamic(ctx: ProbeContext, path: str, cache: scancache.ScanCache) ->
     """The dynamic section of an object that opens CUDA libraries by name but needs none (the scan keeps only
     objects with a CUDA DT_NEEDED): its RUNPATH still decides where its dlopen looks (TensorRT 8.5's
     libnvinfer.so.8: static cudart, RUNPATH into the nvidia wheels, compat/runtime_libraries.toml)."""
-    from cudadoctor.probes.elf import ElfError
-
     try:
-        return cache.opener(ctx.fs.host_path(ctx.fs.resolve(path)))  # an image's links followed inside the image
-    except (ElfError, OSError, ValueError):
+        host = ctx.fs.host_path(ctx.fs.resolve(path))  # an image's links followed inside the image
+    except (OSError, ValueError):
         return ElfDynamic()
+    return cache.opener(host)
 
 
 def _absolute_paths(dyn: ElfDynamic) -> ElfDynamic:

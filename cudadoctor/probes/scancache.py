@@ -161,18 +161,15 @@ class ScanCache:
         entry = self.files.get(host)
         if isinstance(entry, list) and len(entry) == 2 and host.rpartition("/")[0] in self.unchanged:
             return _from_slim(entry[1]) if entry[1] is not None else None
-        try:
-            stat = os.stat(host)
-        except OSError as exc:
-            self._observed("sig", host, exc)
+        signed = self._signature(host)
+        if signed is None:
             return None
-        self._observed("sig", host, (stat.st_size, stat.st_mtime_ns))
-        key = f"{stat.st_size}:{stat.st_mtime_ns}"
+        key, size = signed
         if isinstance(entry, list) and len(entry) == 2 and entry[0] == key:
             slim = entry[1]
         else:
             try:
-                slim = _slim(read_dynamic(host, stat.st_size, _needs_cuda))
+                slim = _slim(read_dynamic(host, size, _needs_cuda))
             except (ElfError, OSError):
                 slim = None
             self.files[host] = [key, slim]
@@ -181,22 +178,32 @@ class ScanCache:
 
     def opener(self, host: str) -> ElfDynamic:
         """The soname, RPATH and RUNPATH of an object that opens CUDA libraries by name, by (size, mtime) like
-        :meth:`dynamic` (which keeps only objects that link one). Raises OSError or ElfError when unreadable."""
+        :meth:`dynamic` (which keeps only objects that link one); empty when it cannot be read."""
+        signed = self._signature(host)
+        if signed is None:
+            return ElfDynamic()
+        key, size = signed
+        entry = self.openers.get(host)
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == key and (dyn := _from_slim(entry[1])):
+            return dyn
+        try:
+            read = read_dynamic(host, size)
+        except (ElfError, OSError):
+            return ElfDynamic()
+        slim = [[], read.soname, list(read.rpath), list(read.runpath), []]
+        self.openers[host] = [key, slim]
+        self.changed = True
+        return _from_slim(slim) or ElfDynamic()
+
+    def _signature(self, host: str) -> tuple[str, int] | None:
+        """(the cache key ``size:mtime``, the size) of a file, told to the memo; None when it cannot be stat'ed."""
         try:
             stat = os.stat(host)
         except OSError as exc:
             self._observed("sig", host, exc)
-            raise
+            return None
         self._observed("sig", host, (stat.st_size, stat.st_mtime_ns))
-        key = f"{stat.st_size}:{stat.st_mtime_ns}"
-        entry = self.openers.get(host)
-        if isinstance(entry, list) and len(entry) == 2 and entry[0] == key and (dyn := _from_slim(entry[1])):
-            return dyn
-        read = read_dynamic(host, stat.st_size)
-        slim = [[], read.soname, list(read.rpath), list(read.runpath), []]
-        self.openers[host] = [key, slim]
-        self.changed = True
-        return ElfDynamic((), read.soname, read.rpath, read.runpath, ())
+        return f"{stat.st_size}:{stat.st_mtime_ns}", stat.st_size
 
     def _observed(self, kind: str, host: str, answer: object) -> None:
         if self.observe is not None:

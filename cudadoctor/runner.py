@@ -25,6 +25,8 @@ __all__ = [
     "Runner",
     "StartedCommand",
     "SubprocessRunner",
+    "helper_bootstrap",
+    "helper_command",
     "start_command",
 ]
 
@@ -101,6 +103,24 @@ class StartedCommand:
             out.decode("utf-8", errors="replace"),
             err.decode("utf-8", errors="replace"),
         )
+
+
+def helper_bootstrap(module: str, function: str) -> str:
+    """The ``-c`` program of a cudadoctor helper process: the package's root (``argv[1]``) joins the path after the
+    standard library, then ``module.function(argv[2:])`` runs."""
+    return f"import sys; sys.path.append(sys.argv[1]); from {module} import {function}; {function}(sys.argv[2:])"
+
+
+def helper_command(module: str, function: str, *args: str) -> list[str] | None:
+    """``python -S -I -c <bootstrap> <package root> args…``: a helper that imports only what ``module`` imports (no
+    site-packages, so none of their ``.pth`` start-up hooks), or None where no interpreter can be started (a frozen
+    build)."""
+    import sys
+
+    if getattr(sys, "frozen", False) or not sys.executable:
+        return None
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return [sys.executable, "-S", "-I", "-c", helper_bootstrap(module, function), root, *args]
 
 
 def start_command(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> StartedCommand | CommandResult:

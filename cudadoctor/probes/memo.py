@@ -388,15 +388,6 @@ def save(
 
 # --- the replay helper ---------------------------------------------------------------------------------------
 
-#: The helper's ``-c`` program: the package's root joins the path (after the standard library), then it replays.
-REPLAY_BOOTSTRAP = "; ".join(
-    (
-        "import sys",
-        "sys.path.append(sys.argv[1])",
-        "from cudadoctor.probes.memo import replay_main",
-        "replay_main(sys.argv[2:])",
-    )
-)
 #: Seconds the doctor waits for the helper's answer before asking itself (a replay takes ~10 ms on an H200).
 REPLAY_TIMEOUT = 5.0
 
@@ -420,15 +411,15 @@ def replay_main(argv: list[str]) -> None:
 
 def start_replay(env: Mapping[str, str]) -> None:
     """Start the helper that replays the live machine's memo (a ``check`` of this machine, the memo on)."""
-    if not enabled(env) or getattr(sys, "frozen", False) or not sys.executable:
+    if not enabled(env):
         return
-    from cudadoctor.runner import StartedCommand, start_command
-
     where = memo_path("/")
     if not os.path.exists(where):
         return  # the first run: nothing to replay
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    started = start_command([sys.executable, "-S", "-I", "-c", REPLAY_BOOTSTRAP, root, where])
+    from cudadoctor.runner import StartedCommand, helper_command, start_command
+
+    argv = helper_command("cudadoctor.probes.memo", "replay_main", where)
+    started = start_command(argv) if argv is not None else None
     if isinstance(started, StartedCommand):
         _STARTED[where] = started
 

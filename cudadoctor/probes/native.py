@@ -23,7 +23,7 @@ from cudadoctor.probes.nvml_calls import (
     query_nvml,
 )
 from cudadoctor.record import record
-from cudadoctor.runner import CommandResult, StartedCommand, start_command
+from cudadoctor.runner import CommandResult, StartedCommand, helper_command, start_command
 
 __all__ = [
     "BINDING_VAR",
@@ -227,14 +227,9 @@ def helper_argv(health: bool) -> list[str] | None:
     (``CUDADOCTOR_NVML=pynvml|inprocess``), no interpreter to start, or no NVML library on this machine."""
     import sys
 
-    if not sys.platform.startswith("linux") or os.environ.get(BINDING_VAR) or getattr(sys, "frozen", False):
+    if not sys.platform.startswith("linux") or os.environ.get(BINDING_VAR) or load_nvml_library() is not None:
         return None
-    if not sys.executable or load_nvml_library() is not None:
-        return None
-    from cudadoctor.probes.nvml_child import BOOTSTRAP
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return [sys.executable, "-S", "-I", "-c", BOOTSTRAP, root, "1" if health else "0"]
+    return helper_command("cudadoctor.probes.nvml_child", "main", "1" if health else "0")
 
 
 def _start_helper(health: bool) -> _Helper | None:

@@ -1,6 +1,7 @@
 """The helper process of a live ``check``: NVML queried apart from the doctor's own process.
 
-:func:`cudadoctor.probes.native.start_early` runs ``python -S -I -c <bootstrap> <package root> <0|1>``: an
+:func:`cudadoctor.probes.native.start_early` runs ``python -S -I -c <bootstrap> <package root> <0|1>``
+(:func:`cudadoctor.runner.helper_command`): an
 interpreter without site-packages (so none of their ``.pth`` start-up hooks run) that imports only this
 module, :mod:`cudadoctor.probes.nvml_calls`, the NVML binding and, with ``1``, the health query (never ``typing``,
 ``json`` or ``re``: a test holds it to that). It prints one
@@ -18,12 +19,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["BOOTSTRAP", "finite", "main"]
-
-#: The ``-c`` program: the package's root joins the path (after the standard library), then this module runs.
-BOOTSTRAP = (
-    "import sys; sys.path.append(sys.argv[1]); from cudadoctor.probes.nvml_child import main; main(sys.argv[2:])"
-)
+__all__ = ["finite", "main"]
 
 
 def main(argv: list[str]) -> None:

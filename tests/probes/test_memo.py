@@ -21,7 +21,7 @@ from cudadoctor.facts.model import Facts
 from cudadoctor.probes import memo
 from cudadoctor.probes.collect import collect_facts, live_context, root_context
 from cudadoctor.probes.context import ProbeContext
-from cudadoctor.runner import CommandResult
+from cudadoctor.runner import CommandResult, helper_bootstrap
 from tests.conftest import FakeRunner
 from tests.elfwriter import shared_object
 from tests.h200_fixture import SITE, build_tree, h200_env
@@ -232,7 +232,7 @@ def test_the_tainting_wrapper_marks_the_run() -> None:
 
 def _helper(where: str) -> subprocess.CompletedProcess[str]:
     root = str(Path(memo.__file__).resolve().parents[2])
-    argv = [sys.executable, "-S", "-I", "-c", memo.REPLAY_BOOTSTRAP, root, where]
+    argv = [sys.executable, "-S", "-I", "-c", helper_bootstrap("cudadoctor.probes.memo", "replay_main"), root, where]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
 
 
@@ -265,7 +265,7 @@ def test_the_helper_says_nothing_without_a_memo(tmp_path: Path) -> None:
 
 def test_the_helper_imports_only_the_standard_library_and_the_file_access(live_memo: Path) -> None:
     root = str(Path(memo.__file__).resolve().parents[2])
-    program = memo.REPLAY_BOOTSTRAP + "; print(' '.join(sorted(sys.modules)))"
+    program = helper_bootstrap("cudadoctor.probes.memo", "replay_main") + "; print(' '.join(sorted(sys.modules)))"
     argv = [sys.executable, "-S", "-I", "-c", program, root, str(live_memo)]
     modules = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout.split()[2:]
     ours = {m for m in modules if m.startswith("cudadoctor")}

@@ -426,7 +426,9 @@ def test_the_helper_process_answers_as_this_process_would(fakes: dict[str, pathl
 
 def test_the_helper_imports_no_records(fakes: dict[str, pathlib.Path]) -> None:
     """The helper stays small: no dataclasses, records, typing or json (it holds NVML's 18 MB; 30 MB in all)."""
-    from cudadoctor.probes.nvml_child import BOOTSTRAP
+    from cudadoctor.runner import helper_bootstrap
+
+    BOOTSTRAP = helper_bootstrap("cudadoctor.probes.nvml_child", "main")
 
     code = BOOTSTRAP.replace("main(sys.argv[2:])", "main(sys.argv[2:]); print(); print(sorted(sys.modules))")
     env = {k: v for k, v in os.environ.items() if k != native.BINDING_VAR}

@@ -267,12 +267,9 @@ def start_early(*, health: bool) -> None:
         if helper is not None:
             _EARLY["nvml"] = _FromHelper(helper, "nvml", nvml_result, lambda why: NvmlResult(error=why))
             if health:
-                from cudadoctor.probes.nvml_health import RECORD_SCHEMA
+                from cudadoctor.probes.nvml_health import init_failure
 
-                failed = {"schema": RECORD_SCHEMA, "init": {"e": "", "c": -1}}
-                _EARLY["health"] = _FromHelper(
-                    helper, "health", dict, lambda why: {**failed, "init": {"e": why, "c": -1}}
-                )
+                _EARLY["health"] = _FromHelper(helper, "health", dict, init_failure)
             return
         from cudadoctor.probes.nvml_health import query_health
 

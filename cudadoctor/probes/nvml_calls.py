@@ -86,20 +86,15 @@ def nvml_binding() -> Any:
 def initialise() -> None:
     """Initialise NVML once for the helper's two threads (:mod:`cudadoctor.probes.nvml_child`), so their own
     reference-counted inits never race to do the work; a failure is left for their queries to report."""
-    try:
-        ctypes.CDLL("libnvidia-ml.so.1")
+    with _suppress(Exception):  # each query initialises again and says what failed
         nvml_binding().nvmlInit()
-    except Exception:  # noqa: S110 - each query initialises again and says what failed
-        pass
 
 
 def query_nvml() -> Plain:
     """NVML's driver, CUDA and device answers (the fields of ``native.NvmlResult``), or why there are none."""
     # Importing the binding costs ~20 ms; a machine without the NVML library cannot use it, so ask
     # the loader first (pynvml loads the same name, so on a GPU machine this costs nothing extra).
-    try:
-        ctypes.CDLL("libnvidia-ml.so.1")
-    except OSError:
+    if load_nvml_library() is not None:
         return {"error": "NVML Shared Library Not Found (libnvidia-ml.so.1)"}
     try:
         pynvml = nvml_binding()

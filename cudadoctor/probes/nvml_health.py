@@ -27,6 +27,7 @@ __all__ = [
     "NullHealthSource",
     "RealHealthSource",
     "RecordedHealthSource",
+    "init_failure",
     "query_health",
 ]
 
@@ -95,7 +96,7 @@ class RealHealthSource:
         from cudadoctor.probes.native import call_with_timeout, take_early  # records: not for the helper process
 
         deadline = self.timeout + sample_seconds
-        timed_out = {"schema": RECORD_SCHEMA, "init": {"e": f"NVML did not answer within {deadline:g} s", "c": -1}}
+        timed_out = init_failure(f"NVML did not answer within {deadline:g} s")
         if not utilization and sample_seconds <= 0 and (early := take_early("health", deadline, timed_out)):
             return early
         return call_with_timeout(lambda: query_health(utilization, sample_seconds), deadline, timed_out)
@@ -136,6 +137,11 @@ def _call(nv: Any, out: Record, key: str, func: Callable[[], Any]) -> Any:
         return None
     out[key] = {"v": value}
     return value
+
+
+def init_failure(why: str) -> Record:
+    """The record of a health query that got no answer at all (a timeout, a helper that failed): init failed."""
+    return {"schema": RECORD_SCHEMA, "init": {"e": why, "c": -1}}
 
 
 def query_health(utilization: bool = False, sample_seconds: float = 0.0) -> Record:

@@ -132,10 +132,10 @@ class CompatMatrix:
     @functools.cached_property
     def index_data(self) -> Any:
         """The `cudadoctor update` cache (``IndexData``) or None; a broken cache is ignored, never fatal."""
-        if self._cache_dir is not False and not os.path.exists(
+        if self._cache_dir is False or not os.path.exists(
             cache_file(self._cache_dir if isinstance(self._cache_dir, str) else None)
         ):
-            return None  # the common case, no `cudadoctor update` yet: the update code is not even imported
+            return None  # told to ignore it, or (the common case) no `cudadoctor update` yet: no update code imported
         from cudadoctor.update.derive import read_index_data
 
         data, self.index_warning = read_index_data(self._cache_dir)

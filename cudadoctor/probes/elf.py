@@ -90,10 +90,6 @@ class _Reader:
             return block[offset - first : offset - first + length]
         return self._fetch(offset, length)
 
-    def block_of(self, offset: int) -> bytes | None:
-        """The block holding ``offset`` when it was read already, else None."""
-        return self._blocks.get(offset - offset % _BLOCK)
-
     def _fetch(self, offset: int, length: int) -> bytes:
         self.total += length
         if self.total > _MAX_TOTAL_READ:
@@ -188,12 +184,6 @@ class _Strings:
             raise ElfError(f"string index {index} is outside the string table")
         start = self.offset + index
         limit = min(_MAX_STRING, self.size - index, self.reader.size - start)
-        block = self.reader.block_of(start)
-        if block is not None:  # the common case: the name ends within a block already read
-            inside = start % _BLOCK
-            end = block.find(b"\0", inside, inside + limit)
-            if end >= 0:
-                return block[inside:end].decode("utf-8", "replace")
         pieces: list[bytes] = []
         taken = 0
         while taken < limit:  # block by block: a name rarely crosses a block's end

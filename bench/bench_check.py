@@ -70,8 +70,9 @@ def measure(runs: int, python: str, snapshot: str | None, collect_env: bool) -> 
     series: dict[str, list[float]] = {}
     caches = tempfile.mkdtemp(prefix="cudadoctor-bench-")
     try:
-        for argv in commands.values():  # one warm-up each: the page cache, .pyc files
-            _run(argv, env)
+        for name, argv in commands.items():  # one warm-up each (the page cache, .pyc files): the cold run is check's
+            if name != COLD:
+                _run(argv, env)
         for index in range(runs):
             _one_round(commands, env, series, os.path.join(caches, str(index)))
     finally:

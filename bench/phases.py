@@ -11,23 +11,31 @@ order.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
+from typing import Any
 
 
 def main(argv: list[str]) -> int:
     snapshot = argv[argv.index("--from") + 1] if "--from" in argv else None
     marks = [time.perf_counter()]
-    import os
 
-    import cudadoctor.entry  # noqa: F401  (check's common forms never import typer: cudadoctor/entry.py)
-    from cudadoctor.probes.memo import start_replay, stop_replay
-    from cudadoctor.probes.native import start_early, stop_early
+    from cudadoctor.entry import Helpers  # check's common forms never import typer: cudadoctor/entry.py
 
-    if snapshot is None:
-        start_early(health=True)  # as the command does, before it imports the checks
-        start_replay(os.environ)
+    helpers = Helpers(health=True) if snapshot is None else contextlib.nullcontext()
+    with helpers:  # as the command does, started before it imports the checks
+        text, facts = _phases(snapshot, marks)
+    names = ("imports", "probes", "checks", "render")
+    phases = {name: round(marks[i + 1] - marks[i], 5) for i, name in enumerate(names)}
+    if "--print" in argv:
+        print(text, end="")
+    print(json.dumps({"phases": phases, "probe_timings": facts.timings, "chars": len(text)}))
+    return 0
+
+
+def _phases(snapshot: str | None, marks: list[float]) -> tuple[str, Any]:
     from cudadoctor.app import FactSource, build_report, gather
     from cudadoctor.checks import selected
     from cudadoctor.checks.engine import run_checks
@@ -45,14 +53,7 @@ def main(argv: list[str]) -> int:
     marks.append(time.perf_counter())
     text = render(report, Format.TEXT, RenderOptions(verbose=False, color=False, width=100))
     marks.append(time.perf_counter())
-    stop_early()
-    stop_replay()
-    names = ("imports", "probes", "checks", "render")
-    phases = {name: round(marks[i + 1] - marks[i], 5) for i, name in enumerate(names)}
-    if "--print" in argv:
-        print(text, end="")
-    print(json.dumps({"phases": phases, "probe_timings": facts.timings, "chars": len(text)}))
-    return 0
+    return text, facts
 
 
 if __name__ == "__main__":

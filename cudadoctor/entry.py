@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 if TYPE_CHECKING:
     from cudadoctor.commands import CheckOptions
 
-__all__ = ["fast_check_options", "fast_suggest_args", "main", "run"]
+__all__ = ["Helpers", "fast_check_options", "fast_suggest_args", "main", "run"]
 
 #: Flags without a value that the fast path takes, and the option each sets.
 _FLAGS = {
@@ -145,25 +145,42 @@ def _suggest(target: str, fmt: str, verbose: bool) -> int:
     return suggest_command(target, HostFlags(), fmt, verbose=verbose)
 
 
-def _probing(command: Callable[[], int], *, health: bool) -> int:
-    """Run a fast command that examines this machine: NVML can start answering, and the file probes' memo be
-    checked, while the command's modules are imported (so first, before even the options' module)."""
-    from cudadoctor.probes.memo import start_replay, stop_replay
-    from cudadoctor.probes.native import start_early, stop_early
+class Helpers:
+    """NVML's helper and the memo's replay helper, started before a command that examines this machine imports its
+    modules (so that they answer meanwhile) and stopped when it ends (a usage error before the probes asked leaves
+    no helper running). ``bench/phases.py`` times the command inside the same pair."""
 
-    start_early(health=health)
-    start_replay(os.environ)
-    try:
-        from cudadoctor.commands import guard
+    def __init__(self, *, health: bool) -> None:
+        self.health = health
 
-        return guard(command)
-    except BrokenPipeError:
-        from cudadoctor.commands import closed_pipe
+    def __enter__(self) -> Helpers:
+        from cudadoctor.probes.memo import start_replay
+        from cudadoctor.probes.native import start_early
 
-        closed_pipe()
-    finally:
-        stop_early()  # a usage error before the probes asked: NVML's helper process is not left running
+        start_early(health=self.health)
+        start_replay(os.environ)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        from cudadoctor.probes.memo import stop_replay
+        from cudadoctor.probes.native import stop_early
+
+        stop_early()
         stop_replay()
+
+
+def _probing(command: Callable[[], int], *, health: bool) -> int:
+    """Run a fast command that examines this machine inside its :class:`Helpers` (started first, before even the
+    options' module)."""
+    with Helpers(health=health):
+        try:
+            from cudadoctor.commands import guard
+
+            return guard(command)
+        except BrokenPipeError:
+            from cudadoctor.commands import closed_pipe
+
+            closed_pipe()
 
 
 def _exit(code: int, *, hard_exit: bool) -> NoReturn:

@@ -262,8 +262,10 @@ def start_early(*, health: bool) -> None:
     with _EARLY_LOCK:
         if _EARLY:
             return
-        _EARLY["libcuda"] = _Early(_query_libcuda)  # here in either case: see cudadoctor.probes.nvml_child
+        # The helper first: loading libcuda in a thread holds the dynamic loader's lock, which the check for NVML's
+        # library (before the helper starts) would wait on.
         helper = _start_helper(health)
+        _EARLY["libcuda"] = _Early(_query_libcuda)  # here in either case: see cudadoctor.probes.nvml_child
         if helper is not None:
             _EARLY["nvml"] = _FromHelper(helper, "nvml", nvml_result, lambda why: NvmlResult(error=why))
             if health:

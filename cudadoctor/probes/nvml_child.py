@@ -31,7 +31,8 @@ def main(argv: list[str]) -> None:
     from cudadoctor.probes.nvml_calls import query_nvml
 
     out: dict[str, object] = {}
-    if argv[:1] == ["1"]:
+    health = argv[:1] == ["1"]
+    if health:
         # The health answers are asked in a second thread (``_thread``: ``threading`` imports ``collections``) while
         # this one asks the driver's: NVML is thread-safe, and on an H200 the first health queries take ~17 ms
         # and the driver's ~8 ms, one after the other (measured). NVML is initialised first, here, so the two
@@ -52,10 +53,9 @@ def main(argv: list[str]) -> None:
                 done.release()
 
         _thread.start_new_thread(ask_health, ())
-        out["nvml"] = query_nvml()
-        done.acquire()
-    else:
-        out["nvml"] = query_nvml()
+    out["nvml"] = query_nvml()
+    if health:
+        done.acquire()  # the health thread has answered
     sys.stdout.write(ascii(finite(out)))  # ASCII: whatever the locale's encoding
     sys.stdout.flush()
 

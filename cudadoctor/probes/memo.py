@@ -77,13 +77,18 @@ def _failure(exc: BaseException) -> tuple[str, object]:
     return (_ERROR, getattr(exc, "errno", None) or type(exc).__name__)
 
 
-def _signature(host: str) -> object:
-    """What stands for a file's content: it changes whenever the file is written, replaced or touched."""
+def _stat(host: str, pick: Callable[[os.stat_result], object]) -> object:
+    """``pick`` of the file's stat, or the failure as :func:`replay` will see it."""
     try:
         info = os.stat(host)
     except (OSError, ValueError) as exc:
         return _failure(exc)
-    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    return pick(info)
+
+
+def _signature(host: str) -> object:
+    """What stands for a file's content: it changes whenever the file is written, replaced or touched."""
+    return _stat(host, lambda info: (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
 
 
 def _listing(names: list[str]) -> tuple[int, int]:
@@ -185,11 +190,9 @@ for _kind in (*_QUESTIONS, "listdir"):
 def stat_answer(kind: str, host: str) -> object:
     """The ELF scan cache's questions (:mod:`cudadoctor.probes.scancache`), about this machine's disk: a
     directory's modification time (``mtime``, its listing) and a file's size and modification time (``sig``)."""
-    try:
-        info = os.stat(host)
-    except (OSError, ValueError) as exc:
-        return _failure(exc)
-    return info.st_mtime_ns if kind == "mtime" else (info.st_size, info.st_mtime_ns)
+    if kind == "mtime":
+        return _stat(host, lambda info: info.st_mtime_ns)
+    return _stat(host, lambda info: (info.st_size, info.st_mtime_ns))
 
 
 class RecordingEnv(Mapping[str, str]):

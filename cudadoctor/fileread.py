@@ -34,18 +34,23 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def read_file(path: str, limit: int, *, allow_stream: bool = False) -> bytes:
+def read_file(path: str, limit: int, *, allow_stream: bool = False, private: bool = False) -> bytes:
     """At most ``limit`` bytes of the regular file at ``path``.
 
     Raises :class:`OSError`: ``IsADirectoryError`` for a directory, :class:`NotRegularFile` for a
     FIFO, device or socket (never waiting on it), the open's own error otherwise; ``ValueError``
     never (a path with a NUL byte is an ``OSError`` too). ``allow_stream`` admits a FIFO or a
     character device the *user* named on the command line (``--env-file <(docker inspect …)``),
-    read blocking, as any tool reads its named input.
+    read blocking, as any tool reads its named input. ``private``: only a file this user owns and nobody else may
+    write, reached without following a link (what cudadoctor itself kept and will trust); ``PermissionError``
+    otherwise.
     """
-    fd = os.open(safe_path(path), _FLAGS)
+    fd = os.open(safe_path(path), _FLAGS | (getattr(os, "O_NOFOLLOW", 0) if private else 0))
     try:
-        mode = os.fstat(fd).st_mode
+        info = os.fstat(fd)
+        mode = info.st_mode
+        if private and (mode & 0o022 or info.st_uid != getattr(os, "getuid", lambda: info.st_uid)()):
+            raise PermissionError(errno.EACCES, "not this user's private file", path)
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
         if not stat.S_ISREG(mode):

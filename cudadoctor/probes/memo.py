@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 import zlib
 from collections.abc import Mapping
 
 from cudadoctor.cachedir import default_cache_dir, write_private
+from cudadoctor.fileread import read_file
 from cudadoctor.rootfs import MAX_READ_BYTES, RootFS
 
 TYPE_CHECKING = False  # not typing's: the replay helper (python -S) never imports typing (mypy knows the name)
@@ -298,17 +298,10 @@ def memo_path(root: str) -> str:
 def _read_own(path: str) -> bytes | None:
     """The file's bytes when this user owns it and nobody else may write it (no link followed), else None."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        raw = read_file(path, _MAX_BYTES + 1, private=True)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        getuid = getattr(os, "getuid", None)
-        if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o022 or (getuid is not None and info.st_uid != getuid()):
-            return None
-        if info.st_size > _MAX_BYTES:
-            return None
-        return handle.read(_MAX_BYTES + 1)
+    return raw if len(raw) <= _MAX_BYTES else None
 
 
 def _plain(value: object) -> object:

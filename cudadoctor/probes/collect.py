@@ -187,10 +187,8 @@ def collect_facts(ctx: ProbeContext, *, skip: tuple[str, ...] = ()) -> Facts:
     for thread in threads:
         thread.join()
     results: dict[str, Any] = {}
-    for name in skip:
-        outcomes.setdefault(name, (None, 0.0, False))  # left at its default, as a crashed probe's is
-    for name in (*specs, *skip):
-        value, seconds, ok = outcomes[name]
+    for name in probed():
+        value, seconds, ok = outcomes.get(name, (None, 0.0, False))  # skipped: its default, as a crashed probe's
         timings[name] = round(seconds, 4)
         results[name] = value if ok else _empty(name, ctx)
     timings["total"] = round(time.perf_counter() - start, 4)

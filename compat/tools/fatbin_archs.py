@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import mmap
 import os
 import shutil
 import struct
@@ -33,7 +34,7 @@ FATBIN_MAGIC = 0xBA55ED50
 KINDS = {1: "compute", 2: "sm"}
 
 
-def elf_section(data: bytes, wanted: str) -> bytes:
+def elf_section(data: bytes | mmap.mmap, wanted: str) -> bytes:
     """The bytes of the named section of a little-endian ELF64 file (empty when it has none)."""
     if data[:4] != b"\x7fELF" or data[4] != 2:
         raise ValueError("not an ELF64 file")
@@ -42,7 +43,9 @@ def elf_section(data: bytes, wanted: str) -> bytes:
     headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
     names_off = headers[shstrndx][4]
     for name, _type, _flags, _addr, offset, size in headers:
-        end = data.index(b"\0", names_off + name)
+        end = data.find(b"\0", names_off + name)
+        if end < 0:
+            raise ValueError("unterminated section name")
         if data[names_off + name : end].decode() == wanted:
             return data[offset : offset + size]
     return b""
@@ -89,8 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     path = args.file or member_to_file(args.package, args.version, args.wheel, args.member)
     try:
-        with open(path, "rb") as f:
-            counts = fatbin_entries(elf_section(f.read(), ".nv_fatbin"))
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            counts = fatbin_entries(elf_section(data, ".nv_fatbin"))  # mapped: a 1 GB library is not read whole
     finally:
         if not args.file:
             os.unlink(path)

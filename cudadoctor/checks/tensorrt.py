@@ -117,16 +117,14 @@ class CD601(Check):
         self, packages: dict[str, InstalledPackage], matrix: CompatMatrix, loader: LoaderView | None = None
     ) -> Problem | None:
         needs = _nvinfer_cudnn(loader)
-        if not needs:
-            unread = sorted(
-                f"{p.name} {p.version}"
-                for n, p in packages.items()
-                if _TENSORRT.match(n) and not matrix.installs_no_objects(n, p.version)  # a metapackage ships none
-            )
-            if unread:
-                raise CannotJudge(
-                    f"which cuDNN the libnvinfer of {', '.join(unread)} opens (not in compat/runtime_libraries.toml)"
-                )
+        with_needs = {need.package for need in needs}
+        unread = sorted(
+            f"{p.name} {p.version}"
+            for n, p in packages.items()
+            # a metapackage ships no object: nothing to open cuDNN
+            if _TENSORRT.match(n) and n not in with_needs and not matrix.installs_no_objects(n, p.version)
+        )
+        if not needs and not unread:
             raise NotApplicable("no TensorRT package installed")
         problems: list[str] = []
         unjudged: list[str] = []
@@ -140,6 +138,10 @@ class CD601(Check):
                 problems.append(judged.problem)
                 commands += [judged.fix] if judged.fix else []
                 evidence[f"{need.package}: {need.soname}"] = f"{need.loaded.path} ({need.loaded.via})"
+        if unread:  # a TensorRT package beside the judged one, whose libnvinfer's cuDNN the data does not say
+            unjudged.append(
+                f"which cuDNN the libnvinfer of {', '.join(unread)} opens (not in compat/runtime_libraries.toml)"
+            )
         if not problems:
             if unjudged:
                 raise CannotJudge("; ".join(sorted(set(unjudged))))

@@ -148,3 +148,13 @@ def test_a_marker_with_an_equals_is_not_a_pin() -> None:
     }
     assert _pinned_by("nvidia-cudnn-cu12", packages) is None
     assert _pinned_by("nvidia-cudnn-cu11", packages) == "torch"
+
+
+def test_a_second_tensorrt_the_data_does_not_cover_is_not_passed_over(h200, tree):
+    """TensorRT 8.5 judged fine (its cuDNN 8.6 matches the build) beside tensorrt-cu12-libs 10.0.1, whose
+    libnvinfer's cuDNN no data row says: could not judge, never ok."""
+    facts = _facts(h200, tree, cudnn="8.6.0.163", torch=False)
+    assert run_check("CD601", facts).status is Status.OK
+    both = replace(facts, packages={**facts.packages, "tensorrt-cu12-libs": _pkg("tensorrt-cu12-libs", "10.0.1")})
+    finding = run_check("CD601", both)
+    assert finding.status is Status.UNKNOWN and "tensorrt-cu12-libs 10.0.1" in finding.reason

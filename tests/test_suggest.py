@@ -262,3 +262,21 @@ def test_other_targets_fit_the_drivers_cuda_major(target, package):
     plans = json.loads(result.stdout)["suggestion"]["plans"]
     assert plans[0]["packages"][0][0] == package and plans[0]["cuda"].startswith("12.")
     assert all(not p["cuda"].startswith("13.") for p in plans)  # CUDA 13 needs driver 580.65.06
+
+
+def test_a_driver_that_dropped_the_gpu_is_named_even_when_it_alone_excludes_everything() -> None:
+    """Advice from the exclusions: a driver past the GPU's last branch is said with its requirement, not
+    "see the exclusions", also when no build lacks the GPU's code."""
+    from packaging.specifiers import SpecifierSet
+
+    from cudadoctor.suggest.advice import advice
+    from cudadoctor.suggest.constraints import Exclusion
+    from cudadoctor.suggest.judge import Run
+
+    c = described("590.44.01", ("GeForce GTX 1080", "6.1"))
+    observed = "driver 590.44.01; GeForce GTX 1080 (Pascal)"
+    run = Run(SpecifierSet(), [], [])
+    run.excluded.append(Exclusion("torch 2.9.1+cu126", "driver-dropped-gpu", observed, "driver branch R580 or older"))
+    lines = advice(c, run, "torch")
+    assert lines[0].startswith("no torch build in compat data has GPU code for GeForce GTX 1080 (6.1)")
+    assert f"{observed}: requires driver branch R580 or older" in lines

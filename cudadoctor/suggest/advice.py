@@ -17,7 +17,7 @@ def advice(c: Constraints, run: Run, target: str) -> list[str]:
         smallest = min(needs[0] for _r, _c, needs in run.driver_only)
         _release, candidate, needs = max((d for d in run.driver_only if d[2][0] == smallest), key=lambda d: d[0])
         out.append(f"upgrade the NVIDIA driver to {needs[1]}: then {candidate} fits")
-    elif rules & {"gpu-arch-list", "cuda-dropped-arch", "cuda-predates-arch"}:
+    elif rules & {"gpu-arch-list", "cuda-dropped-arch", "cuda-predates-arch", "driver-dropped-gpu"}:
         gpus = ", ".join(f"{g.name} ({g.compute_capability})" for g in c.gpus)
         out.append(f"no {target} build in compat data has GPU code for {gpus} that this driver can run")
         # A GPU that CUDA or the driver dropped: say what it needs, not only that nothing fits.

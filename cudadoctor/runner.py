@@ -35,6 +35,8 @@ DEFAULT_TIMEOUT = 10.0
 
 #: Output kept from one command; more is cut (a runaway tool must not fill memory).
 _MAX_OUTPUT = 4 << 20
+#: How a command killed at its timeout is described (:attr:`CommandResult.timed_out` asks for it).
+_TIMED_OUT = "timed out"
 
 
 @record
@@ -51,6 +53,11 @@ class CommandResult:
     @property
     def ok(self) -> bool:
         return self.error is None and self.returncode == 0
+
+    @property
+    def timed_out(self) -> bool:
+        """It ran past its timeout and was killed."""
+        return self.error is not None and self.error.startswith(_TIMED_OUT)
 
     def describe(self) -> str:
         """One line saying why the command gave no usable output."""
@@ -158,7 +165,7 @@ def _stream(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes
         while selector.get_map():
             left = deadline - time.monotonic()
             if left <= 0:
-                return b"", b"", f"timed out after {timeout:g} s"
+                return b"", b"", f"{_TIMED_OUT} after {timeout:g} s"
             for key, _ in selector.select(left):
                 chunk = os.read(key.fd, 1 << 16)
                 if not chunk:
@@ -171,7 +178,7 @@ def _stream(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes
     try:
         proc.wait(timeout=max(deadline - time.monotonic(), 0.01))
     except subprocess.TimeoutExpired:
-        return b"", b"", f"timed out after {timeout:g} s"
+        return b"", b"", f"{_TIMED_OUT} after {timeout:g} s"
     out, err = (b"".join(kept[pipe.fileno()]) for pipe in (proc.stdout, proc.stderr))
     proc.stdout.close()
     proc.stderr.close()

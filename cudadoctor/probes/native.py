@@ -184,7 +184,7 @@ def _helper_answers(result: CommandResult, deadline: float) -> tuple[dict[str, A
     would hang or crash the doctor itself."""
     import ast
 
-    if result.error is not None and result.error.startswith("timed out"):
+    if result.timed_out:
         return None, f"the NVML helper did not answer within {deadline:g} s"
     if result.returncode is not None and result.returncode < 0:
         tail = result.stderr.strip().splitlines()[-1:] if result.stderr else []

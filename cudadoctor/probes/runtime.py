@@ -451,7 +451,7 @@ def _failure(result: CommandResult) -> tuple[str, str]:
     stage = _last_stage(result.stderr)
     during = f" during {stage}" if stage else ""
     if result.error is not None:
-        kind = "timeout" if result.error.startswith("timed out") else "not-run"
+        kind = "timeout" if result.timed_out else "not-run"
         return kind, f"{result.error}{during}"
     if result.returncode is not None and result.returncode < 0:
         return "crash", f"crashed with {_signal_name(-result.returncode)}{during}"

@@ -100,16 +100,10 @@ def _from_memo(
     return results, errors
 
 
-def _recorded(
-    ctx: ProbeContext,
-    specs: dict[str, Any],
-    outcomes: dict[str, tuple[Any, float, bool]],
-    where: str,
-    key: tuple[Any, ...],
-) -> None:
-    """Run the file probes while recording what they read, and keep their facts for the next run
-    (:mod:`cudadoctor.probes.memo`): unless one asked a command or NVML, crashed, or saw a file change."""
-    from cudadoctor.facts.codec import encode
+def _start_recording(ctx: ProbeContext) -> tuple[Any, ProbeContext, dict[str, Any]]:
+    """(the memo being recorded, the recording context, the kept parts computed through it), before any background
+    probe starts: each part is handed to the run's own context at once, so the background probe that needs it (the
+    driver's) finds it answered instead of listing the same directories again, however soon NVML answers it."""
     from cudadoctor.probes import memo
 
     record = memo.Memo()
@@ -124,8 +118,6 @@ def _recorded(
         system=ctx.system,
         observe=record.observe,
     )
-    # The parts first, each handed to the run's own context at once: the background probe that needs it (the driver's,
-    # waiting for NVML meanwhile) then finds it answered instead of listing the same directories again.
     parts: dict[str, Any] = {}
     for part, load in _MEMO_PARTS.items():
         try:
@@ -133,6 +125,23 @@ def _recorded(
         except Exception:  # noqa: S112 - the background probe computes it again and says what failed
             continue
         ctx.preset(part, parts[part])
+    return record, recording, parts
+
+
+def _recorded(
+    ctx: ProbeContext,
+    started: tuple[Any, ProbeContext, dict[str, Any]],
+    specs: dict[str, Any],
+    outcomes: dict[str, tuple[Any, float, bool]],
+    where: str,
+    key: tuple[Any, ...],
+) -> None:
+    """Run the file probes while recording what they read, and keep their facts for the next run
+    (:mod:`cudadoctor.probes.memo`): unless one asked a command or NVML, crashed, or saw a file change."""
+    from cudadoctor.facts.codec import encode
+    from cudadoctor.probes import memo
+
+    record, recording, parts = started
     for name, spec in specs.items():
         outcomes[name] = _run_one(recording, name, probe_function(spec))
     ctx.errors.extend(recording.errors)
@@ -167,6 +176,7 @@ def collect_facts(ctx: ProbeContext, *, skip: tuple[str, ...] = ()) -> Facts:
         outcomes.update((name, (remembered[name], 0.0, True)) for name in memoised)
         ctx.errors.extend(errors)
         timings["memo"] = round(time.perf_counter() - start, 4)
+    recording = _start_recording(ctx) if memoised and stored is None else None
     # One plain thread per background probe (a thread pool's module costs a millisecond to import); each
     # stores its outcome under its own name, and _run_one never raises.
     threads = [
@@ -179,8 +189,8 @@ def collect_facts(ctx: ProbeContext, *, skip: tuple[str, ...] = ()) -> Facts:
     ]
     for thread in threads:
         thread.start()
-    if memoised and stored is None:
-        _recorded(ctx, memoised, outcomes, where, key)
+    if recording is not None:
+        _recorded(ctx, recording, memoised, outcomes, where, key)
     for name, spec in specs.items():
         if name not in background and name not in outcomes:
             outcomes[name] = _run_one(ctx, name, probe_function(spec))

@@ -375,3 +375,16 @@ def test_edited_code_the_file_probes_run_is_another_key(sub: str, monkeypatch: p
         memo, "_tree", lambda d: (*real(d), ("new.py", 1, 1)) if os.path.normpath(d) == edited else real(d)
     )
     assert memo.run_key("/", "x86_64", "Linux", None) != before
+
+
+def test_a_first_run_lists_the_driver_files_once(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kept part is computed (recorded) before the driver's background probe starts, which then finds it
+    answered: on an image root, as on a machine without NVML, that probe reaches it at once."""
+    from cudadoctor.probes import driver
+
+    calls: list[str] = []
+    real = driver.driver_files
+    monkeypatch.setattr(driver, "driver_files", lambda ctx: calls.append("x") or real(ctx))
+    first = collect_facts(context(root))
+    assert calls == ["x"] and "memo" not in first.timings
+    assert "memo" in collect_facts(context(root)).timings and calls == ["x"]

@@ -106,9 +106,7 @@ def torch_install(
             f"--index-url replaces {configured_index_text(c.user_index)} for this command: "
             f"the {variant} build is published on PyTorch's own index"
         )
-    commands = tuple(
-        install_line(tool, pins, index_url, reinstall=reinstall, option=option) for tool in ("pip", "uv")
-    )
+    commands = tuple(install_line(tool, pins, index_url, reinstall=reinstall, option=option) for tool in ("pip", "uv"))
     return Install(pins, commands, tuple(caveats), keeps)
 
 

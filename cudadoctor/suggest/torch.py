@@ -27,7 +27,14 @@ from cudadoctor.suggest.judge import (
     start,
 )
 
-__all__ = ["nearest_fitting", "pinned_release", "plan_for_installed", "suggest_torch", "toolkit_match", "torch_candidates"]
+__all__ = [
+    "nearest_fitting",
+    "pinned_release",
+    "plan_for_installed",
+    "suggest_torch",
+    "toolkit_match",
+    "torch_candidates",
+]
 
 
 class Candidate(NamedTuple):

@@ -12,6 +12,7 @@ from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.suggest import suggest_torch
+from cudadoctor.suggest.torch import pinned_release
 from cudadoctor.suggest.upgrades import with_upgrades
 from tests.corpus.replay import replay
 from tests.machines import described
@@ -81,18 +82,37 @@ def _case(name: str) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(
-    ("case", "command"),
+    ("case", "code", "command"),
     [
         # the thread's fix: torch==1.10.1+cu111 from torch_stable.html (the pinned release kept)
-        ("wpfs-3-a100-torch1101-cu102", "torch==1.10.1+cu111 torchvision==0.11.2+cu111 torchaudio==0.10.1 -f "),
-        ("dinet-100-rtx3090-torch171-cu101", "torch==1.7.1+cu110 torchvision==0.8.2+cu110 torchaudio==0.7.2 -f "),
-        ("evadb-471-a40-torch-cu102", "torch==1.12.1+cu116 torchvision==0.13.1+cu116 torchaudio==0.12.1 --extra-"),
+        (
+            "wpfs-3-a100-torch1101-cu102",
+            "CD113",
+            "torch==1.10.1+cu111 torchvision==0.11.2+cu111 torchaudio==0.10.1 -f ",
+        ),
+        (
+            "dinet-100-rtx3090-torch171-cu101",
+            "CD113",
+            "torch==1.7.1+cu110 torchvision==0.8.2+cu110 torchaudio==0.7.2 -f ",
+        ),
+        ("evadb-471-a40-torch-cu102", "CD113", "torch==1.12.1+cu116 torchvision==0.13.1+cu116 torchaudio==0.12.1 --ex"),
         # 1.13 has no sm_90 build: the nearest release that has one (the thread: torch>=2.0 from cu118)
-        ("pytorch-90761-h100-sm90-cu117", "torch==2.0.0 torchvision==0.15.1 torchaudio==2.0.1 --index-url "),
+        ("pytorch-90761-h100-sm90-cu117", "CD113", "torch==2.0.0 torchvision==0.15.1 torchaudio==2.0.1 --index-url "),
+        # a conda CPU build of 1.9.0: the thread's pip line to the letter, forced over the installed 1.9.0
+        ("HOISTFormer-3-conda-installs-cpu-pytorch", "CD402", "torch==1.9.0+cu111 torchvision==0.10.0+cu111 "),
     ],
 )
-def test_cd113_fix_keeps_the_users_release_when_a_build_of_it_fits(case: str, command: str) -> None:
+def test_a_checks_torch_fix_keeps_the_users_release_when_a_build_of_it_fits(case: str, code: str, command: str) -> None:
     outcome = replay(_case(case), M)
-    finding = next(f for f in outcome.findings if f.code == "CD113")
+    finding = next(f for f in outcome.findings if f.code == code)
     assert finding.remediation is not None
-    assert finding.remediation.commands[0].startswith("python -m pip install " + command)
+    printed = finding.remediation.commands[0]
+    assert printed.startswith("python -m pip install " + command)
+    assert printed.count("--force-reinstall") == (code == "CD402")
+
+
+def test_only_an_exact_pin_counts_as_a_pinned_release():
+    assert pinned_release("torch==1.10.1") == Version("1.10.1")
+    assert pinned_release("torch>=1.10") is None
+    assert pinned_release("torch==1.10.*") is None
+    assert pinned_release("") is None

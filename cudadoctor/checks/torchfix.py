@@ -28,4 +28,7 @@ def torch_fix_commands(
     plan = plan_for_installed(matrix, constraints_from_facts(matrix, facts), installed)
     if plan is None:
         return _ASK_SUGGEST
-    return (plan.commands[0] + (" --force-reinstall" if reinstall and not plan.keeps_installed else ""),)
+    command = plan.commands[0]
+    if reinstall and not plan.keeps_installed and "--force-reinstall" not in command:
+        command += " --force-reinstall"
+    return (command,)

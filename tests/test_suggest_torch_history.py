@@ -12,7 +12,7 @@ from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.suggest import suggest_torch
-from cudadoctor.suggest.torch import pinned_release
+from cudadoctor.suggest.torch import nearest_fitting, pinned_release
 from cudadoctor.suggest.upgrades import with_upgrades
 from tests.corpus.replay import replay
 from tests.machines import described
@@ -56,6 +56,12 @@ def test_a_release_without_a_fitting_build_says_why_and_names_the_nearest_releas
     assert nearest and "torch 1.7.0 +cu110" in nearest[0]
     assert nearest[0].endswith("-f https://download.pytorch.org/whl/torch_stable.html")
     assert {e.rule for e in s.excluded} == {"cuda-predates-arch"}  # cu92, cu101 and PyPI's cu102: CUDA < 11.0
+
+
+def test_the_nearest_release_is_one_of_the_pinned_series_first():
+    c = described("535.104.05", RTX_3090, python="3.8")
+    nearest = nearest_fitting(M, c, Version("1.10.2"))  # no build of 1.10.2 but PyPI's cu102 in data
+    assert nearest is not None and nearest.packages[0] == ("torch", "1.10.1+cu111")  # not 1.11.0, as near in order
 
 
 def test_a_python_the_pinned_release_has_no_wheels_for_names_the_nearest_python_that_has():

@@ -91,7 +91,8 @@ def pinned_release(requirement: str) -> Version | None:
 
 
 def nearest_fitting(matrix: CompatMatrix, c: Constraints, pinned: Version) -> Plan | None:
-    """The best plan of the release nearest to ``pinned`` that has one (the newer of two equally near):
+    """The best plan of the release nearest to ``pinned`` that has one (one of its own series first, then the
+    nearest in release order, the newer of two equally near):
     what a project pinned to a release no build of which fits this machine can move to with the fewest changes."""
     _run, ranked = _ranked(matrix, c, "")
     versions = sorted({r.version for r in matrix.torch_releases} | {pinned})
@@ -101,7 +102,8 @@ def nearest_fitting(matrix: CompatMatrix, c: Constraints, pinned: Version) -> Pl
         best.setdefault(Version(Version(plan.packages[0][1]).public), plan)
     if not best:
         return None
-    nearest = min(best, key=lambda v: (abs(where[v] - where[pinned]), -where[v]))
+    series = (pinned.major, pinned.minor)  # a patch release of the same series first: 1.10.2 -> 1.10.1, not 1.11.0
+    nearest = min(best, key=lambda v: ((v.major, v.minor) != series, abs(where[v] - where[pinned]), -where[v]))
     return best[nearest]
 
 

@@ -652,7 +652,9 @@ class CD113(Check):
     installation".
 
     How to fix: install a build whose targets cover the GPU (torch: older GPUs cu126; Blackwell cu128 or
-    newer), e.g. with the command from `cudadoctor suggest --target torch`.
+    newer). For torch the finding prints the command, by the rules of `cudadoctor suggest --target torch`:
+    the installed release's build that fits when there is one (torch 1.10.1 on an RTX 3090:
+    torch==1.10.1+cu111 from PyTorch's find-links page), else the nearest release that fits.
     """
 
     name = "torch-build-covers-gpus"

@@ -104,6 +104,10 @@ def _case(name: str) -> dict[str, object]:
         ("evadb-471-a40-torch-cu102", "CD113", "torch==1.12.1+cu116 torchvision==0.13.1+cu116 torchaudio==0.12.1 --ex"),
         # 1.13 has no sm_90 build: the nearest release that has one (the thread: torch>=2.0 from cu118)
         ("pytorch-90761-h100-sm90-cu117", "CD113", "torch==2.0.0 torchvision==0.15.1 torchaudio==2.0.1 --index-url "),
+        # driver 470 and torch 2.1.2+cu121 (CD111): the same release's cu118 build, not the newest torch
+        ("GPT-SoVITS-83-torch-too-new-for-driver-470", "CD111", "torch==2.1.2+cu118 torchvision==0.16.2+cu118 "),
+        # a GTX 1060 and torch 2.14.0+cu130, whose CUDA dropped Pascal (CD112): 2.14.0's cu126 build
+        ("autoforge-59-gtx1060-torch214-cu130", "CD112", "torch==2.14.0+cu126 torchvision==0.29.0+cu126 --index"),
         # a conda CPU build of 1.9.0: the thread's pip line to the letter, forced over the installed 1.9.0
         ("HOISTFormer-3-conda-installs-cpu-pytorch", "CD402", "torch==1.9.0+cu111 torchvision==0.10.0+cu111 "),
     ],

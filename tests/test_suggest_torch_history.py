@@ -70,6 +70,9 @@ def test_a_python_the_pinned_release_has_no_wheels_for_names_the_nearest_python_
     assert not s.plans
     assert any(e.rule == "python" and "3.6, 3.7, 3.8, 3.9" in e.required for e in s.excluded)
     assert "to unlock a plan: Python 3.9 -> torch 1.10.1+cu111" in s.advice
+    assert "torch 1.10.1 has no wheels for Python 3.11" in s.advice
+    # or keep the Python: the nearest release with cp311 wheels that fits (1.11 and 1.12 have none)
+    assert any(a.startswith("the nearest release that fits: torch 1.13.0 from PyPI") for a in s.advice)
     assert [u.value for u in s.upgrades] == ["3.9"]
 
 

@@ -55,9 +55,9 @@ def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *
     run, ranked = _ranked(matrix, c, requirement)
     chosen = tuple(with_images(matrix, c, plan) for plan in ranked[:limit])
     run.notes += index_releases_below("torch", ranked[limit:], lambda v: _derived(matrix, v))
-    pinned = pinned_release(requirement)
-    named = "torch" if pinned is None else f"torch {pinned}"  # "no torch 1.6.0 build … has GPU code for …"
-    found = () if chosen else (*advice(c, run, named), *_nearest_advice(matrix, c, run))
+    pinned = pinned_release(requirement)  # "no torch 1.6.0 build … has GPU code for …"
+    shown = str(pinned) if pinned else None
+    found = () if chosen else (*advice(c, run, "torch", pinned=shown), *_nearest_advice(matrix, c, run))
     return Suggestion("torch", requirement or "torch", chosen, tuple(run.excluded), found, tuple(run.notes))
 
 

@@ -11,16 +11,26 @@ type each table of each kind of file holds. compat/README.md explains every fiel
 # No `from __future__ import annotations`: the annotations are the schema, read at run time, and
 # evaluating them once here is cheaper than typing.get_type_hints compiling each string on first use.
 
+import re
 import types
 from collections.abc import Mapping
 from dataclasses import field
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.data.row import Row, row
-from cudadoctor.data.types import Branch, BranchDesignation, Cc, PlainCc, PreloadWhen, YearMonth, in_data
+from cudadoctor.data.types import (
+    Branch,
+    BranchDesignation,
+    Cc,
+    Pattern,
+    PlainCc,
+    PreloadWhen,
+    YearMonth,
+    in_data,
+)
 from cudadoctor.facts.model import DriverVersion
 
 __all__ = [
@@ -39,6 +49,7 @@ __all__ = [
     "ForwardCompatPackage",
     "FrameworkPreload",
     "GpuArch",
+    "GpuDevice",
     "GpuModel",
     "JaxRelease",
     "JetsonSbsa",
@@ -149,6 +160,31 @@ class GpuModel(Row):
     segment: str | None = None  #: ``datacenter`` / ``geforce`` / ``workstation`` …
     source: str | None = None  #: the ``[[meta.sources]]`` id the record cites
     aliases: tuple[str, ...] = in_data(())
+
+
+#: A PCI ID as lspci and NVIDIA's README write it: four upper-case hex digits (``"2237"``).
+PciId = Annotated[str, Pattern(re.compile(r"^[0-9A-F]{4}$"), "a PCI ID (four upper-case hex digits)")]
+#: A subsystem as NVIDIA's README writes it: vendor and device ID (``"10DE 152F"``).
+PciSubsystem = Annotated[str, Pattern(re.compile(r"^[0-9A-F]{4} [0-9A-F]{4}$"), "a PCI subsystem (vendor device)")]
+
+
+# --- compat/gpu_devices.toml (kind gpu-devices) ---------------------------------------------------------
+
+
+@row(kw_only=True)
+class GpuDevice(Row):
+    """One NVIDIA GPU by PCI device ID: its name and the driver releases whose README lists it."""
+
+    pci: PciId  #: the PCI device ID (vendor 10DE)
+    name: str  #: the product name as the driver prints it ("NVIDIA A10G")
+    #: the first release of each driver branch whose README lists it (a listing proves support from there on)
+    listed_from: tuple[DriverVersion, ...]
+    #: the subsystems (vendor device) this name is listed for; empty: the device ID alone names it
+    subsystems: tuple[PciSubsystem, ...] = ()
+    compute_capability: PlainCc | None = None  #: None: neither named in gpus.toml nor safely inferred
+    cc_model: str | None = None  #: the compat/gpus.toml record its compute capability comes from
+    inferred: str | None = None  #: the rule an *inferred* compute capability follows
+    source: str | None = None  #: the ``[[meta.sources]]`` id the record cites
 
 
 @row(kw_only=True)
@@ -707,6 +743,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
             {"forward_compat": ForwardCompat},
         ),
         "gpu-architectures": Layout({"arch": GpuArch}),
+        "gpu-devices": Layout({"device": GpuDevice}),
         "torch-releases": Layout(
             {
                 "variant": TorchVariant,

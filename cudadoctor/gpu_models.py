@@ -6,7 +6,8 @@ table's aliases by *token prefix*: both sides are normalised into tokens, and an
 when its tokens begin the name's tokens, so "NVIDIA H100 80GB HBM3" matches the alias "H100" and
 "RTX 4000 SFF Ada Generation" prefers "RTX 4000 SFF Ada" over "RTX 4000" (the longest alias wins).
 Whole tokens only: "L4" never matches "L40S". The code holds no model numbers; they live in
-``compat/gpus.toml`` with their sources (see ``compat/gpus.SOURCES.md``).
+``compat/gpus.toml`` with their sources (see ``compat/gpus.SOURCES.md``), and the product names of NVIDIA's device
+list (``compat/gpu_devices.toml``: "NVIDIA A10G", "NVIDIA GeForce GTX 1650") that no record there matches.
 
 Everything here except :func:`load_models` is pure. The table's rows are :class:`cudadoctor.data.rows.GpuModel`.
 """
@@ -22,6 +23,7 @@ from cudadoctor.data.rows import GpuModel
 __all__ = [
     "GpuModel",
     "GpuTable",
+    "device_models",
     "load_models",
     "lookup",
     "normalise",
@@ -59,11 +61,34 @@ def normalise(name: str) -> tuple[str, ...]:
 
 
 def load_models() -> tuple[GpuModel, ...]:
-    """The models of the bundled ``compat/gpus.toml``, every record validated.
+    """The models of the bundled ``compat/gpus.toml``, every record validated, then the product names of
+    ``compat/gpu_devices.toml`` that no record of it matches (:func:`device_models`).
 
-    :raises CompatDataError: when the table is missing or malformed.
+    :raises CompatDataError: when a table is missing or malformed.
     """
-    return CompatMatrix().gpu_models
+    matrix = CompatMatrix()
+    return matrix.gpu_models + device_models(matrix)
+
+
+def device_models(matrix: CompatMatrix) -> tuple[GpuModel, ...]:
+    """One model per product name of compat/gpu_devices.toml whose compute capability does not come from a
+    compat/gpus.toml record (``cc_model``; a test keeps that field equal to what :func:`lookup` finds), so a
+    name the curated table answers is answered by it alone. The model cites the device table's source;
+    ``architecture`` is compat/gpu_archs.toml's name for the compute capability."""
+    models: dict[tuple[str, ...], GpuModel] = {}
+    for device in matrix.gpu_devices:
+        cc = device.compute_capability
+        if cc is None or device.cc_model is not None:
+            continue
+        arch = matrix.gpu_arch(cc)
+        model = GpuModel(
+            name=device.name,
+            compute_capability=cc,
+            architecture=arch.name if arch is not None else None,
+            source=device.source,
+        )
+        models.setdefault(normalise(device.name), model)
+    return tuple(models.values())
 
 
 def lookup(name: str, table: GpuTable) -> GpuModel | None:
@@ -139,6 +164,13 @@ def parse_gpu_spec(spec: str, table: GpuTable) -> GpuModel:
     model = lookup(text, models)
     if model is None:
         from cudadoctor.didyoumean import did_you_mean
+
+        listed = CompatMatrix().devices_named(normalise(text))
+        if listed:
+            raise ValueError(
+                f"{listed[0].name} (PCI ID {listed[0].pci}) is in NVIDIA's device list, but no source gives its "
+                "compute capability (compat/notes/gpu-devices.md): give the compute capability instead ('X.Y')"
+            )
 
         raise ValueError(f"unknown GPU {text!r}: {_HOW_TO_SPELL}{did_you_mean(text, (m.name for m in models))}")
     return model

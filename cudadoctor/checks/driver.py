@@ -772,8 +772,10 @@ class CD114(Check):
     (compat/gpu_archs.toml; for example Blackwell GPUs such as the B200 and the RTX 50 series need R570 or
     newer, whatever the CUDA version), and against the last branch of a legacy architecture (R580 is the
     last for Maxwell, Pascal and Volta; judged on Linux, where the driver's major is its branch). Where the
-    data has no minimum for an architecture, a driver at least as new as a newer architecture's minimum is
-    taken to support it (*inferred*); otherwise the check could not judge.
+    data has no minimum for an architecture, a Linux driver supports the GPU when a release of its branch at
+    or before it lists the GPU in NVIDIA's open kernel modules README (compat/gpu_devices.toml), or
+    (*inferred*) when it is at least as new as a newer architecture's minimum; otherwise the check could not
+    judge (not being listed proves nothing: that README is not a complete support list).
 
     Why it matters: a driver older than the GPU does not know it: the GPU is missing from nvidia-smi or CUDA
     reports no usable device, and no choice of wheel helps.

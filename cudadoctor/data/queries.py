@@ -34,6 +34,7 @@ from cudadoctor.data.rows import (
     ForwardCompatPackage,
     FrameworkPreload,
     GpuArch,
+    GpuDevice,
     GpuModel,
     JaxRelease,
     JetsonSbsa,
@@ -266,6 +267,30 @@ class CompatMatrix:
     def gpu_models(self) -> tuple[GpuModel, ...]:
         """The GPU models, fully validated: the table is read on the probe path, before any check."""
         return self._table("gpus", validate=True).rows("gpu")
+
+    @functools.cached_property
+    def gpu_devices(self) -> tuple[GpuDevice, ...]:
+        """The GPUs of compat/gpu_devices.toml by PCI ID (NVIDIA's open kernel modules README)."""
+        rows: tuple[GpuDevice, ...] = self._rows("gpu_devices", "device")
+        return rows
+
+    def devices_by_pci(self, device_id: str) -> tuple[GpuDevice, ...]:
+        """The rows of a PCI device ID (``"2237"``, any case): one per name it is listed under."""
+        wanted = device_id.upper().removeprefix("0X")
+        return tuple(d for d in self.gpu_devices if d.pci == wanted)
+
+    def devices_named(self, tokens: tuple[str, ...]) -> tuple[GpuDevice, ...]:
+        """The rows whose name has these tokens (:func:`cudadoctor.gpu_models.normalise` of a GPU's name)."""
+        return self._devices_by_tokens.get(tokens, ())
+
+    @functools.cached_property
+    def _devices_by_tokens(self) -> dict[tuple[str, ...], tuple[GpuDevice, ...]]:
+        from cudadoctor.gpu_models import normalise
+
+        found: dict[tuple[str, ...], list[GpuDevice]] = {}
+        for device in self.gpu_devices:
+            found.setdefault(normalise(device.name), []).append(device)
+        return {k: tuple(v) for k, v in found.items()}
 
     @functools.cached_property
     def gpu_archs(self) -> dict[str, GpuArch]:

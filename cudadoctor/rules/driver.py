@@ -25,6 +25,8 @@ __all__ = [
     "FORWARD_COMPAT_SEGMENTS",
     "ForwardCompat",
     "driver_runs_cuda",
+    "DeviceListing",
+    "device_listing",
     "driver_supports_gpu",
     "forward_compat_on_gpu",
     "forward_compat_on_gpus",
@@ -197,6 +199,9 @@ def driver_supports_gpu(
         if driver.major < arch.min_driver_branch:
             return fails(rule, observed, f"driver branch R{arch.min_driver_branch} or newer", arch)
         return fits(rule, f"R{driver.major} is at least R{arch.min_driver_branch}", arch)
+    listing = None if windows else device_listing(matrix, driver, gpu)
+    if listing is not None and listing.proof is not None:
+        return fits(rule, listing.proof, arch, inferred=listing.inferred or "")
     newer = _newer_arch_floor(matrix, arch)
     if newer is not None and newer.min_driver_branch is not None and driver.major >= newer.min_driver_branch:
         why = (
@@ -204,4 +209,50 @@ def driver_supports_gpu(
             f"{newer.min_driver_branch}+), which is newer than {arch.name}"
         )
         return fits(rule, why, arch, inferred=why)
-    return cannot_judge(rule, f"the oldest driver branch for {arch.name} in compat/gpu_archs.toml", gpu, arch)
+    why = f"the oldest driver branch for {arch.name} in compat/gpu_archs.toml"
+    if listing is not None:
+        why = f"{listing.unproven}, and {why}"
+    return cannot_judge(rule, why, gpu, arch)
+
+
+@record
+class DeviceListing:
+    """What NVIDIA's device list (compat/gpu_devices.toml) says about a driver and a GPU name."""
+
+    proof: str | None  #: why the driver supports it (a README listing), None when the list does not prove it
+    inferred: str | None = None  #: the rule, when the proof is inferred rather than read
+    unproven: str = ""  #: why it does not prove it (for a could-not-judge)
+
+
+def device_listing(matrix: CompatMatrix, driver: DriverVersion, gpu: str) -> DeviceListing | None:
+    """Does a README of the driver's branch, at or before this driver, list every device of this name?
+
+    A listing proves support from that release on within its branch (a point release does not drop a GPU its
+    branch supports). A branch newer than every branch of the table supports what the newest release of the
+    table lists (*inferred*: a new branch keeps its predecessors' GPUs; legacy cuts are gpu_archs.toml's
+    ``last_driver_branch``). Not being listed proves nothing: the README is not a complete support list.
+    None when no device of the table has this name.
+    """
+    from cudadoctor.gpu_models import normalise
+
+    devices = matrix.devices_named(normalise(gpu))
+    if not devices:
+        return None
+    source = "NVIDIA's open GPU kernel modules README (compat/gpu_devices.toml)"
+    on_branch = [next((t for t in d.listed_from if t.major == driver.major), None) for d in devices]
+    if all(t is not None and t <= driver for t in on_branch):
+        first = max(t for t in on_branch if t is not None)
+        return DeviceListing(f"{source} lists {gpu} from driver {first} of branch R{driver.major} on")
+    newest = max(t for d in matrix.gpu_devices for t in d.listed_from)
+    if driver.major > newest.major and all(d.listed_from[-1].major == newest.major for d in devices):
+        why = (
+            f"{source} lists {gpu} in R{newest.major}, its newest branch, and a newer branch keeps the GPUs of "
+            "older ones until a legacy cut"
+        )
+        return DeviceListing(why, inferred=why)
+    listed = min(d.listed_from[0] for d in devices)
+    return DeviceListing(
+        None,
+        unproven=f"no release of branch R{driver.major} up to {driver} lists {gpu} in {source} (first listed in "
+        f"{listed})",
+    )

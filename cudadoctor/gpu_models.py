@@ -86,6 +86,7 @@ def device_models(matrix: CompatMatrix) -> tuple[GpuModel, ...]:
             compute_capability=cc,
             architecture=arch.name if arch is not None else None,
             source=device.source,
+            inferred=device.inferred,
         )
         models.setdefault(normalise(device.name), model)
     return tuple(models.values())
@@ -168,7 +169,7 @@ def parse_gpu_spec(spec: str, table: GpuTable) -> GpuModel:
         listed = CompatMatrix().devices_named(normalise(text))
         if listed:
             raise ValueError(
-                f"{listed[0].name} (PCI ID {listed[0].pci}) is in NVIDIA's device list, but no source gives its "
+                f"unknown GPU {text!r}: {listed[0].name} (PCI ID {listed[0].pci}) is in NVIDIA's device list, but no source gives its "
                 "compute capability (compat/notes/gpu-devices.md): give the compute capability instead ('X.Y')"
             )
 

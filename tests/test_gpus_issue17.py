@@ -22,7 +22,7 @@ from cudadoctor.rules.gpus import gpu_brands
 from cudadoctor.suggest import Constraints, Gpu, suggest_torch
 
 M = CompatMatrix()
-TABLE = load_models()
+TABLE = M.gpu_models  # compat/gpus.toml alone (load_models adds the device list)
 cli = CliRunner()
 
 #: (name as NVML / nvidia-smi / a user writes it, compute capability, segment), from the sources above.
@@ -92,7 +92,9 @@ def test_brand_candidates_follow_the_name_and_the_segment(name: str, brands: tup
 
 
 #: Named in issue #17 and left out of compat/gpus.toml: no NVIDIA table read gives their compute
-#: capability (compat/gpus.SOURCES.md, "Issue #17 item 3"). They stay unknown instead of guessed.
+#: capability (compat/gpus.SOURCES.md, "Issue #17 item 3"). The curated table does not guess them; those of
+#: NVIDIA's device list with an *inferred* value resolve through compat/gpu_devices.toml
+#: (tests/test_gpu_devices.py), the rest stay unknown.
 UNCONFIRMED = [
     "NVIDIA GeForce GTX 1660 Ti",
     "NVIDIA GeForce GTX 1650",
@@ -106,6 +108,8 @@ UNCONFIRMED = [
     "NVIDIA T4G",
     "NVIDIA GeForce RTX 3050 A Laptop GPU",
 ]
+#: Of those, the ones no table gives a compute capability: not in NVIDIA's device list, or without an inferred one.
+STILL_UNKNOWN = ["NVIDIA GeForce GTX 1660 Ti", "Tesla V100S-PCIE-32GB", "NVIDIA T4G"]
 
 
 @pytest.mark.parametrize("name", UNCONFIRMED)
@@ -113,6 +117,11 @@ def test_unconfirmed_gpus_are_unknown_not_guessed(name: str) -> None:
     assert lookup(name, TABLE) is None
     with pytest.raises(ValueError, match="unknown GPU"):
         parse_gpu_spec(name, TABLE)
+    if name in STILL_UNKNOWN:
+        with pytest.raises(ValueError, match="unknown GPU"):
+            parse_gpu_spec(name, load_models())
+    else:
+        assert parse_gpu_spec(name, load_models()).inferred
 
 
 def test_rtx_3050_a_laptop_is_not_folded_into_the_ampere_rtx_3050() -> None:

@@ -77,7 +77,10 @@ def infer(grouped: Mapping[tuple[str, str, tuple[str, ...]], list[str]], named: 
             if len(ccs) == 1 and len(next(iter(ccs.values()))) >= least:
                 cc, rows = next(iter(ccs.items()))
                 span = device[:size] + "x" * (4 - size)
-                out[device] = (cc, f"device-ID block {span}: its {len(rows)} rows named in gpus.toml all have {cc} ({rows[0]})")
+                out[device] = (cc, (
+                    f"device-ID block {span}: every row of it named in compat/gpus.toml ({len(rows)}) has {cc}, "
+                    f"e.g. {rows[0]}"
+                ))
                 break
     for name, device, _l in grouped:
         if name not in named and device in out:

@@ -279,6 +279,15 @@ class CompatMatrix:
         wanted = device_id.upper().removeprefix("0X")
         return tuple(d for d in self.gpu_devices if d.pci == wanted)
 
+    def device_for(self, device_id: str, subsystem: str | None = None) -> GpuDevice | None:
+        """The row naming a PCI device (``"2237"``) with this subsystem (``"10DE 152F"``), else its row listed
+        for the device ID alone; None when neither is in the table."""
+        rows = self.devices_by_pci(device_id)
+        wanted = (subsystem or "").upper()
+        return next((d for d in rows if wanted and wanted in d.subsystems), None) or next(
+            (d for d in rows if not d.subsystems), None
+        )
+
     def devices_named(self, tokens: tuple[str, ...]) -> tuple[GpuDevice, ...]:
         """The rows whose name has these tokens (:func:`cudadoctor.gpu_models.normalise` of a GPU's name)."""
         return self._devices_by_tokens.get(tokens, ())

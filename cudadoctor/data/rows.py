@@ -160,6 +160,8 @@ class GpuModel(Row):
     segment: str | None = None  #: ``datacenter`` / ``geforce`` / ``workstation`` …
     source: str | None = None  #: the ``[[meta.sources]]`` id the record cites
     aliases: tuple[str, ...] = in_data(())
+    #: the rule of an *inferred* compute capability (a model of compat/gpu_devices.toml); None: read from a source
+    inferred: str | None = None
 
 
 #: A PCI ID as lspci and NVIDIA's README write it: four upper-case hex digits (``"2237"``).

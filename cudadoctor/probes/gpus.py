@@ -28,6 +28,8 @@ __all__ = ["GpuInformation", "parse_gpu_information", "probe_gpus", "probe_visib
 PROC_GPUS = "/proc/driver/nvidia/gpus"
 #: Where a looked-up compute capability came from.
 TABLE_SOURCE = Source(SourceKind.FILE, "compat/gpus.toml")
+#: The source id of compat/gpu_devices.toml's rows (NVIDIA's open kernel modules README).
+DEVICES_SOURCE_ID = "nvidia-ogkm-readme"
 
 
 @record
@@ -97,6 +99,9 @@ def _lookup_cc(ctx: ProbeContext, name: str, where: str) -> tuple[str | None, So
     if model is None:
         ctx.fail("gpus", f"unknown GPU model '{name}': compute capability not in compat/gpus.toml or compat/gpu_devices.toml", where)
         return None, None
+    if model.source == DEVICES_SOURCE_ID:
+        rule = f" (inferred: {model.inferred})" if model.inferred else ""
+        return model.compute_capability, Source(SourceKind.FILE, f"compat/gpu_devices.toml{rule}")
     return model.compute_capability, TABLE_SOURCE
 
 

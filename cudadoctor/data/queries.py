@@ -289,8 +289,13 @@ class CompatMatrix:
         )
 
     def devices_named(self, tokens: tuple[str, ...]) -> tuple[GpuDevice, ...]:
-        """The rows whose name has these tokens (:func:`cudadoctor.gpu_models.normalise` of a GPU's name)."""
-        return self._devices_by_tokens.get(tokens, ())
+        """The rows whose name has these tokens (:func:`cudadoctor.gpu_models.normalise` of a GPU's name), else
+        those whose name begins with them (a model name such as "H100" stands for every "NVIDIA H100 …")."""
+        exact = self._devices_by_tokens.get(tokens, ())
+        if exact or not tokens:
+            return exact
+        n = len(tokens)
+        return tuple(d for key, rows in self._devices_by_tokens.items() if key[:n] == tokens for d in rows)
 
     @functools.cached_property
     def _devices_by_tokens(self) -> dict[tuple[str, ...], tuple[GpuDevice, ...]]:

@@ -211,7 +211,7 @@ def driver_supports_gpu(
         return fits(rule, why, arch, inferred=why)
     why = f"the oldest driver branch for {arch.name} in compat/gpu_archs.toml"
     if listing is not None:
-        why = f"{listing.unproven}, and {why}"
+        why = f"{why} ({listing.unproven})"
     return cannot_judge(rule, why, gpu, arch)
 
 
@@ -253,6 +253,5 @@ def device_listing(matrix: CompatMatrix, driver: DriverVersion, gpu: str) -> Dev
     listed = min(d.listed_from[0] for d in devices)
     return DeviceListing(
         None,
-        unproven=f"no release of branch R{driver.major} up to {driver} lists {gpu} in {source} (first listed in "
-        f"{listed})",
+        unproven=f"no release of R{driver.major} up to {driver} lists {gpu} in {source}; it is listed from {listed}",
     )

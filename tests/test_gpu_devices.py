@@ -182,3 +182,21 @@ def test_windows_driver_numbers_are_not_read_against_the_linux_listing() -> None
 def test_the_architecture_floor_and_the_legacy_cut_still_decide_first() -> None:
     assert _verdict("550.54.15", "10.0", "NVIDIA B200").is_problem
     assert _verdict("590.44.01", "6.1", "NVIDIA GeForce GTX 1080 Ti").is_problem
+
+
+def test_the_readme_figure_is_the_tables() -> None:
+    import os
+    import re
+
+    with open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8") as handle:
+        text = " ".join(handle.read().split())
+    named = {d.name for d in DEVICES}
+    with_cc = {d.name for d in DEVICES if d.compute_capability}
+    inferred = {d.name for d in DEVICES if d.inferred}
+    figure = (
+        f"maps {len(CURATED)} model names (with their aliases) to compute capability, and `compat/gpu_devices.toml` "
+        f"knows {len({d.pci for d in DEVICES})} PCI device IDs under {len(named)} product names as the driver "
+        f"prints them"
+    )
+    assert figure in text
+    assert re.search(rf"\b{len(with_cc)} of them with a compute capability \({len(inferred)} \*inferred\*", text)

@@ -166,11 +166,13 @@ def parse_gpu_spec(spec: str, table: GpuTable) -> GpuModel:
     if model is None:
         from cudadoctor.didyoumean import did_you_mean
 
-        listed = CompatMatrix().devices_named(normalise(text))
+        tokens = normalise(text)
+        listed = [d for d in CompatMatrix().devices_named(tokens) if normalise(d.name) == tokens]
         if listed:
             raise ValueError(
-                f"unknown GPU {text!r}: {listed[0].name} (PCI ID {listed[0].pci}) is in NVIDIA's device list, but no source gives its "
-                "compute capability (compat/notes/gpu-devices.md): give the compute capability instead ('X.Y')"
+                f"unknown GPU {text!r}: {listed[0].name} (PCI ID {listed[0].pci}) is in NVIDIA's device list, but no "
+                "source gives its compute capability (compat/notes/gpu-devices.md): give the compute capability "
+                "instead ('X.Y')"
             )
 
         raise ValueError(f"unknown GPU {text!r}: {_HOW_TO_SPELL}{did_you_mean(text, (m.name for m in models))}")

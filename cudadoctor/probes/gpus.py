@@ -97,7 +97,11 @@ def _lookup_cc(ctx: ProbeContext, name: str, where: str) -> tuple[str | None, So
         return None, None
     model = gpu_models.lookup(name, table)
     if model is None:
-        ctx.fail("gpus", f"unknown GPU model '{name}': compute capability not in compat/gpus.toml or compat/gpu_devices.toml", where)
+        ctx.fail(
+            "gpus",
+            f"unknown GPU model '{name}': compute capability not in compat/gpus.toml or compat/gpu_devices.toml",
+            where,
+        )
         return None, None
     if model.source == DEVICES_SOURCE_ID:
         rule = f" (inferred: {model.inferred})" if model.inferred else ""

@@ -23,10 +23,10 @@ from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
 
 __all__ = [
     "FORWARD_COMPAT_SEGMENTS",
-    "ForwardCompat",
-    "driver_runs_cuda",
     "DeviceListing",
+    "ForwardCompat",
     "device_listing",
+    "driver_runs_cuda",
     "driver_supports_gpu",
     "forward_compat_on_gpu",
     "forward_compat_on_gpus",

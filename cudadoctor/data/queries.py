@@ -291,20 +291,14 @@ class CompatMatrix:
     def devices_named(self, tokens: tuple[str, ...]) -> tuple[GpuDevice, ...]:
         """The rows whose name has these tokens (:func:`cudadoctor.gpu_models.normalise` of a GPU's name), else
         those whose name begins with them (a model name such as "H100" stands for every "NVIDIA H100 …")."""
-        exact = self._devices_by_tokens.get(tokens, ())
-        if exact or not tokens:
-            return exact
-        n = len(tokens)
-        return tuple(d for key, rows in self._devices_by_tokens.items() if key[:n] == tokens for d in rows)
-
-    @functools.cached_property
-    def _devices_by_tokens(self) -> dict[tuple[str, ...], tuple[GpuDevice, ...]]:
+        if not tokens:
+            return ()
         from cudadoctor.gpu_models import normalise
 
-        found: dict[tuple[str, ...], list[GpuDevice]] = {}
-        for device in self.gpu_devices:
-            found.setdefault(normalise(device.name), []).append(device)
-        return {k: tuple(v) for k, v in found.items()}
+        # Only names holding the first token are split into tokens: this runs on every check of a GPU.
+        named = [(normalise(d.name), d) for d in self.gpu_devices if tokens[0] in d.name.lower()]
+        exact = tuple(d for key, d in named if key == tokens)
+        return exact or tuple(d for key, d in named if key[: len(tokens)] == tokens)
 
     @functools.cached_property
     def gpu_archs(self) -> dict[str, GpuArch]:

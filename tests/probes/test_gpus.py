@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from cudadoctor import gpu_models
-from cudadoctor.data.load import parse_table
+from cudadoctor.data.load import compat_dir, parse_table
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import GpuInfo, Source, SourceKind, VisibleDevices
 from cudadoctor.probes.driver import probe_driver
@@ -31,6 +31,8 @@ H200_INFO_TEXT = fixture_text("h200", "tree", "proc", "driver", "nvidia", "gpus"
 SMI_MIG_OUTPUT = fixture_text("gpus", "nvidia-smi-query-mig.txt")
 TABLE = Source(SourceKind.FILE, "compat/gpus.toml")
 NO_NVML = NvmlResult(error="NVML Shared Library Not Found")
+BUNDLED_MODELS = gpu_models.load_models
+COMPAT = compat_dir()
 
 
 @pytest.fixture(autouse=True)
@@ -195,8 +197,28 @@ def test_unknown_model_from_proc(h200) -> None:
         (1, "NVIDIA Zorblax 9000", None, None),
     ]
     assert [(e.probe, e.message, e.source) for e in ctx.errors] == [
-        ("gpus", "unknown GPU model 'NVIDIA Zorblax 9000': compute capability not in compat/gpus.toml", path)
+        (
+            "gpus",
+            "unknown GPU model 'NVIDIA Zorblax 9000': compute capability not in compat/gpus.toml or "
+            "compat/gpu_devices.toml",
+            path,
+        )
     ]
+
+
+def test_a_model_of_nvidias_device_list_takes_its_inferred_compute_capability(h200, monkeypatch) -> None:
+    # The A10G (AWS g5) is not in compat/gpus.toml; compat/gpu_devices.toml infers 8.6 from its device-ID block.
+    monkeypatch.setattr(gpu_models, "load_models", BUNDLED_MODELS)  # the bundled tables, from the real compat/
+    h200.add_real_directory(COMPAT)
+    path = "/proc/driver/nvidia/gpus/0000:00:07.0/information"
+    text = fixture_text("gpus", "information-unknown-model.txt").replace("NVIDIA Zorblax 9000", "NVIDIA A10G")
+    h200.create_file(path, contents=text)
+    ctx = make_ctx(native=FakeNative(nvml_result=NO_NVML))
+    a10g = probe_gpus(ctx)[1]
+    assert (a10g.name, a10g.compute_capability) == ("NVIDIA A10G", "8.6")
+    assert a10g.compute_capability_source is not None
+    assert a10g.compute_capability_source.where.startswith("compat/gpu_devices.toml (inferred: device-ID block 223x")
+    assert ctx.errors == []
 
 
 def test_garbled_information_file(h200) -> None:

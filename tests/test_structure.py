@@ -1,4 +1,6 @@
-"""The package's shape: no long functions, no import cycle, mypy-strict clean is checked in CI (.ci/run)."""
+"""The package's shape: no long functions; every room on a floor and no import up a floor; no import cycle. Imports
+inside functions and for type checkers count as much as those at module level (a lazy import hides an inversion as
+well as any). mypy --strict is checked in CI (.ci/run)."""
 
 from __future__ import annotations
 
@@ -141,6 +143,28 @@ def _imports(path: pathlib.Path, modules: dict[str, pathlib.Path]) -> set[tuple[
 def _graph() -> dict[str, set[tuple[str, str]]]:
     modules = _modules()
     return {name: {(m, w) for m, w in _imports(path, modules) if m != name} for name, path in modules.items()}
+
+
+def test_imports_inside_functions_for_type_checkers_and_by_fixed_name_are_seen(tmp_path: pathlib.Path) -> None:
+    source = tmp_path / "example.py"
+    source.write_text(
+        "from __future__ import annotations\n"
+        "import importlib\n"
+        "from typing import TYPE_CHECKING\n"
+        "from cudadoctor.facts import model\n"
+        "if TYPE_CHECKING:\n"
+        "    from cudadoctor.data.rows import GpuModel\n"
+        "def later() -> None:\n"
+        "    from cudadoctor.probes.host import probe_host\n"
+        "    importlib.import_module('cudadoctor.app')\n",
+        encoding="utf-8",
+    )
+    assert _imports(source, _modules()) == {
+        ("cudadoctor.facts.model", "module"),
+        ("cudadoctor.data.rows", "types"),
+        ("cudadoctor.probes.host", "function"),
+        ("cudadoctor.app", "function"),
+    }
 
 
 def test_every_room_is_on_a_floor() -> None:

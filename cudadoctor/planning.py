@@ -239,7 +239,7 @@ Gather = Callable[[], Facts]
 
 
 def constraints(
-    matrix: CompatMatrix, flags: HostFlags, gather: Gather | None, *, variant: str | None = None
+    matrix: CompatMatrix, flags: HostFlags, gather: Gather | None = None, *, variant: str | None = None
 ) -> Constraints:
     """What a plan must fit: this machine's facts (``gather``, unless ``flags.probe`` is off), overridden by the
     flags."""

@@ -6,6 +6,10 @@ Compatibility"; the floors are in compat/cuda.toml ``minor_compat``). Above that
 whose libcuda the loader picks gives an older kernel driver a newer CUDA ("Forward Compatibility"), but only
 on GPUs that support it: data center GPUs, select NGC Server Ready RTX SKUs and Jetson; elsewhere cuInit
 fails with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804).
+
+Which CUDA version a driver gives applications (:func:`effective_cuda`, with the forward compatibility in effect,
+:func:`forward_compat`) is computed here once: the checks are given it as the derived fact ``driver_cuda`` and
+``suggest`` plans with it.
 """
 
 from __future__ import annotations

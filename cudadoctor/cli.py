@@ -320,7 +320,7 @@ def usage(
     activity, and says what one look can and cannot tell. Exit status: 0 shown, 2 usage error, 3 NVML did
     not answer.
     """
-    from cudadoctor.probes.nvml_health import RealHealthSource
+    from cudadoctor.probes.native import RealHealthSource
     from cudadoctor.usage import usage_command
 
     text, code = usage_command(RealHealthSource(), sample, output_format.value)
@@ -341,6 +341,7 @@ def _suggest_matrix(
     target: str, flags: HostFlags, output_format: SuggestFormat, *, matrix: bool, verbose: bool
 ) -> None:
     """``suggest --matrix``: the table of releases x builds, as text, JSON or Markdown."""
+    from cudadoctor.commands import this_machine
     from cudadoctor.planning import matrix_plan
     from cudadoctor.report.fit_matrix import render_matrix_json, render_matrix_markdown, render_matrix_text
 
@@ -348,7 +349,7 @@ def _suggest_matrix(
         raise UsageError("--format markdown: give --matrix (the plans themselves are text, json, commands, dockerfile)")
     if output_format in (SuggestFormat.COMMANDS, SuggestFormat.DOCKERFILE):
         raise UsageError(f"--matrix --format {output_format.value}: expected text, json or markdown")
-    found, constraints = matrix_plan(target, flags)
+    found, constraints = matrix_plan(target, flags, this_machine)
     if output_format is SuggestFormat.JSON:
         sys.stdout.write(render_matrix_json(found, constraints))
     elif output_format is SuggestFormat.MARKDOWN:

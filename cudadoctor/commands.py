@@ -18,6 +18,7 @@ from cudadoctor.record import record
 from cudadoctor.report import Format
 
 if TYPE_CHECKING:
+    from cudadoctor.facts.model import Facts
     from cudadoctor.planning import HostFlags
     from cudadoctor.report.document import Report
 
@@ -29,6 +30,7 @@ __all__ = [
     "guard",
     "render_report",
     "suggest_command",
+    "this_machine",
 ]
 
 
@@ -183,6 +185,14 @@ def _exit_code(report: Report, fmt: Format) -> int:
     return node_verdict(report).exit_code
 
 
+def this_machine() -> Facts:
+    """This machine's facts as ``suggest`` plans from them: never the hardware health, nor the toolkits (so
+    ``nvcc`` is not run)."""
+    from cudadoctor.probes.collect import collect_facts, live_context
+
+    return collect_facts(live_context(health=False), skip=("toolkits", "nvcc"))
+
+
 def suggest_command(target: str, flags: HostFlags, output_format: str, *, verbose: bool = False) -> int:
     """``cudadoctor suggest TARGET``: the plan written to stdout; 1 when nothing fits (the advice on stderr for the
     formats a script reads). The typer command and the entry's fast path both run this."""
@@ -194,7 +204,7 @@ def suggest_command(target: str, flags: HostFlags, output_format: str, *, verbos
         render_suggestion_text,
     )
 
-    result, constraints = plan(target, flags)
+    result, constraints = plan(target, flags, this_machine)
     if output_format == "json":
         sys.stdout.write(render_suggestion_json(result, constraints))
     elif output_format == "commands":

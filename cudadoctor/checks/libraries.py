@@ -19,7 +19,6 @@ from packaging.version import InvalidVersion, Version
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.derive import effective_cuda
 from cudadoctor.facts.model import (
     CudaWheels,
     DriverInfo,
@@ -33,6 +32,7 @@ from cudadoctor.facts.model import (
     ToolkitInstall,
 )
 from cudadoctor.facts.requires import exact_pins
+from cudadoctor.rules.driver import effective_cuda
 from cudadoctor.rules.toolchain import JIT_BUILDERS, BuildToolkit, nvcc_matches_torch, nvcc_runs_on_driver
 
 __all__ = ["CD201", "CD202", "CD301", "CD302", "CD303"]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 import typer
 
 from cudadoctor import __version__
-from cudadoctor.commands import CheckOptions, check_command, closed_pipe, guard
+from cudadoctor.commands import CheckOptions, check_command, closed_pipe, guard, prepare_command_line
 from cudadoctor.errors import UsageError
 from cudadoctor.report import Format
 from cudadoctor.terminal import ColorMode, set_color_mode
@@ -669,9 +669,7 @@ def _root(
 def main() -> None:
     """Entry point of the ``cudadoctor`` command through typer (:func:`cudadoctor.entry.main` has already taken the
     colour options and prepared the streams when it is the caller; doing it again changes nothing)."""
-    from cudadoctor.entry import _prepare
-
-    _prepare(sys.argv)
+    prepare_command_line(sys.argv)
     if COMPLETE_VAR in os.environ:  # a completion script asking: typer answers once its shells are registered
         from typer._completion_classes import completion_init
 

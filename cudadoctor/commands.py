@@ -72,6 +72,22 @@ def err(message: str) -> None:
     print(prefix + message, file=sys.stderr)
 
 
+def prepare_command_line(argv: list[str]) -> list[str]:
+    """The arguments after the program's name, without the colour options, which are taken here for every command
+    (:func:`cudadoctor.terminal.take_color_options`; a bad value ends the run: one line, exit 2); stdout and stderr
+    then print whatever a report holds (ASCII stand-ins for what their encoding cannot show). ``argv`` keeps the
+    program's name and the rest, for typer."""
+    from cudadoctor.terminal import prepare_streams, take_color_options
+
+    prepare_streams()
+    try:
+        argv[1:] = take_color_options(argv[1:])
+    except UsageError as exc:
+        err(str(exc))
+        sys.exit(exc.exit_code)
+    return argv[1:]
+
+
 def closed_pipe() -> NoReturn:
     """The reader went away (``cudadoctor list-checks | head -1``): end quietly, as ``cat`` does.
 

@@ -53,6 +53,7 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
                 "config",
                 "pipconfig",
                 "compare",
+                "terminal",
             ]
         ),
     ),

@@ -22,9 +22,11 @@ from packaging.version import Version
 from cudadoctor.bounded import version_or_none
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.presence import gpus_to_judge
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import GpuArch
 from cudadoctor.facts.derive import (
+    GpuEvidence,
     effective_cuda,
     forward_compat,
     frameworks_by_cuda_major,
@@ -419,13 +421,17 @@ class CD104(Check):
         visible: VisibleDevices,
         # gpus first: a GPU probe that crashed makes this "could not judge", not "no GPU" (engine order)
         gpus: tuple[GpuInfo, ...] = (),
-        gpu_count: int = 0,
+        gpu_evidence: GpuEvidence | None = None,
         scheduler: Scheduler | None = None,
         torch: InstalledPackage | None = None,
     ) -> Problem | None:
         value = visible.cuda_visible_devices
-        if not gpu_count:
-            raise NotApplicable("no GPU found (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N)")
+        gpu_count = gpu_evidence.count if gpu_evidence is not None else 0
+        if gpu_evidence is None or not gpu_count:
+            raise NotApplicable(
+                "no GPU this process could reach (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N)"
+                + (f"; only {gpu_evidence.strongest()}" if gpu_evidence is not None else "")
+            )
         if value is None:
             return None
         shown = parse_visible_devices(value, gpu_count)
@@ -435,7 +441,11 @@ class CD104(Check):
         if shown and len(shown) == len(listed):
             return None
         text, commands = scheduler_fix(scheduler, gpu_count)
-        evidence = {"CUDA_VISIBLE_DEVICES": repr(value), "GPUs present": str(gpu_count)}
+        evidence = {
+            "CUDA_VISIBLE_DEVICES": repr(value),
+            "GPUs present": str(gpu_count),
+            "GPUs shown by": gpu_evidence.strongest(),
+        }
         if scheduler is not None:
             evidence["scheduler"] = f"{scheduler.name} ({scheduler.evidence})"
         if shown:
@@ -588,16 +598,16 @@ class CD112(Check):
 
     def check(
         self,
-        gpus: tuple[GpuInfo, ...],
         packages: dict[str, InstalledPackage],
         matrix: CompatMatrix,
+        gpus: tuple[GpuInfo, ...] = (),
+        gpu_evidence: GpuEvidence | None = None,
         facts: Facts | None = None,
     ) -> Problem | None:
         builds = frameworks_by_cuda_major(packages)
         if not builds:
             raise NotApplicable("no installed framework is built for CUDA")
-        if not gpus:
-            raise NotApplicable("no GPU was found")
+        gpus = gpus_to_judge(gpus, gpu_evidence)
         problems: list[str] = []
         unknown: list[str] = []
         evidence: dict[str, str] = {}
@@ -663,17 +673,18 @@ class CD113(Check):
     def check(
         self,
         packages: dict[str, InstalledPackage],
-        gpus: tuple[GpuInfo, ...],
         matrix: CompatMatrix,
         host: HostInfo,
+        gpus: tuple[GpuInfo, ...] = (),
+        gpu_evidence: GpuEvidence | None = None,
         facts: Facts | None = None,
     ) -> Problem | None:
         builds = [p for p in packages.values() if _judged_build(p)]
         if not builds:
             raise NotApplicable("no installed framework is a CUDA build")
-        judged = [g for g in gpus if g.compute_capability]
+        judged = [g for g in gpus_to_judge(gpus, gpu_evidence) if g.compute_capability]
         if not judged:
-            raise CannotJudge("the GPUs' compute capabilities are unknown" if gpus else "no GPU was found")
+            raise CannotJudge("the GPUs' compute capabilities are unknown")
         missing: list[str] = []
         problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]] = []
         for pkg in builds:
@@ -786,12 +797,16 @@ class CD114(Check):
     category = "driver"
 
     def check(
-        self, driver: DriverInfo, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix, host: HostInfo
+        self,
+        driver: DriverInfo,
+        matrix: CompatMatrix,
+        host: HostInfo,
+        gpus: tuple[GpuInfo, ...] = (),
+        gpu_evidence: GpuEvidence | None = None,
     ) -> Problem | None:
         if driver.version is None:
             raise CannotJudge("the driver version is unknown")
-        if not gpus:
-            raise NotApplicable("no GPU was found")
+        gpus = gpus_to_judge(gpus, gpu_evidence)
         wrong: list[tuple[GpuInfo, Verdict[GpuArch]]] = []
         unknown: list[str] = []
         for gpu in gpus:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
+from cudadoctor.facts.health import HealthInfo
 from cudadoctor.facts.model import (
     DriverInfo,
     DriverVersion,
@@ -35,11 +36,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DERIVED",
     "Derived",
+    "GpuEvidence",
     "effective_cuda",
     "env_map",
     "forward_compat",
     "frameworks_by_cuda_major",
-    "gpu_count",
+    "gpu_evidence",
     "gpu_segments",
     "ld_library_path",
     "loaded_libcuda",
@@ -174,12 +176,54 @@ def gpu_segments(gpus: tuple[GpuInfo, ...]) -> tuple[tuple[str, str | None], ...
     return tuple((gpu.name, model.segment if model else None) for gpu, model in zip(gpus, models, strict=True))
 
 
-def gpu_count(gpus: tuple[GpuInfo, ...], visible: VisibleDevices | None) -> int | None:
-    """How many GPUs the machine has: the GPUs probed (NVML, nvidia-smi, /proc/driver/nvidia/gpus), else
-    the GPU device nodes /dev/nvidia0..N (one per GPU, numbered by the driver's minor number), for a
-    container or image where neither NVML nor /proc shows them; None when nothing shows a GPU."""
-    nodes = {n for n in (visible.device_nodes if visible else ()) if re.fullmatch(r"/dev/nvidia[0-9]+", n)}
-    return max(len(gpus), len(nodes)) or None
+#: A GPU's own device node, one per GPU numbered by the driver's minor number (not /dev/nvidiactl, -uvm, -caps).
+_GPU_NODE = re.compile(r"/dev/nvidia[0-9]+")
+
+
+@record
+class GpuEvidence:
+    """What shows NVIDIA GPUs here: the one answer every check asking "is there a GPU" uses.
+
+    The probed GPUs (NVML, nvidia-smi, /proc/driver/nvidia/gpus, ``--assume-gpu``) name their models; the device
+    nodes /dev/nvidia0..N (one per GPU the process was given) and the NVIDIA functions on the PCI bus (the health
+    probe, /sys/bus/pci/devices) only show that GPUs are there, for a container or root where NVML does not answer.
+    """
+
+    #: the GPUs a process here reaches: the probed GPUs or the GPU device nodes, whichever shows more; 0 when only
+    #: the PCI bus shows one (sysfs is not namespaced: a container sees every GPU of the host there)
+    count: int
+    #: (the evidence, what it showed), strongest first: the probed GPUs, the device nodes, the PCI bus
+    shown_by: tuple[tuple[str, str], ...]
+    #: the probed GPUs name their models: a check that needs the model or compute capability can judge
+    models_known: bool
+
+    def strongest(self) -> str:
+        """The strongest evidence in words, e.g. ``GPU device nodes: /dev/nvidia0``."""
+        what, shown = self.shown_by[0]
+        return f"{what}: {shown}"
+
+
+def gpu_evidence(
+    gpus: tuple[GpuInfo, ...], visible: VisibleDevices | None, health: HealthInfo | None
+) -> GpuEvidence | None:
+    """The evidence of NVIDIA GPUs: the probed GPUs, else the GPU device nodes /dev/nvidia0..N (for a container or
+    image where neither NVML nor /proc shows them), else the NVIDIA functions on the PCI bus; None when nothing
+    shows a GPU."""
+    shown: list[tuple[str, str]] = []
+    if gpus:
+        where = gpus[0].source.where
+        if where.startswith("/proc/driver/nvidia/gpus/"):
+            where = "/proc/driver/nvidia/gpus"
+        shown.append(("GPU", f"{len(gpus)}× {gpus[0].name} ({where})"))
+    nodes = sorted({n for n in (visible.device_nodes if visible else ()) if _GPU_NODE.fullmatch(n)})
+    if nodes:
+        shown.append(("GPU device nodes", ", ".join(nodes)))
+    pci = health.host.pci_functions if health is not None else ()
+    if pci:
+        shown.append(("NVIDIA GPUs on the PCI bus", f"{len(pci)} ({', '.join(pci)}; /sys/bus/pci/devices)"))
+    if not shown:
+        return None
+    return GpuEvidence(max(len(gpus), len(nodes)), tuple(shown), bool(gpus))
 
 
 def effective_cuda(driver: DriverInfo, matrix: CompatMatrix) -> tuple[Version | None, str]:
@@ -231,10 +275,11 @@ DERIVED: dict[str, Derived] = {
         "no forward compatibility in effect",
         "the cuda-compat libcuda in effect and the CUDA it reports",
     ),
-    "gpu_count": Derived(
-        lambda f, _m: gpu_count(f.gpus, f.visible),
-        "no GPU found (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N)",
-        "how many GPUs the machine has, from the probed GPUs or else the /dev/nvidiaN device nodes",
+    "gpu_evidence": Derived(
+        lambda f, _m: gpu_evidence(f.gpus, f.visible, f.health),
+        "no GPU found (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N, the PCI bus)",
+        "what shows NVIDIA GPUs (the probed GPUs, the /dev/nvidiaN device nodes, the PCI bus) and how many a "
+        "process reaches",
     ),
     "scheduler": Derived(
         lambda f, _m: detect_scheduler(

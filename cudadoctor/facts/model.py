@@ -244,6 +244,8 @@ class GpuInfo:
     mig_devices: int | None = None
     #: where the compute capability came from when it differs from ``source`` (the compat/ GPU table)
     compute_capability_source: Source | None = None
+    #: where ``mig_mode`` and ``mig_devices`` came from when it differs from ``source`` (the MIG capability files)
+    mig_source: Source | None = None
 
 
 @record

@@ -255,6 +255,10 @@ class VisibleDevices:
     cuda_visible_devices: str | None = None  #: the variable's raw value, None when unset
     nvidia_visible_devices: str | None = None
     device_nodes: tuple[str, ...] = ()  #: ``/dev/nvidia0``, ``/dev/nvidiactl``, ``/dev/nvidia-uvm`` …
+    #: /dev is a running system's: it holds /dev/null as a character device, as every running machine and container
+    #: has (the OCI runtime spec's default devices); False for an image root or a copied disk, whose /dev holds no
+    #: device, so the absence of /dev/nvidia0 there says nothing; None when not read (an older snapshot)
+    live_dev: bool | None = None
 
 
 # --- CUDA toolkits --------------------------------------------------------------------------------

@@ -222,4 +222,6 @@ def probe_visible(ctx: ProbeContext) -> VisibleDevices:
         cuda_visible_devices=ctx.env.get("CUDA_VISIBLE_DEVICES"),
         nvidia_visible_devices=ctx.env.get("NVIDIA_VISIBLE_DEVICES"),
         device_nodes=tuple(nodes),
+        # the OCI runtime spec's default devices: https://github.com/opencontainers/runtime-spec/blob/main/config-linux.md
+        live_dev=ctx.fs.is_char_device("/dev/null"),
     )

@@ -32,6 +32,7 @@ from cudadoctor.facts.derive import (
     frameworks_by_cuda_major,
     gpu_segments,
     host_driver_version,
+    ld_library_path,
     loaded_libcuda,
     picked_libcuda,
     with_data_builds,
@@ -48,6 +49,7 @@ from cudadoctor.facts.model import (
 )
 from cudadoctor.rules.archs import build_covers_gpu
 from cudadoctor.rules.driver import (
+    ForwardCompat,
     driver_runs_cuda,
     driver_supports_gpu,
     forward_compat_on_gpu,
@@ -73,9 +75,8 @@ __all__ = [
 ]
 
 
-def _ld_library_path(host: HostInfo) -> list[str]:
-    value = next((v.value for v in host.env if v.name == "LD_LIBRARY_PATH"), "")
-    return [p for p in value.split(":") if p]
+def _ld_library_path(host: HostInfo) -> tuple[str, ...]:
+    return ld_library_path(host) or ()
 
 
 def _without_dirs(host: HostInfo, drop: set[str]) -> str | None:
@@ -317,18 +318,21 @@ class CD103(Check):
     name = "no-stub-libcuda"
     category = "driver"
 
-    def check(self, driver: DriverInfo, host: HostInfo) -> Problem | None:
+    def check(
+        self, driver: DriverInfo, host: HostInfo, ld_library_path: tuple[str, ...] | None = None
+    ) -> Problem | None:
+        ld_path = ld_library_path or ()
         stub_reading = any("STUB_LIBRARY" in (r.detail or "") for r in driver.readings)
         picks = {name: picked_libcuda(driver, name) for name in ("libcuda.so.1", "libcuda.so")}
         stubs = {name: hit for name, hit in picks.items() if hit is not None and hit[0].kind == "stub"}
-        stub_dirs = {posixpath.normpath(p) for p in _ld_library_path(host) if re.search(r"/stubs/?$", p)}
+        stub_dirs = {posixpath.normpath(p) for p in ld_path if re.search(r"/stubs/?$", p)}
         stub_dirs |= {posixpath.dirname(hit[0].path) for hit in stubs.values()}
         if stub_reading and driver.loaded_libcuda:
             stub_dirs.add(posixpath.dirname(driver.loaded_libcuda))
         if not stub_reading and not stub_dirs:
             return None
         evidence = {name: f"{hit[0].path} ({hit[1]})" if hit else "not found" for name, hit in picks.items()}
-        evidence["LD_LIBRARY_PATH"] = ":".join(_ld_library_path(host)) or "(unset)"
+        evidence["LD_LIBRARY_PATH"] = ":".join(ld_path) or "(unset)"
         if stub_reading or "libcuda.so.1" in stubs:
             message = "the loader picks a stub libcuda for libcuda.so.1: every CUDA call will fail with error 34"
         elif stubs:
@@ -517,6 +521,8 @@ class CD111(Check):
         matrix: CompatMatrix,
         host: HostInfo,
         gpus: tuple[GpuInfo, ...] = (),
+        driver_cuda: tuple[Version | None, str] = (None, "unknown"),
+        forward: ForwardCompat | None = None,
         facts: Facts | None = None,
     ) -> Problem | None:
         if driver.version is None:
@@ -529,8 +535,7 @@ class CD111(Check):
             raise CannotJudge(f"{garbled[0][0]}'s CUDA build {(garbled[0][1] or '')[:20]!r} is not a CUDA version")
         if not frameworks_by_cuda_major(packages):
             raise NotApplicable("no installed framework is built for CUDA")
-        cuda, why = effective_cuda(driver, matrix)
-        forward = forward_compat(driver)
+        cuda, why = driver_cuda
         # The GPU table is read only where it decides something (the GPU probe reports it when broken).
         segments = gpu_segments(gpus) if forward is not None else ()
         failing: list[str] = []
@@ -598,13 +603,15 @@ class CD112(Check):
 
     def check(
         self,
+        # packages first: a package probe that crashed makes this "could not judge", not "no framework"
         packages: dict[str, InstalledPackage],
         matrix: CompatMatrix,
         gpus: tuple[GpuInfo, ...] = (),
         gpu_evidence: GpuEvidence | None = None,
+        cuda_builds: dict[int, list[InstalledPackage]] | None = None,
         facts: Facts | None = None,
     ) -> Problem | None:
-        builds = frameworks_by_cuda_major(packages)
+        builds = cuda_builds or {}
         if not builds:
             raise NotApplicable("no installed framework is built for CUDA")
         gpus = gpus_to_judge(gpus, gpu_evidence)

@@ -23,7 +23,7 @@ from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.packages import unmet_requirements
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import CudaError
-from cudadoctor.facts.derive import GpuEvidence
+from cudadoctor.facts.derive import GpuEvidence, ld_library_path
 from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, VisibleDevices
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
@@ -77,11 +77,8 @@ def _error_in_text(matrix: CompatMatrix, *texts: str | None) -> CudaErrorInfo | 
 # --- shared helpers -------------------------------------------------------------------------------
 
 
-def _ld_library_path(host: HostInfo | None) -> list[str] | None:
-    if host is None:
-        return None
-    value = next((v.value for v in host.env if v.name == "LD_LIBRARY_PATH"), None)
-    return None if value is None else [p for p in value.split(":") if p]
+def _ld_library_path(host: HostInfo | None) -> tuple[str, ...] | None:
+    return ld_library_path(host) if host is not None else None
 
 
 def _without(host: HostInfo | None, drop: Any) -> tuple[str, ...]:

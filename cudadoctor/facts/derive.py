@@ -255,7 +255,6 @@ def _package(name: str) -> Callable[[Facts, CompatMatrix], InstalledPackage | No
 DERIVED: dict[str, Derived] = {
     "torch": Derived(_package("torch"), "torch is not installed", "the installed torch distribution"),
     "vllm": Derived(_package("vllm"), "vLLM is not installed", "the installed vLLM distribution"),
-    "jax": Derived(_package("jax"), "JAX is not installed", "the installed JAX distribution"),
     "env": Derived(lambda f, _m: env_map(f.host), "", "the examined environment's variables, by name"),
     "build_toolkit": Derived(
         lambda f, _m: build_toolkit(f.toolkits, f.nvcc),

@@ -71,7 +71,7 @@ NOT_READ_BY_A_CHECK: dict[str, Kept] = {
     "tool_version": Kept("report", "the report's header names the cudadoctor that gathered the facts"),
     "timings": Kept("report", "check --verbose shows how long each probe took"),
     # the host
-    "HostInfo.kernel": Kept("report", "shown in the host line; the driver probe reads it to name the module's kernel"),
+    "HostInfo.kernel": Kept("report", "shown in the host line"),
     "HostInfo.glibc": Kept("report", "shown in the host line; no check has a glibc floor yet"),
     "HostInfo.apple_silicon": Kept("suggest", "suggest plans MPS builds on Apple silicon; there is no CUDA to check"),
     "HostInfo.rocm_version": Kept("suggest", "suggest plans ROCm builds; no check judges ROCm"),

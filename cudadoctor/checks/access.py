@@ -35,7 +35,7 @@ from cudadoctor.facts.model import (
     VisibleDevices,
 )
 
-__all__ = ["BUILD_STAGE_VAR", "CD120", "gpu_consumers"]
+__all__ = ["BUILD_STAGE_VAR", "CD120", "IMAGE_ROOT", "gpu_consumers"]
 
 #: Set on a build step's command line to say "this is an image build, no GPU is expected".
 BUILD_STAGE_VAR = "CUDADOCTOR_BUILD_STAGE"
@@ -60,7 +60,8 @@ def _gpu_nodes(visible: VisibleDevices) -> list[str]:
     return [n for n in visible.device_nodes if re.fullmatch(r"/dev/nvidia\d+", n)]
 
 
-#: The marker :mod:`cudadoctor.probes.host` gives every ``--root``: not itself a sign of a container.
+#: The marker :mod:`cudadoctor.probes.host` gives every ``--root`` (its ``_container``): not itself a sign of a
+#: container. tests/corpus/test_root_replay.py keeps the two spellings equal.
 IMAGE_ROOT = "image root"
 
 

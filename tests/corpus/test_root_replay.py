@@ -12,6 +12,7 @@ import pytest
 from pyfakefs.fake_filesystem_unittest import Patcher
 
 from cudadoctor.assume import apply_assumptions
+from cudadoctor.checks.access import IMAGE_ROOT
 from cudadoctor.checks.engine import run_checks
 from cudadoctor.checks.findings import Status
 from cudadoctor.data import CompatMatrix
@@ -39,6 +40,7 @@ def test_docker_pytorch_27_as_a_running_containers_root(live_dev, status):
         ctx = make_ctx(root=ROOT, env=machine.env, runner=machine.runner, python=machine.python)
         probed = collect_facts(ctx)
     facts = apply_assumptions(probed, driver=str(CASE["env"]["driver"]["version"]))
+    assert facts.host.container is not None and IMAGE_ROOT in facts.host.container.markers  # the probe's word
     (finding,) = [f for f in run_checks(facts, MATRIX) if f.code == "CD120"]
     assert finding.status is status, finding
     assert status is Status.FAIL or "/dev" in (finding.reason or ""), finding.reason

@@ -148,6 +148,7 @@ def test_cd402_cpu_torch_gets_a_command_that_replaces_it(h200):
     command = finding.remediation.commands[0]  # type: ignore[union-attr]
     # the installed release (2.11.0 from data fits the H200 and driver 580) and a reinstall that replaces it
     assert command.startswith("python -m pip install torch==2.11.0") and command.endswith("--force-reinstall")
+    assert command.split().count("--force-reinstall") == 1  # the plan's own flag, not a second one
 
 
 def test_cd402_cuda_extension_beside_cpu_torch_is_evidence(h200):

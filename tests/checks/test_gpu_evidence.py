@@ -33,6 +33,8 @@ def test_cd402_device_nodes_are_evidence_of_a_gpu_when_nvml_does_not_answer(h200
     assert finding.status is Status.FAIL
     assert finding.evidence["GPU device nodes"] == "/dev/nvidia0"  # the evidence it used, named
     assert "on a machine with an NVIDIA GPU" in finding.message
+    # the fix installs a CUDA build: the planner too counts the device node as a GPU, not a CPU-only machine
+    assert finding.remediation is not None and "whl/cpu" not in finding.remediation.commands[0]
 
 
 def test_cd402_without_any_gpu_evidence_or_driver_does_not_apply(h200):

@@ -93,3 +93,12 @@ def test_gpu_evidence_orders_and_counts_its_sources(h200):
     assert only_nodes is not None and only_nodes.count == 2 and not only_nodes.models_known
     assert only_nodes.strongest() == "GPU device nodes: /dev/nvidia0, /dev/nvidia1"
     assert gpu_evidence((), VisibleDevices(device_nodes=("/dev/nvidiactl", "/dev/dxg")), None) is None
+
+
+def test_the_report_says_a_gpu_is_present_when_only_device_nodes_show_it(h200):
+    from cudadoctor.report.summary import Mark, categories
+
+    gpus = next(c for c in categories(_nvml_silent(h200)) if c.key == "gpus")
+    assert gpus.headline == "present, model unknown (GPU device nodes: /dev/nvidia0)" and gpus.mark is Mark.UNKNOWN
+    none = next(c for c in categories(replace(h200, gpus=(), visible=VisibleDevices())) if c.key == "gpus")
+    assert none.headline == "none found" and none.mark is Mark.ABSENT

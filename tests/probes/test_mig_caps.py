@@ -13,6 +13,7 @@ from cudadoctor.facts.codec import facts_from_json
 from cudadoctor.facts.model import Facts, VisibleDevices
 from cudadoctor.probes.gpus import probe_gpus
 from cudadoctor.probes.mig_caps import parse_mig_minors
+from cudadoctor.report.summary import categories
 from cudadoctor.testing import run_check
 from tests.conftest import fixture_text, make_ctx
 
@@ -67,6 +68,8 @@ def test_two_compute_instances_under_root_are_two_mig_devices_for_cd130(fs):
     assert finding.status is Status.FAIL
     assert "capabilities/gpu0/mig" in finding.evidence["GPUs in MIG mode"]
     assert run_check("CD131", facts).status is Status.OK
+    (line,) = [x.text for c in categories(facts) if c.key == "gpus" for x in c.lines if x.text.startswith("GPU 0")]
+    assert "MIG Enabled, 2 MIG device(s) (/proc/driver/nvidia/capabilities/gpu0/mig/gi*/ci*/access)" in line
 
 
 def test_a_gpu_instance_without_a_compute_instance_fails_cd131(fs):

@@ -5,7 +5,7 @@ derived from the code, not kept by hand:
 
 * a check reads the facts its ``check()`` parameters name (the engine injects them by name,
   :mod:`cudadoctor.checks.engine`), and, when it takes the whole ``facts``, the ``facts.<name>`` its module reads;
-* a derived fact (:data:`cudadoctor.facts.derive.DERIVED`) reads the top-level facts its computation touches (run
+* a derived fact (:data:`cudadoctor.checks.derived.DERIVED`) reads the top-level facts its computation touches (run
   here on the real H200 snapshot through a recorder), so the checks that read it read those facts too;
 * a nested field (``DriverInfo.wsl_libraries``, ``VisibleDevices.device_nodes`` …) counts as read when the check
   path (``cudadoctor/checks``, ``cudadoctor/rules``, ``cudadoctor/facts/derive.py``) reads an attribute of that name:
@@ -30,10 +30,11 @@ from typing import Any
 import cudadoctor
 import cudadoctor.facts.model as model
 from cudadoctor.checks import ALL_CHECKS
+from cudadoctor.checks.derived import CONTEXT, DERIVED
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.codec import facts_from_json
 from cudadoctor.facts.model import Facts
-from cudadoctor.facts.registry import CONTEXT, DERIVED, FACTS
+from cudadoctor.facts.registry import FACTS
 from tests.conftest import fixture_text
 
 PACKAGE = pathlib.Path(cudadoctor.__file__).parent

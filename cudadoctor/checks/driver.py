@@ -21,21 +21,18 @@ from packaging.version import Version
 
 from cudadoctor.bounded import version_or_none
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
+from cudadoctor.checks.derived import with_data_builds
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.presence import gpus_to_judge
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import GpuArch
 from cudadoctor.facts.derive import (
     GpuEvidence,
-    effective_cuda,
-    forward_compat,
     frameworks_by_cuda_major,
-    gpu_segments,
     host_driver_version,
     ld_library_path,
     loaded_libcuda,
     picked_libcuda,
-    with_data_builds,
 )
 from cudadoctor.facts.model import (
     DriverInfo,
@@ -47,11 +44,14 @@ from cudadoctor.facts.model import (
     LibcudaFile,
     VisibleDevices,
 )
+from cudadoctor.gpu_models import gpu_segments
 from cudadoctor.rules.archs import build_covers_gpu
 from cudadoctor.rules.driver import (
     ForwardCompat,
     driver_runs_cuda,
     driver_supports_gpu,
+    effective_cuda,
+    forward_compat,
     forward_compat_on_gpu,
     forward_compat_on_gpus,
 )

@@ -77,6 +77,8 @@ def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence
             Source(SourceKind.ASSUMED, "--assume-driver"), version=version, cuda_api=cuda_api, detail=detail or None
         )
         old = facts.driver
+        # What was read of the driver's files stays: the assumption replaces the version, not the libcuda files,
+        # the loader's view of them or the WSL2 driver store (CD132-CD135 judge the store against the version).
         facts = replace(
             facts,
             driver=DriverInfo(
@@ -85,6 +87,8 @@ def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence
                 readings=(reading, *(old.readings if old else ())),
                 libcuda_files=old.libcuda_files if old else (),
                 resolved_libcuda=old.resolved_libcuda if old else (),
+                wsl=old.wsl if old else False,
+                wsl_libraries=old.wsl_libraries if old else (),
             ),
         )
     if gpus:

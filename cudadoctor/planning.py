@@ -146,10 +146,11 @@ def accelerator_of(matrix: CompatMatrix, facts: Facts | None, gpus: Sequence[Gpu
     """What the machine computes with: ``cuda``, ``jetson``, ``rocm``, ``mps``, ``xpu``, ``cpu``; None: unknown.
 
     A described machine (--gpu, --driver) is what the flags say; a probed one is CPU-only only when no NVIDIA
-    driver or GPU, no ROCm, no Apple GPU, no Jetson and no discrete Intel GPU was found. An integrated Intel
-    GPU alone stays ``cpu``: most of them are older than the ones PyTorch's XPU builds are validated on.
+    driver or GPU (:func:`cudadoctor.facts.derive.gpu_evidence`), no ROCm, no Apple GPU, no Jetson and no discrete
+    Intel GPU was found. An integrated Intel GPU alone stays ``cpu``: most of them are older than the ones
+    PyTorch's XPU builds are validated on.
     """
-    from cudadoctor.facts.derive import intel_gpu_discrete
+    from cudadoctor.facts.derive import gpu_evidence, intel_gpu_discrete
 
     others = {other_accelerator(g) for g in flags.gpus} - {None}
     if others:
@@ -162,8 +163,8 @@ def accelerator_of(matrix: CompatMatrix, facts: Facts | None, gpus: Sequence[Gpu
     if host.jetson_l4t:
         sbsa = matrix.jetson_sbsa
         return "cuda" if sbsa is not None and host.jetson_l4t.startswith(sbsa.jetson_linux) else "jetson"
-    if facts.driver is not None or facts.gpus:
-        return "cuda"
+    if facts.driver is not None or gpu_evidence(facts.gpus, facts.visible, facts.health) is not None:
+        return "cuda"  # an NVIDIA GPU shows (NVML, /proc, the /dev/nvidiaN nodes, the PCI bus) or a driver
     if host.rocm_version is not None or host.amdgpu_driver:
         return "rocm"
     if host.apple_silicon:

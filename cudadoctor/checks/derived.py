@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.derive import env_map, frameworks_by_cuda_major, gpu_count, ld_library_path
+from cudadoctor.facts.derive import env_map, frameworks_by_cuda_major, gpu_evidence, ld_library_path
 from cudadoctor.facts.model import Facts, InstalledPackage
 from cudadoctor.facts.registry import FACTS
 from cudadoctor.record import record
@@ -74,7 +74,6 @@ def _package(name: str) -> Callable[[Facts, CompatMatrix], InstalledPackage | No
 DERIVED: dict[str, Derived] = {
     "torch": Derived(_package("torch"), "torch is not installed", "the installed torch distribution"),
     "vllm": Derived(_package("vllm"), "vLLM is not installed", "the installed vLLM distribution"),
-    "jax": Derived(_package("jax"), "JAX is not installed", "the installed JAX distribution"),
     "env": Derived(lambda f, _m: env_map(f.host), "", "the examined environment's variables, by name"),
     "build_toolkit": Derived(
         lambda f, _m: build_toolkit(f.toolkits, f.nvcc),
@@ -94,10 +93,11 @@ DERIVED: dict[str, Derived] = {
         "no forward compatibility in effect",
         "the cuda-compat libcuda in effect and the CUDA it reports",
     ),
-    "gpu_count": Derived(
-        lambda f, _m: gpu_count(f.gpus, f.visible),
-        "no GPU found (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N)",
-        "how many GPUs the machine has, from the probed GPUs or else the /dev/nvidiaN device nodes",
+    "gpu_evidence": Derived(
+        lambda f, _m: gpu_evidence(f.gpus, f.visible, f.health),
+        "no GPU found (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N, the PCI bus)",
+        "what shows NVIDIA GPUs (the probed GPUs, the /dev/nvidiaN device nodes, the PCI bus) and how many a "
+        "process reaches",
     ),
     "scheduler": Derived(
         lambda f, _m: detect_scheduler(

@@ -23,9 +23,17 @@ from cudadoctor.bounded import version_or_none
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.derived import with_data_builds
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.presence import gpus_to_judge
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import GpuArch
-from cudadoctor.facts.derive import frameworks_by_cuda_major, host_driver_version, loaded_libcuda, picked_libcuda
+from cudadoctor.facts.derive import (
+    GpuEvidence,
+    frameworks_by_cuda_major,
+    host_driver_version,
+    ld_library_path,
+    loaded_libcuda,
+    picked_libcuda,
+)
 from cudadoctor.facts.model import (
     DriverInfo,
     DriverVersion,
@@ -39,6 +47,7 @@ from cudadoctor.facts.model import (
 from cudadoctor.gpu_models import gpu_segments
 from cudadoctor.rules.archs import build_covers_gpu
 from cudadoctor.rules.driver import (
+    ForwardCompat,
     driver_runs_cuda,
     driver_supports_gpu,
     effective_cuda,
@@ -66,9 +75,8 @@ __all__ = [
 ]
 
 
-def _ld_library_path(host: HostInfo) -> list[str]:
-    value = next((v.value for v in host.env if v.name == "LD_LIBRARY_PATH"), "")
-    return [p for p in value.split(":") if p]
+def _ld_library_path(host: HostInfo) -> tuple[str, ...]:
+    return ld_library_path(host) or ()
 
 
 def _without_dirs(host: HostInfo, drop: set[str]) -> str | None:
@@ -310,18 +318,21 @@ class CD103(Check):
     name = "no-stub-libcuda"
     category = "driver"
 
-    def check(self, driver: DriverInfo, host: HostInfo) -> Problem | None:
+    def check(
+        self, driver: DriverInfo, host: HostInfo, ld_library_path: tuple[str, ...] | None = None
+    ) -> Problem | None:
+        ld_path = ld_library_path or ()
         stub_reading = any("STUB_LIBRARY" in (r.detail or "") for r in driver.readings)
         picks = {name: picked_libcuda(driver, name) for name in ("libcuda.so.1", "libcuda.so")}
         stubs = {name: hit for name, hit in picks.items() if hit is not None and hit[0].kind == "stub"}
-        stub_dirs = {posixpath.normpath(p) for p in _ld_library_path(host) if re.search(r"/stubs/?$", p)}
+        stub_dirs = {posixpath.normpath(p) for p in ld_path if re.search(r"/stubs/?$", p)}
         stub_dirs |= {posixpath.dirname(hit[0].path) for hit in stubs.values()}
         if stub_reading and driver.loaded_libcuda:
             stub_dirs.add(posixpath.dirname(driver.loaded_libcuda))
         if not stub_reading and not stub_dirs:
             return None
         evidence = {name: f"{hit[0].path} ({hit[1]})" if hit else "not found" for name, hit in picks.items()}
-        evidence["LD_LIBRARY_PATH"] = ":".join(_ld_library_path(host)) or "(unset)"
+        evidence["LD_LIBRARY_PATH"] = ":".join(ld_path) or "(unset)"
         if stub_reading or "libcuda.so.1" in stubs:
             message = "the loader picks a stub libcuda for libcuda.so.1: every CUDA call will fail with error 34"
         elif stubs:
@@ -414,13 +425,17 @@ class CD104(Check):
         visible: VisibleDevices,
         # gpus first: a GPU probe that crashed makes this "could not judge", not "no GPU" (engine order)
         gpus: tuple[GpuInfo, ...] = (),
-        gpu_count: int = 0,
+        gpu_evidence: GpuEvidence | None = None,
         scheduler: Scheduler | None = None,
         torch: InstalledPackage | None = None,
     ) -> Problem | None:
         value = visible.cuda_visible_devices
-        if not gpu_count:
-            raise NotApplicable("no GPU found (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N)")
+        gpu_count = gpu_evidence.count if gpu_evidence is not None else 0
+        if gpu_evidence is None or not gpu_count:
+            raise NotApplicable(
+                "no GPU this process could reach (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N)"
+                + (f"; only {gpu_evidence.strongest()}" if gpu_evidence is not None else "")
+            )
         if value is None:
             return None
         shown = parse_visible_devices(value, gpu_count)
@@ -430,7 +445,11 @@ class CD104(Check):
         if shown and len(shown) == len(listed):
             return None
         text, commands = scheduler_fix(scheduler, gpu_count)
-        evidence = {"CUDA_VISIBLE_DEVICES": repr(value), "GPUs present": str(gpu_count)}
+        evidence = {
+            "CUDA_VISIBLE_DEVICES": repr(value),
+            "GPUs present": str(gpu_count),
+            "GPUs shown by": gpu_evidence.strongest(),
+        }
         if scheduler is not None:
             evidence["scheduler"] = f"{scheduler.name} ({scheduler.evidence})"
         if shown:
@@ -502,6 +521,8 @@ class CD111(Check):
         matrix: CompatMatrix,
         host: HostInfo,
         gpus: tuple[GpuInfo, ...] = (),
+        driver_cuda: tuple[Version | None, str] = (None, "unknown"),
+        forward: ForwardCompat | None = None,
         facts: Facts | None = None,
     ) -> Problem | None:
         if driver.version is None:
@@ -514,8 +535,7 @@ class CD111(Check):
             raise CannotJudge(f"{garbled[0][0]}'s CUDA build {(garbled[0][1] or '')[:20]!r} is not a CUDA version")
         if not frameworks_by_cuda_major(packages):
             raise NotApplicable("no installed framework is built for CUDA")
-        cuda, why = effective_cuda(driver, matrix)
-        forward = forward_compat(driver)
+        cuda, why = driver_cuda
         # The GPU table is read only where it decides something (the GPU probe reports it when broken).
         segments = gpu_segments(gpus) if forward is not None else ()
         failing: list[str] = []
@@ -583,16 +603,18 @@ class CD112(Check):
 
     def check(
         self,
-        gpus: tuple[GpuInfo, ...],
+        # packages first: a package probe that crashed makes this "could not judge", not "no framework"
         packages: dict[str, InstalledPackage],
         matrix: CompatMatrix,
+        gpus: tuple[GpuInfo, ...] = (),
+        gpu_evidence: GpuEvidence | None = None,
+        cuda_builds: dict[int, list[InstalledPackage]] | None = None,
         facts: Facts | None = None,
     ) -> Problem | None:
-        builds = frameworks_by_cuda_major(packages)
+        builds = cuda_builds or {}
         if not builds:
             raise NotApplicable("no installed framework is built for CUDA")
-        if not gpus:
-            raise NotApplicable("no GPU was found")
+        gpus = gpus_to_judge(gpus, gpu_evidence)
         problems: list[str] = []
         unknown: list[str] = []
         evidence: dict[str, str] = {}
@@ -658,17 +680,18 @@ class CD113(Check):
     def check(
         self,
         packages: dict[str, InstalledPackage],
-        gpus: tuple[GpuInfo, ...],
         matrix: CompatMatrix,
         host: HostInfo,
+        gpus: tuple[GpuInfo, ...] = (),
+        gpu_evidence: GpuEvidence | None = None,
         facts: Facts | None = None,
     ) -> Problem | None:
         builds = [p for p in packages.values() if _judged_build(p)]
         if not builds:
             raise NotApplicable("no installed framework is a CUDA build")
-        judged = [g for g in gpus if g.compute_capability]
+        judged = [g for g in gpus_to_judge(gpus, gpu_evidence) if g.compute_capability]
         if not judged:
-            raise CannotJudge("the GPUs' compute capabilities are unknown" if gpus else "no GPU was found")
+            raise CannotJudge("the GPUs' compute capabilities are unknown")
         missing: list[str] = []
         problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]] = []
         for pkg in builds:
@@ -781,12 +804,16 @@ class CD114(Check):
     category = "driver"
 
     def check(
-        self, driver: DriverInfo, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix, host: HostInfo
+        self,
+        driver: DriverInfo,
+        matrix: CompatMatrix,
+        host: HostInfo,
+        gpus: tuple[GpuInfo, ...] = (),
+        gpu_evidence: GpuEvidence | None = None,
     ) -> Problem | None:
         if driver.version is None:
             raise CannotJudge("the driver version is unknown")
-        if not gpus:
-            raise NotApplicable("no GPU was found")
+        gpus = gpus_to_judge(gpus, gpu_evidence)
         wrong: list[tuple[GpuInfo, Verdict[GpuArch]]] = []
         unknown: list[str] = []
         for gpu in gpus:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from cudadoctor.facts.health import HealthInfo
 from cudadoctor.facts.model import (
     DriverInfo,
     DriverVersion,
@@ -19,11 +20,13 @@ from cudadoctor.facts.model import (
     LibcudaFile,
     VisibleDevices,
 )
+from cudadoctor.record import record
 
 __all__ = [
+    "GpuEvidence",
     "env_map",
     "frameworks_by_cuda_major",
-    "gpu_count",
+    "gpu_evidence",
     "host_driver_version",
     "intel_gpu_discrete",
     "ld_library_path",
@@ -105,12 +108,54 @@ def frameworks_by_cuda_major(packages: dict[str, InstalledPackage]) -> dict[int,
     return by_major
 
 
-def gpu_count(gpus: tuple[GpuInfo, ...], visible: VisibleDevices | None) -> int | None:
-    """How many GPUs the machine has: the GPUs probed (NVML, nvidia-smi, /proc/driver/nvidia/gpus), else
-    the GPU device nodes /dev/nvidia0..N (one per GPU, numbered by the driver's minor number), for a
-    container or image where neither NVML nor /proc shows them; None when nothing shows a GPU."""
-    nodes = {n for n in (visible.device_nodes if visible else ()) if re.fullmatch(r"/dev/nvidia[0-9]+", n)}
-    return max(len(gpus), len(nodes)) or None
+#: A GPU's own device node, one per GPU numbered by the driver's minor number (not /dev/nvidiactl, -uvm, -caps).
+_GPU_NODE = re.compile(r"/dev/nvidia[0-9]+")
+
+
+@record
+class GpuEvidence:
+    """What shows NVIDIA GPUs here: the one answer every check asking "is there a GPU" uses.
+
+    The probed GPUs (NVML, nvidia-smi, /proc/driver/nvidia/gpus, ``--assume-gpu``) name their models; the device
+    nodes /dev/nvidia0..N (one per GPU the process was given) and the NVIDIA functions on the PCI bus (the health
+    probe, /sys/bus/pci/devices) only show that GPUs are there, for a container or root where NVML does not answer.
+    """
+
+    #: the GPUs a process here reaches: the probed GPUs or the GPU device nodes, whichever shows more; 0 when only
+    #: the PCI bus shows one (sysfs is not namespaced: a container sees every GPU of the host there)
+    count: int
+    #: (the evidence, what it showed), strongest first: the probed GPUs, the device nodes, the PCI bus
+    shown_by: tuple[tuple[str, str], ...]
+    #: the probed GPUs name their models: a check that needs the model or compute capability can judge
+    models_known: bool
+
+    def strongest(self) -> str:
+        """The strongest evidence in words, e.g. ``GPU device nodes: /dev/nvidia0``."""
+        what, shown = self.shown_by[0]
+        return f"{what}: {shown}"
+
+
+def gpu_evidence(
+    gpus: tuple[GpuInfo, ...], visible: VisibleDevices | None, health: HealthInfo | None
+) -> GpuEvidence | None:
+    """The evidence of NVIDIA GPUs: the probed GPUs, else the GPU device nodes /dev/nvidia0..N (for a container or
+    image where neither NVML nor /proc shows them), else the NVIDIA functions on the PCI bus; None when nothing
+    shows a GPU."""
+    shown: list[tuple[str, str]] = []
+    if gpus:
+        where = gpus[0].source.where
+        if where.startswith("/proc/driver/nvidia/gpus/"):
+            where = "/proc/driver/nvidia/gpus"
+        shown.append(("GPU", f"{len(gpus)}× {gpus[0].name} ({where})"))
+    nodes = sorted({n for n in (visible.device_nodes if visible else ()) if _GPU_NODE.fullmatch(n)})
+    if nodes:
+        shown.append(("GPU device nodes", ", ".join(nodes)))
+    pci = health.host.pci_functions if health is not None else ()
+    if pci:
+        shown.append(("NVIDIA GPUs on the PCI bus", f"{len(pci)} ({', '.join(pci)}; /sys/bus/pci/devices)"))
+    if not shown:
+        return None
+    return GpuEvidence(max(len(gpus), len(nodes)), tuple(shown), bool(gpus))
 
 
 def intel_gpu_discrete(entry: str) -> bool:

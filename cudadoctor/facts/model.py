@@ -219,6 +219,8 @@ class GpuInfo:
     mig_devices: int | None = None
     #: where the compute capability came from when it differs from ``source`` (the compat/ GPU table)
     compute_capability_source: Source | None = None
+    #: where ``mig_mode`` and ``mig_devices`` came from when it differs from ``source`` (the MIG capability files)
+    mig_source: Source | None = None
 
 
 @record
@@ -228,6 +230,10 @@ class VisibleDevices:
     cuda_visible_devices: str | None = None  #: the variable's raw value, None when unset
     nvidia_visible_devices: str | None = None
     device_nodes: tuple[str, ...] = ()  #: ``/dev/nvidia0``, ``/dev/nvidiactl``, ``/dev/nvidia-uvm`` …
+    #: /dev is a running system's: it holds /dev/null as a character device, as every running machine and container
+    #: has (the OCI runtime spec's default devices); False for an image root or a copied disk, whose /dev holds no
+    #: device, so the absence of /dev/nvidia0 there says nothing; None when not read (an older snapshot)
+    live_dev: bool | None = None
 
 
 # --- CUDA toolkits --------------------------------------------------------------------------------

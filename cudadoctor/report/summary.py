@@ -16,6 +16,7 @@ from dataclasses import field
 from packaging.version import Version
 
 from cudadoctor.checks.findings import Finding, Status
+from cudadoctor.facts.derive import gpu_evidence
 from cudadoctor.facts.model import Facts, HostInfo, InstalledPackage, LibraryCopy, ProbeError, Source, SourceKind
 from cudadoctor.facts.registry import category_of_error
 from cudadoctor.record import mutable_record, record
@@ -139,7 +140,10 @@ def _driver(facts: Facts) -> Category:
 
 def _gpus(facts: Facts) -> Category:
     gpus = facts.gpus
-    if not gpus:
+    evidence = gpu_evidence(gpus, facts.visible, facts.health) if not gpus else None
+    if evidence is not None:  # no source named a model, but a device node or the PCI bus shows GPUs
+        cat = Category("gpus", "GPUs", f"present, model unknown ({evidence.strongest()})", Mark.UNKNOWN)
+    elif not gpus:
         cat = Category("gpus", "GPUs", "none found", Mark.ABSENT)
     else:
         names: dict[str, int] = {}
@@ -152,7 +156,8 @@ def _gpus(facts: Facts) -> Category:
             if g.memory_mib:
                 extra.append(f"{g.memory_mib} MiB")
             if g.mig_mode:
-                extra.append(f"MIG {g.mig_mode}")
+                shown = f", {g.mig_devices} MIG device(s)" if g.mig_devices is not None else ""
+                extra.append(f"MIG {g.mig_mode}{shown}" + (f" ({g.mig_source.where})" if g.mig_source else ""))
             if g.pci_bus_id:
                 extra.append(g.pci_bus_id)
             cc_src = f"; compute capability from {g.compute_capability_source}" if g.compute_capability_source else ""

@@ -76,6 +76,7 @@ _PROBE_MODULES: dict[str, Callable[[], ModuleType]] = {
     "cudadoctor.probes.host": lambda: importlib.import_module("cudadoctor.probes.host"),
     "cudadoctor.probes.libraries": lambda: importlib.import_module("cudadoctor.probes.libraries"),
     "cudadoctor.probes.linkage": lambda: importlib.import_module("cudadoctor.probes.linkage"),
+    "cudadoctor.probes.origin": lambda: importlib.import_module("cudadoctor.probes.origin"),
     "cudadoctor.probes.packages": lambda: importlib.import_module("cudadoctor.probes.packages"),
     "cudadoctor.probes.toolkit": lambda: importlib.import_module("cudadoctor.probes.toolkit"),
 }

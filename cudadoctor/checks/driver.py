@@ -22,6 +22,7 @@ from packaging.version import Version
 from cudadoctor.bounded import version_or_none
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.hostfix import is_image, mismatch_remediation
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import GpuArch
 from cudadoctor.facts.derive import (
@@ -41,6 +42,7 @@ from cudadoctor.facts.model import (
     HostInfo,
     InstalledPackage,
     LibcudaFile,
+    RootKind,
     VisibleDevices,
 )
 from cudadoctor.rules.archs import build_covers_gpu
@@ -113,7 +115,7 @@ def _driver_files(driver: DriverInfo) -> list[LibcudaFile]:
     ]
 
 
-def _files_against_host(driver: DriverInfo) -> Problem | None:
+def _files_against_host(driver: DriverInfo, root_kind: RootKind | None) -> Problem | None:
     """libcuda.so.<X> files on the loader path against the host's driver Y (an image, or no NVML).
 
     The NVIDIA Container Toolkit mounts the host's libcuda.so.<Y> into a container and runs ldconfig
@@ -121,6 +123,7 @@ def _files_against_host(driver: DriverInfo) -> Problem | None:
     image stays beside it, and ldconfig links libcuda.so.1 to the newer name, so a baked copy newer than the
     host's wins: "Failed to initialize NVML: Driver/library version mismatch"
     (https://github.com/NVIDIA/nvidia-docker/issues/1488, https://github.com/k4yt3x/video2x/issues/1226).
+    On a host the same files are its own driver, newer than the module until a reboot.
     """
     files = _driver_files(driver)
     if not files:
@@ -134,22 +137,34 @@ def _files_against_host(driver: DriverInfo) -> Problem | None:
         return None
     newer = [f for f in differing if f.version is not None and f.version > host]
     shown = newer or differing
-    evidence = {where: str(host)} | {f.path: str(f.version) for f in differing}
-    how = (
-        "ldconfig links libcuda.so.1 to the newer copy, so CUDA and NVML fail with 'Driver/library version mismatch'"
-        if newer
-        else "the host's newer copy should win, but mixed driver files break nvidia-smi and NVML"
-    )
+    evidence = {where: str(host)} | {f.path: str(f.version) for f in differing} | _root_evidence(root_kind)
+    if is_image(root_kind):
+        how = (
+            "ldconfig links libcuda.so.1 to the newer copy, so CUDA and NVML fail with "
+            "'Driver/library version mismatch'"
+            if newer
+            else "the host's newer copy should win, but mixed driver files break nvidia-smi and NVML"
+        )
+    else:
+        how = "CUDA and NVML fail with 'Driver/library version mismatch' until they match"
+    mounted = set(root_kind.mounted_driver_files) if root_kind else set()
     return Problem(
         f"driver library {shown[0].version} ({shown[0].path}) differs from the {where.split(' (')[0]} {host}: {how}",
         evidence,
-        Remediation(
-            "Remove the driver libraries from the image (do not install libnvidia-*/nvidia-driver-* packages or "
-            "the .run driver in it); the NVIDIA runtime mounts the host's matching ones.",
-            (f"rm -f {' '.join(f.path for f in differing)} && ldconfig",),
+        mismatch_remediation(
+            root_kind, host, [f.version for f in differing if f.version is not None],
+            [f.path for f in differing if f.path not in mounted],
         ),
         status=Status.FAIL if newer else Status.WARN,
-    )
+    )  # fmt: skip
+
+
+def _root_evidence(root_kind: RootKind | None) -> dict[str, str]:
+    """The root's kind and what decided it, for a finding whose fix depends on it."""
+    if root_kind is None:
+        return {"root": "kind not recorded: taken for a host"}
+    decided = str(root_kind.source) if root_kind.source else "no agreeing marker: taken for a host"
+    return {"root": f"{root_kind.kind} ({decided})"}
 
 
 class CD101(Check):
@@ -166,23 +181,27 @@ class CD101(Check):
     NVML: Driver/library version mismatch" and CUDA fails to initialise. An image that ships
     libcuda.so.<X> run on a host with driver Y fails the same way when the baked copy is the newer.
 
-    How to fix: reboot (or unload and reload the nvidia kernel modules) after a driver upgrade. In a
-    container, the NVIDIA runtime mounts the host's driver libraries: do not install driver packages
-    (libnvidia-*, nvidia-driver-*) inside the image.
+    How to fix: it depends on what the root is (the fact root_kind: its markers, or --root-kind). On a host
+    (a machine's own system), after a driver upgrade: reboot, or with nothing using the GPU reload the modules
+    (sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia); when the module is
+    the newer one, install the user-space driver of the module's version. In a container image, remove the
+    baked driver libraries (rm -f … && ldconfig): the NVIDIA runtime mounts the host's, and driver packages
+    (libnvidia-*, nvidia-driver-*) do not belong in an image. A driver library is only ever removed where the
+    root is known to be an image: with no agreeing markers the host's fix is given, and the finding says so.
     """
 
     name = "driver-library-matches-kernel-module"
     category = "driver"
 
-    def check(self, driver: DriverInfo, facts) -> Problem | None:  # type: ignore[no-untyped-def]
+    def check(self, driver: DriverInfo, facts, root_kind: RootKind | None = None) -> Problem | None:  # type: ignore[no-untyped-def]
         native = any(r.source.kind.value == "api" for r in driver.readings)
         if facts.mode != "live" or not native:
-            problem = _live_mismatch(driver, facts) if facts.mode == "live" else None
-            return problem or _files_against_host(driver)
-        return _live_mismatch(driver, facts)
+            problem = _live_mismatch(driver, facts, root_kind) if facts.mode == "live" else None
+            return problem or _files_against_host(driver, root_kind)
+        return _live_mismatch(driver, facts, root_kind)
 
 
-def _live_mismatch(driver: DriverInfo, facts) -> Problem | None:  # type: ignore[no-untyped-def]
+def _live_mismatch(driver: DriverInfo, facts, root_kind: RootKind | None) -> Problem | None:  # type: ignore[no-untyped-def]
     """The live machine: NVML's answer and the loaded libcuda's name against the kernel module."""
     mismatch_errors = [e.message for e in facts.errors if "version mismatch" in e.message.lower()]
     kernel = driver.kernel_module.version if driver.kernel_module else None
@@ -202,16 +221,21 @@ def _live_mismatch(driver: DriverInfo, facts) -> Problem | None:  # type: ignore
     evidence.update({f"user space, {where}": v for where, v in differing.items()})
     if mismatch_errors:
         evidence["reported"] = mismatch_errors[0]
+    evidence |= _root_evidence(root_kind)
     versions = ", ".join(sorted(set(differing.values()))) or "a different version"
+    why = (
+        "driver libraries in the container differ from the host's module"
+        if is_image(root_kind)
+        else "the driver was upgraded without a reboot, or two driver installs are mixed"
+    )
+    mounted = set(root_kind.mounted_driver_files) if root_kind else set()
+    # only with the module's version known: a file is "baked" when it differs from it
+    baked = [f.path for f in _driver_files(driver) if kernel and f.version != kernel and f.path not in mounted]
+    user_versions = [DriverVersion(v) for v in dict.fromkeys(differing.values()) if version_or_none(v) is not None]
     return Problem(
-        f"the kernel module is {kernel or 'unknown'} but the user-space driver is {versions}: "
-        "the driver was upgraded without a reboot, or two driver installs are mixed",
+        f"the kernel module is {kernel or 'unknown'} but the user-space driver is {versions}: {why}",
         evidence,
-        Remediation(
-            "Reboot after the driver upgrade (or reload the nvidia kernel modules); inside a container, "
-            "remove driver packages from the image and let the NVIDIA runtime mount the host's.",
-            ("sudo reboot",),
-        ),
+        mismatch_remediation(root_kind, kernel, user_versions, baked),
     )
 
 

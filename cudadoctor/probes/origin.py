@@ -83,7 +83,9 @@ def _image_markers(ctx: ProbeContext) -> list[RootMarker]:
 
 def _host_markers(ctx: ProbeContext, image: bool) -> list[RootMarker]:
     found = [_marker("host", path) for directory, pattern in _KERNEL_GLOBS for path in ctx.fs.glob(directory, pattern)]
-    found += [_marker("host", path) for path in ctx.fs.glob("/lib/modules", "*") if ctx.fs.exists(f"{path}/vmlinuz")]
+    found += [
+        _marker("host", f"{p}/vmlinuz") for p in ctx.fs.glob("/lib/modules", "*") if ctx.fs.exists(f"{p}/vmlinuz")
+    ]
     if ctx.live:
         # On a host with cgroup v2, systemd (PID 1) sits in init.scope (https://systemd.io/CGROUP_DELEGATION/);
         # in a container with its own cgroup namespace PID 1 sees only "0::/".

@@ -22,7 +22,7 @@ from packaging.version import Version
 from cudadoctor.bounded import version_or_none
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
-from cudadoctor.checks.hostfix import is_image, mismatch_remediation
+from cudadoctor.checks.hostfix import SUGGEST_TARGETS, driver_fixed_by, is_image, mismatch_remediation
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import GpuArch
 from cudadoctor.facts.derive import (
@@ -42,6 +42,7 @@ from cudadoctor.facts.model import (
     HostInfo,
     InstalledPackage,
     LibcudaFile,
+    ManagedPlatform,
     RootKind,
     VisibleDevices,
 )
@@ -517,7 +518,8 @@ class CD111(Check):
     frameworks fail with CUDA_ERROR_INSUFFICIENT_DRIVER (35).
 
     How to fix: upgrade the driver to at least the version named, or install the framework's build for
-    a CUDA major this driver supports.
+    a CUDA major this driver supports. On a managed platform (Colab, Kaggle, SageMaker …: the fact platform)
+    the driver is the platform's: only the build that fits it is given.
     """
 
     name = "driver-runs-framework-cuda"
@@ -530,6 +532,7 @@ class CD111(Check):
         matrix: CompatMatrix,
         host: HostInfo,
         gpus: tuple[GpuInfo, ...] = (),
+        platform: ManagedPlatform | None = None,
     ) -> Problem | None:
         if driver.version is None:
             raise CannotJudge("the driver version is unknown")
@@ -546,6 +549,7 @@ class CD111(Check):
         # The GPU table is read only where it decides something (the GPU probe reports it when broken).
         segments = gpu_segments(gpus) if forward is not None else ()
         failing: list[str] = []
+        failing_names: list[str] = []
         needed: list[DriverVersion] = []
         unknown: list[str] = []
         evidence = {"driver": f"{driver.version} (CUDA {cuda or 'unknown'}: {why})"}
@@ -563,6 +567,7 @@ class CD111(Check):
             if not verdict.is_problem or verdict.detail is None:
                 continue
             failing.append(f"{names} (built for CUDA {pkgs[0].cuda_build})")
+            failing_names += [p.name for p in pkgs]
             floor = "minor-version compatibility floor" if minor is None else "the release notes' driver table"
             release = f"CUDA {major}.x" if minor is None else f"CUDA {major}.{minor}"
             evidence[release] = f"needs driver >= {verdict.detail} ({floor})"
@@ -581,12 +586,25 @@ class CD111(Check):
             + "; ".join(failing)
             + f": these need driver {max(needed)} or newer",
             evidence,
-            Remediation(
-                f"Upgrade the NVIDIA driver to {max(needed)} or newer, or install builds of these packages for "
-                f"CUDA {cuda.major if cuda else 'the version your driver supports'}.x.",
-                (),
-            ),
+            _too_old_fix(max(needed), cuda, failing_names, platform),
         )
+
+
+def _too_old_fix(
+    needed: DriverVersion, cuda: Version | None, names: list[str], platform: ManagedPlatform | None
+) -> Remediation:
+    """Upgrade the driver or take builds for its CUDA; on a managed platform only the builds (and the command that
+    plans them for this machine's driver)."""
+    builds = f"CUDA {cuda.major if cuda else 'the version your driver supports'}.x"
+    if platform is None:
+        return Remediation(f"Upgrade the NVIDIA driver to {needed} or newer, or install builds of these packages for "
+                           f"{builds}.", ())  # fmt: skip
+    plans = tuple(f"cudadoctor suggest --target {n}" for n in dict.fromkeys(names) if n in SUGGEST_TARGETS)
+    return Remediation(
+        f"{driver_fixed_by(platform)} Install builds of these packages for {builds}, which this driver runs"
+        + (" (the commands below name them)." if plans else "."),
+        plans,
+    )
 
 
 class CD112(Check):
@@ -770,14 +788,19 @@ class CD114(Check):
     reports no usable device, and no choice of wheel helps.
 
     How to fix: upgrade the driver to the branch named or newer; for a legacy GPU, install its last
-    branch.
+    branch. On a managed platform the driver is the platform's: choose another GPU type there.
     """
 
     name = "driver-supports-gpu-architecture"
     category = "driver"
 
     def check(
-        self, driver: DriverInfo, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix, host: HostInfo
+        self,
+        driver: DriverInfo,
+        gpus: tuple[GpuInfo, ...],
+        matrix: CompatMatrix,
+        host: HostInfo,
+        platform: ManagedPlatform | None = None,
     ) -> Problem | None:
         if driver.version is None:
             raise CannotJudge("the driver version is unknown")
@@ -794,7 +817,11 @@ class CD114(Check):
             elif verdict.is_unknown:
                 unknown.append(f"{gpu.name}: {verdict.missing}")
         if wrong:
-            return _driver_gpu_problem(driver.version, wrong)
+            problem = _driver_gpu_problem(driver.version, wrong)
+            if platform is None:
+                return problem
+            return dataclasses.replace(problem, remediation=Remediation(
+                f"{driver_fixed_by(platform)} Choose a GPU type there that this driver runs.", ()))  # fmt: skip
         if unknown:
             raise CannotJudge("; ".join(unknown))
         return None
@@ -838,13 +865,20 @@ class CD105(Check):
     Jetson parts) only; elsewhere cuInit fails with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804).
 
     How to fix: take the cuda-compat directory off the loader's path and upgrade the driver itself to one
-    that supports the CUDA version, or use an image built for the CUDA version the driver supports.
+    that supports the CUDA version, or use an image built for the CUDA version the driver supports (on a
+    managed platform, whose driver cannot be changed, only the latter).
     """
 
     name = "forward-compat-on-supported-gpu"
     category = "driver"
 
-    def check(self, driver: DriverInfo, host: HostInfo, gpus: tuple[GpuInfo, ...] = ()) -> Problem | None:
+    def check(
+        self,
+        driver: DriverInfo,
+        host: HostInfo,
+        gpus: tuple[GpuInfo, ...] = (),
+        platform: ManagedPlatform | None = None,
+    ) -> Problem | None:
         picked = picked_libcuda(driver)
         loaded = picked[0] if picked else None
         kernel = host_driver_version(driver)
@@ -878,7 +912,12 @@ class CD105(Check):
             f"which GeForce GPUs do not support ({', '.join(g.name for g in consumer)}): cuInit fails with 804",
             {"compat libcuda": loaded.path, "known from": picked[1] if picked else "", "GPU": consumer[0].name},
             Remediation(
-                "Remove the compat directory from the loader's path and upgrade the driver instead.",
+                "Remove the compat directory from the loader's path and "
+                + (
+                    "upgrade the driver instead."
+                    if platform is None
+                    else f"install builds for the CUDA version the driver supports. {driver_fixed_by(platform)}"
+                ),
                 _drop_commands(host, drop, via),
             ),
         )

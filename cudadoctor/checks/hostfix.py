@@ -15,6 +15,7 @@ from cudadoctor.facts.model import DriverVersion, ManagedPlatform, RootKind
 
 __all__ = [
     "RELOAD_MODULES",
+    "SUGGEST_TARGETS",
     "assumed_host",
     "driver_fixed_by",
     "is_image",
@@ -25,6 +26,11 @@ __all__ = [
 #: uses nvidia_modeset), then nvidia, which the other three use (the "Used by" column of lsmod; modprobe(8) -r
 #: removes the named modules in order). CUDA loads nvidia_uvm again on demand (nvidia-modprobe).
 RELOAD_MODULES = "sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"
+
+
+#: The packages ``cudadoctor suggest --target`` plans (cudadoctor/planning.py PLANNERS; not imported here, as the
+#: planners are a heavy import for a check).
+SUGGEST_TARGETS = ("torch", "vllm", "jax", "tensorrt", "cupy", "onnxruntime-gpu", "tensorflow")
 
 
 def is_image(root_kind: RootKind | None) -> bool:
@@ -118,6 +124,6 @@ def driver_fixed_by(platform: ManagedPlatform | None) -> str:
     if platform is None:
         return ""
     return (
-        f"The NVIDIA driver here is {platform.name}'s ({platform.source}): it cannot be upgraded from the notebook or "
+        f"The NVIDIA driver here is {platform.name}'s ({platform.source}): it cannot be changed from the notebook or "
         "job."
     )

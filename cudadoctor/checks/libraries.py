@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.hostfix import driver_fixed_by
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.derive import effective_cuda
 from cudadoctor.facts.model import (
@@ -28,6 +29,7 @@ from cudadoctor.facts.model import (
     LibraryCopy,
     LinkedFile,
     LoaderView,
+    ManagedPlatform,
     NeededLibrary,
     SubLibrary,
     ToolkitInstall,
@@ -116,14 +118,20 @@ class CD202(Check):
     (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222), so a GPU the build has no SASS for fails.
 
     How to fix: upgrade the driver to one that supports the toolkit's CUDA, or build with a toolkit no newer
-    than the driver supports.
+    than the driver supports (on a managed platform, whose driver cannot be changed, only the latter).
     """
 
     name = "nvcc-not-newer-than-driver"
     category = "toolkit"
     severity = Status.WARN
 
-    def check(self, build_toolkit: BuildToolkit, driver: DriverInfo, matrix: CompatMatrix) -> Problem | None:
+    def check(
+        self,
+        build_toolkit: BuildToolkit,
+        driver: DriverInfo,
+        matrix: CompatMatrix,
+        platform: ManagedPlatform | None = None,
+    ) -> Problem | None:
         driver_cuda, how = effective_cuda(driver, matrix)
         if driver_cuda is None:
             raise CannotJudge("the CUDA version the driver supports (no NVML reading, driver not in compat/cuda.toml)")
@@ -141,7 +149,8 @@ class CD202(Check):
              "driver": f"{driver.version} (CUDA {driver_cuda}, {how})"},
             Remediation(
                 f"Upgrade the driver to {needed} or newer (CUDA {build_toolkit.release}), or build with a CUDA "
-                f"{driver_cuda} (or older) toolkit.",
+                f"{driver_cuda} (or older) toolkit." if platform is None else
+                f"Build with a CUDA {driver_cuda} (or older) toolkit. {driver_fixed_by(platform)}",
                 (),
             ),
         )  # fmt: skip

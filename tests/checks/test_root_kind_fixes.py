@@ -204,3 +204,27 @@ def test_no_check_removes_a_driver_library_on_any_host_of_the_corpus():
     findings, removals = _removals_on_hosts(None)
     assert len(findings) > 1000
     assert removals == []
+
+
+def test_the_flag_on_the_command_line(tmp_path):
+    """`check --root DIR --root-kind image`: the exported image without markers gets the removal; a bad value is a
+    usage error."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from cudadoctor import cli
+
+    lib = tmp_path / LIB.lstrip("/")
+    lib.mkdir(parents=True)
+    (lib / "libcuda.so.550.107.02").write_text("")
+    (lib / "libcuda.so.1").symlink_to("libcuda.so.550.107.02")
+    argv = ["check", "--root", str(tmp_path), "--assume-driver", "550.90.07", "--select", "CD101", "-f", "json"]
+    commands = {}
+    for kind in ("auto", "image"):
+        result = CliRunner().invoke(cli.app, [*argv, "--root-kind", kind])
+        (finding,) = json.loads(result.output)["findings"]
+        commands[kind] = finding["remediation"]["commands"]
+    assert commands == {"auto": ["sudo reboot"], "image": [f"rm -f {LIB}/lib*.so.550.107.02 && ldconfig"]}
+    refused = CliRunner().invoke(cli.app, [*argv, "--root-kind", "vm"])
+    assert refused.exit_code == 2 and "--root-kind" in refused.output

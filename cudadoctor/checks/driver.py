@@ -595,7 +595,15 @@ def _too_old_fix(
 ) -> Remediation:
     """Upgrade the driver or take builds for its CUDA; on a managed platform only the builds (and the command that
     plans them for this machine's driver)."""
-    builds = f"CUDA {cuda.major if cuda else 'the version your driver supports'}.x"
+    # From CUDA 11 on a build runs on any driver of its major (minor-version compatibility); before, only on one
+    # at least as new as its own release.
+    builds = (
+        "the CUDA version your driver supports"
+        if cuda is None
+        else f"CUDA {cuda.major}.x"
+        if cuda.major >= 11
+        else f"CUDA {cuda.major}.{cuda.minor} or older"
+    )
     if platform is None:
         return Remediation(f"Upgrade the NVIDIA driver to {needed} or newer, or install builds of these packages for "
                            f"{builds}.", ())  # fmt: skip

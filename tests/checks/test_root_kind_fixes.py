@@ -228,3 +228,24 @@ def test_the_flag_on_the_command_line(tmp_path):
     assert commands == {"auto": ["sudo reboot"], "image": [f"rm -f {LIB}/lib*.so.550.107.02 && ldconfig"]}
     refused = CliRunner().invoke(cli.app, [*argv, "--root-kind", "vm"])
     assert refused.exit_code == 2 and "--root-kind" in refused.output
+
+
+def _mismatch_cases() -> list[str]:
+    return [p for p in case_paths("cases") if load_case(p)["case"]["class"] == "driver-library-mismatch"]
+
+
+@pytest.mark.parametrize("path", _mismatch_cases(), ids=lambda p: p.split("/")[-2])
+def test_each_mismatch_case_gets_the_fix_its_thread_accepted(path):
+    """A host upgraded without a reboot is rebooted (the threads' fix); a driver installed inside a container is
+    removed from it (DockerMonitor#42: uninstall the driver inside the container)."""
+    case = load_case(path)
+    (finding,) = [f for f in replay(case, MATRIX).findings if f.code == "CD101"]
+    assert finding.remediation is not None
+    if case["env"].get("container", "none") == "none":
+        assert "reboot" in case["case"]["fix"]
+        assert finding.remediation.commands == ("sudo reboot",)
+        assert RELOAD_MODULES in finding.remediation.text
+    else:
+        assert "inside the container" in case["case"]["fix"]
+        (command,) = finding.remediation.commands
+        assert command.startswith("rm -f ") and command.endswith(" && ldconfig")

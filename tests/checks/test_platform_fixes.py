@@ -91,3 +91,12 @@ def test_no_finding_on_a_platform_installs_or_upgrades_a_driver(platform):
 
 def test_the_suggest_targets_are_the_planners():
     assert tuple(PLANNERS) == SUGGEST_TARGETS
+
+
+@pytest.mark.parametrize("platform", [None, "Google Colab"])
+def test_before_cuda_11_the_fitting_builds_are_named_by_their_minor(platform):
+    """torch 1.3.0 (CUDA 10.1) on driver 410 (CUDA 10.0): a "CUDA 10.x" build could be 10.1 again, which this
+    driver cannot run (no minor-version compatibility before CUDA 11)."""
+    finding = _findings(platform, "410.48", "GeForce GTX 1080 Ti", "1.3.0")["CD111"]
+    assert "for CUDA 10.0 or older" in finding.remediation.text
+    assert "10.x" not in finding.remediation.text

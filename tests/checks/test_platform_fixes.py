@@ -100,3 +100,25 @@ def test_before_cuda_11_the_fitting_builds_are_named_by_their_minor(platform):
     finding = _findings(platform, "410.48", "GeForce GTX 1080 Ti", "1.3.0")["CD111"]
     assert "for CUDA 10.0 or older" in finding.remediation.text
     assert "10.x" not in finding.remediation.text
+
+
+def test_the_host_line_names_the_platform_and_the_root():
+    from pyfakefs.fake_filesystem_unittest import Patcher
+
+    from cudadoctor.probes.collect import collect_facts
+    from cudadoctor.report.summary import categories
+    from tests.conftest import make_ctx
+    from tests.corpus.builder import build
+
+    machine = build(
+        {"env": {"container": "kaggle", "driver": {"version": "550.54.15"}, "gpus": [{"name": "Tesla T4"}]}}
+    )
+    with Patcher() as patcher:
+        assert patcher.fs is not None
+        machine.write("/")
+        facts = collect_facts(make_ctx(env=machine.env, runner=machine.runner, native=machine.native))
+    host = next(c for c in categories(facts, ()) if c.key == "host")
+    assert "on Kaggle" in host.headline
+    texts = {line.text: line.source for line in host.lines}
+    assert texts["Kaggle: the NVIDIA driver is the platform's"] == "env: KAGGLE_KERNEL_RUN_TYPE"
+    assert texts[next(t for t in texts if t.startswith("root: a container image"))] == "file: /.dockerenv"

@@ -65,7 +65,7 @@ def _read(ctx: ProbeContext, path: str, limit: int = 64 << 10) -> str | None:
         return None
 
 
-def _image_markers(ctx: ProbeContext) -> list[RootMarker]:
+def _image_markers(ctx: ProbeContext, cgroup: str) -> list[RootMarker]:
     found = [_marker("image", path) for path in _IMAGE_FILES if ctx.fs.exists(path)]
     found += [_marker("image", name, SourceKind.ENV) for name in _IMAGE_VARS if ctx.env.get(name)]
     if not ctx.live:
@@ -76,12 +76,12 @@ def _image_markers(ctx: ProbeContext) -> list[RootMarker]:
         found.append(_marker("image", "KUBERNETES_SERVICE_HOST", SourceKind.ENV))
     if (_read(ctx, "/run/systemd/container", 256) or "").strip():
         found.append(_marker("image", "/run/systemd/container"))
-    if parse_cgroup(_read(ctx, "/proc/1/cgroup") or ""):
+    if parse_cgroup(cgroup):
         found.append(_marker("image", "/proc/1/cgroup"))
     return found
 
 
-def _host_markers(ctx: ProbeContext, image: bool) -> list[RootMarker]:
+def _host_markers(ctx: ProbeContext, image: bool, cgroup: str) -> list[RootMarker]:
     found = [_marker("host", path) for directory, pattern in _KERNEL_GLOBS for path in ctx.fs.glob(directory, pattern)]
     found += [
         _marker("host", f"{p}/vmlinuz") for p in ctx.fs.glob("/lib/modules", "*") if ctx.fs.exists(f"{p}/vmlinuz")
@@ -89,7 +89,7 @@ def _host_markers(ctx: ProbeContext, image: bool) -> list[RootMarker]:
     if ctx.live:
         # On a host with cgroup v2, systemd (PID 1) sits in init.scope (https://systemd.io/CGROUP_DELEGATION/);
         # in a container with its own cgroup namespace PID 1 sees only "0::/".
-        if re.search(r"^0::/init\.scope$", _read(ctx, "/proc/1/cgroup") or "", re.MULTILINE):
+        if re.search(r"^0::/init\.scope$", cgroup, re.MULTILINE):
             found.append(_marker("host", "/proc/1/cgroup"))
         # procfs and sysfs are the kernel's: a container sees the loaded module too, so it speaks for a host
         # only where nothing says container.
@@ -128,8 +128,10 @@ def probe_root_kind(ctx: ProbeContext) -> RootKind:
     :return: the kind, the marker that decided it and every marker seen; in a running container, the driver
         libraries its runtime mounted from the host.
     """
-    image = _image_markers(ctx)
-    markers = (*image, *_host_markers(ctx, bool(image)))
+    # PID 1's cgroup is the live machine's (a root's /proc is not read: it would be this machine's, or empty)
+    cgroup = (_read(ctx, "/proc/1/cgroup") or "") if ctx.live else ""
+    image = _image_markers(ctx, cgroup)
+    markers = (*image, *_host_markers(ctx, bool(image), cgroup))
     if not markers:
         markers = _kernel_package(ctx)
     kind, source = decide_root_kind(markers)

@@ -87,9 +87,10 @@ def _host_markers(ctx: ProbeContext, image: bool, cgroup: str) -> list[RootMarke
         _marker("host", f"{p}/vmlinuz") for p in ctx.fs.glob("/lib/modules", "*") if ctx.fs.exists(f"{p}/vmlinuz")
     ]
     if ctx.live:
-        # On a host with cgroup v2, systemd (PID 1) sits in init.scope (https://systemd.io/CGROUP_DELEGATION/);
-        # in a container with its own cgroup namespace PID 1 sees only "0::/".
-        if re.search(r"^0::/init\.scope$", cgroup, re.MULTILINE):
+        # On a host systemd (PID 1) sits in init.scope (https://systemd.io/CGROUP_DELEGATION/): "0::/init.scope"
+        # (cgroup v2), "1:name=systemd:/init.scope" (v1); in a container with its own cgroup namespace PID 1 sees
+        # only "0::/", and without one a path under the runtime's (docker/…).
+        if re.search(r"^\d+:[^:\n]*:/init\.scope$", cgroup, re.MULTILINE):
             found.append(_marker("host", "/proc/1/cgroup"))
         # procfs and sysfs are the kernel's: a container sees the loaded module too, so it speaks for a host
         # only where nothing says container.

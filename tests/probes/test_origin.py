@@ -61,8 +61,10 @@ def test_a_root_never_reads_this_machines_cgroups_or_mounts(fs):
     assert found.kind == "image" and found.mounted_driver_files == ()
 
 
-def test_live_host_from_systemds_init_scope(fs):
-    fs.create_file("/proc/1/cgroup", contents="0::/init.scope\n")
+@pytest.mark.parametrize("cgroup", ["0::/init.scope\n", "12:pids:/init.scope\n1:name=systemd:/init.scope\n"],
+                         ids=["v2", "v1"])  # fmt: skip
+def test_live_host_from_systemds_init_scope(fs, cgroup):
+    fs.create_file("/proc/1/cgroup", contents=cgroup)
     found = probe_root_kind(make_ctx())
     assert found.kind == "host" and found.source == Source(SourceKind.FILE, "/proc/1/cgroup")
 

@@ -124,9 +124,12 @@ def test_cd101_image_driver_without_a_host_driver_cannot_be_judged(h200):
 def test_cd101_live_without_nvml_judges_the_files(h200):
     """No NVML answer: libcuda.so.<version> on the loader path against the kernel module (unattended upgrade)."""
     facts = _image_with_baked_driver(h200, "580.200.01", assume=None)
-    facts = replace(facts, mode="live", driver=replace(facts.driver, kernel_module=h200.driver.kernel_module))
+    module = Source(SourceKind.FILE, "/proc/driver/nvidia/version")
+    facts = replace(facts, mode="live", driver=replace(facts.driver, kernel_module=h200.driver.kernel_module),
+                    root_kind=RootKind("host", module, (RootMarker("host", module),)))  # fmt: skip
     finding = run_check("CD101", facts)
     assert finding.status is Status.FAIL and "580.159.04" in finding.message
+    assert finding.remediation.commands == ("sudo reboot",)  # a host's new driver, waiting for the reboot
 
 
 def test_cd103_stub_picked(h200):

@@ -116,7 +116,7 @@ def _driver_files(driver: DriverInfo) -> list[LibcudaFile]:
     ]
 
 
-def _files_against_host(driver: DriverInfo, root_kind: RootKind | None) -> Problem | None:
+def _files_against_host(driver: DriverInfo, root_kind: RootKind | None, distro: str | None = None) -> Problem | None:
     """libcuda.so.<X> files on the loader path against the host's driver Y (an image, or no NVML).
 
     The NVIDIA Container Toolkit mounts the host's libcuda.so.<Y> into a container and runs ldconfig
@@ -154,7 +154,7 @@ def _files_against_host(driver: DriverInfo, root_kind: RootKind | None) -> Probl
         evidence,
         mismatch_remediation(
             root_kind, host, [f.version for f in differing if f.version is not None],
-            [f.path for f in differing if f.path not in mounted],
+            [f.path for f in differing if f.path not in mounted], distro,
         ),
         status=Status.FAIL if newer else Status.WARN,
     )  # fmt: skip
@@ -198,7 +198,7 @@ class CD101(Check):
         native = any(r.source.kind.value == "api" for r in driver.readings)
         if facts.mode != "live" or not native:
             problem = _live_mismatch(driver, facts, root_kind) if facts.mode == "live" else None
-            return problem or _files_against_host(driver, root_kind)
+            return problem or _files_against_host(driver, root_kind, facts.host.distro)
         return _live_mismatch(driver, facts, root_kind)
 
 
@@ -236,7 +236,7 @@ def _live_mismatch(driver: DriverInfo, facts, root_kind: RootKind | None) -> Pro
     return Problem(
         f"the kernel module is {kernel or 'unknown'} but the user-space driver is {versions}: {why}",
         evidence,
-        mismatch_remediation(root_kind, kernel, user_versions, baked),
+        mismatch_remediation(root_kind, kernel, user_versions, baked, facts.host.distro),
     )
 
 

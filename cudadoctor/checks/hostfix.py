@@ -83,6 +83,7 @@ def mismatch_remediation(
     kernel: DriverVersion | None,
     user: Sequence[DriverVersion],
     baked: Sequence[str],
+    distro: str | None = None,
 ) -> Remediation:
     """The fix for user-space driver libraries (``user``; the files ``baked``) that differ from the kernel module.
 
@@ -90,6 +91,7 @@ def mismatch_remediation(
     :param kernel: the kernel module's version (or the host's, ``--assume-driver``); None when unknown.
     :param user: the user-space versions that differ from it.
     :param baked: the versioned driver files that differ and are no mount of the host's (candidates for removal).
+    :param distro: the distribution (os-release's PRETTY_NAME), for the packages that hold the user-space driver.
     """
     note = assumed_host(root_kind)
     if is_image(root_kind):
@@ -106,12 +108,19 @@ def mismatch_remediation(
         )
     older = [v for v in user if kernel is not None and v < kernel]
     if older and len(older) == len(user) and kernel is not None:
+        # Ubuntu's driver packages put libcuda in libnvidia-compute-<branch> and nvidia-smi in nvidia-utils-<branch>
+        # (https://ubuntu.com/server/docs/nvidia-drivers-installation); other distributions name them otherwise.
+        ubuntu = "ubuntu" in (distro or "").lower()
+        packages = (
+            f"Ubuntu's libnvidia-compute-{kernel.major} and nvidia-utils-{kernel.major} packages at {kernel}"
+            if ubuntu
+            else "the distribution's driver packages at that version"
+        )
         return Remediation(
             f"The kernel module {kernel} is newer than the user-space driver {', '.join(map(str, older))}: a reboot "
             f"keeps the older libraries. Install the user-space driver of version {kernel} from where the module came "
-            f"(on Debian and Ubuntu the libnvidia-compute-{kernel.major} and nvidia-utils-{kernel.major} packages at "
-            f"{kernel}; for NVIDIA's .run installer, the {kernel} installer again), or reinstall one driver whole and "
-            "reboot." + note
+            f"({packages}; for NVIDIA's .run installer, the {kernel} installer again), or reinstall one driver whole "
+            "and reboot." + note
         )
     newer = f" ({', '.join(sorted({str(v) for v in user}))})" if user else ""
     reboot = _reboot(newer)

@@ -111,11 +111,11 @@ def test_the_kind_survives_a_snapshot_and_an_old_snapshot_removes_nothing():
     assert "the snapshot does not record the root's kind" in finding.remediation.text
 
 
-def _live(container: str, version: str, userspace: str) -> tuple[Finding, ...]:
+def _live(container: str, version: str, userspace: str, os_name: str = "Ubuntu 22.04") -> tuple[Finding, ...]:
     case = {
         "case": {"id": "fixture"},
         "env": {
-            "os": "Ubuntu 22.04",
+            "os": os_name,
             "container": container,
             "driver": {"version": version, "userspace": userspace},
             "gpus": [{"name": "NVIDIA GeForce RTX 4090"}],
@@ -136,7 +136,10 @@ def test_live_host_whose_module_is_the_newer_gets_the_matching_user_space():
     (finding,) = [f for f in _live("none", "550.107.02", "550.90.07") if f.code == "CD101"]
     assert finding.remediation is not None and finding.remediation.commands == ()
     assert "install the user-space driver of version 550.107.02" in finding.remediation.text.lower()
-    assert "libnvidia-compute-550" in finding.remediation.text
+    assert "Ubuntu's libnvidia-compute-550 and nvidia-utils-550 packages at 550.107.02" in finding.remediation.text
+    (rocky,) = [f for f in _live("none", "550.107.02", "550.90.07", "Rocky 9") if f.code == "CD101"]
+    assert rocky.remediation is not None and "libnvidia-compute" not in rocky.remediation.text
+    assert "the distribution's driver packages at that version" in rocky.remediation.text
 
 
 def test_live_container_with_a_baked_driver_removes_it():

@@ -65,18 +65,28 @@ def _read(ctx: ProbeContext, path: str, limit: int = 64 << 10) -> str | None:
         return None
 
 
+#: System containers (systemd's CONTAINER_INTERFACE names them ``lxc``, ``lxc-libvirt``, ``systemd-nspawn``): a whole
+#: distribution whose user-space driver is installed in it on purpose, to match the host's module (no NVIDIA runtime
+#: mounts one). Removing it is no fix there, so they are no image marker.
+_SYSTEM_CONTAINERS = ("lxc", "lxc-libvirt", "systemd-nspawn")
+
+
 def _image_markers(ctx: ProbeContext, cgroup: str) -> list[RootMarker]:
     found = [_marker("image", path) for path in _IMAGE_FILES if ctx.fs.exists(path)]
-    found += [_marker("image", name, SourceKind.ENV) for name in _IMAGE_VARS if ctx.env.get(name)]
+    found += [
+        _marker("image", name, SourceKind.ENV)
+        for name in _IMAGE_VARS
+        if ctx.env.get(name) and not (name == "container" and ctx.env[name] in _SYSTEM_CONTAINERS)
+    ]
     if not ctx.live:
         return found
     # Kubernetes gives every container KUBERNETES_SERVICE_HOST
     # (https://kubernetes.io/docs/concepts/services-networking/service/#environment-variables).
     if ctx.env.get("KUBERNETES_SERVICE_HOST"):
         found.append(_marker("image", "KUBERNETES_SERVICE_HOST", SourceKind.ENV))
-    if (_read(ctx, "/run/systemd/container", 256) or "").strip():
+    if (_read(ctx, "/run/systemd/container", 256) or "").strip() not in ("", *_SYSTEM_CONTAINERS):
         found.append(_marker("image", "/run/systemd/container"))
-    if parse_cgroup(cgroup):
+    if any(runtime != "lxc" for _path, runtime in parse_cgroup(cgroup)):
         found.append(_marker("image", "/proc/1/cgroup"))
     return found
 

@@ -147,3 +147,21 @@ def test_sagemaker_from_its_files(fs, path):
 def test_no_platform_on_an_ordinary_machine(fs):
     fs.create_dir("/opt/ml")  # a directory of that name alone says nothing
     assert probe_platform(make_ctx(env={"HOME": "/root", "COLAB_GPU": ""})) is None
+
+
+@pytest.mark.parametrize(
+    ("files", "env"),
+    [
+        ({"/run/systemd/container": "lxc\n"}, {}),
+        ({}, {"container": "systemd-nspawn"}),
+        ({"/proc/1/cgroup": "0::/lxc/c1\n"}, {}),
+    ],
+    ids=["lxc-file", "nspawn-env", "lxc-cgroup"],
+)
+def test_a_system_container_is_no_image(fs, files, env):
+    """LXC and nspawn guests install the user-space driver themselves, to match the host's module: removing it is
+    no fix, so they never count as an image."""
+    for path, text in files.items():
+        fs.create_file(path, contents=text)
+    found = probe_root_kind(make_ctx(env=env))
+    assert "image" not in {m.kind for m in found.markers}

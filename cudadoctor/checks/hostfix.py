@@ -22,9 +22,13 @@ __all__ = [
     "mismatch_remediation",
 ]
 
-#: Unloading the NVIDIA modules and loading the installed driver's: users first (nvidia_uvm, and nvidia_drm, which
-#: uses nvidia_modeset), then nvidia, which the other three use (the "Used by" column of lsmod; modprobe(8) -r
-#: removes the named modules in order). CUDA loads nvidia_uvm again on demand (nvidia-modprobe).
+#: Unloading the NVIDIA modules and loading the installed driver's. The driver's kernel modules are nvidia,
+#: nvidia-modeset, nvidia-uvm, nvidia-drm and nvidia-peermem (NVIDIA's README, "Open Linux Kernel Modules",
+#: https://download.nvidia.com/XFree86/Linux-x86_64/545.29.02/README/kernel_open.html); users go first (nvidia_uvm,
+#: and nvidia_drm, which uses nvidia_modeset), then nvidia, which the others use (lsmod's "Used by" column).
+#: modprobe(8) -r removes the named modules in order and does nothing for one that is not loaded. nvidia_peermem
+#: (GPUDirect RDMA, driver 470 and later) is named in the words only: on older drivers modprobe would not find it.
+#: CUDA loads nvidia_uvm again on demand (nvidia-modprobe).
 RELOAD_MODULES = "sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"
 
 
@@ -58,8 +62,8 @@ def assumed_host(root_kind: RootKind | None) -> str:
 def _reboot(newer: str) -> Remediation:
     return Remediation(
         f"Reboot so that the kernel loads the module of the installed driver{newer}. Without a reboot, once nothing "
-        "uses the GPU (stop nvidia-persistenced and the display manager; `sudo lsof /dev/nvidia*` lists the rest), "
-        f"reload the modules: `{RELOAD_MODULES}`.",
+        "uses the GPU (stop nvidia-persistenced and the display manager; `sudo lsof /dev/nvidia*` lists the rest; "
+        f"unload nvidia_peermem first where GPUDirect RDMA loaded it), reload the modules: `{RELOAD_MODULES}`.",
         ("sudo reboot",),
     )
 

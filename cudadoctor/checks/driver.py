@@ -38,6 +38,7 @@ from cudadoctor.facts.derive import (
 from cudadoctor.facts.model import (
     DriverInfo,
     DriverVersion,
+    Facts,
     GpuInfo,
     HostInfo,
     InstalledPackage,
@@ -532,6 +533,7 @@ class CD111(Check):
         matrix: CompatMatrix,
         host: HostInfo,
         gpus: tuple[GpuInfo, ...] = (),
+        facts: Facts | None = None,
         platform: ManagedPlatform | None = None,
     ) -> Problem | None:
         if driver.version is None:
@@ -550,6 +552,7 @@ class CD111(Check):
         segments = gpu_segments(gpus) if forward is not None else ()
         failing: list[str] = []
         failing_names: list[str] = []
+        at_fault: list[InstalledPackage] = []
         needed: list[DriverVersion] = []
         unknown: list[str] = []
         evidence = {"driver": f"{driver.version} (CUDA {cuda or 'unknown'}: {why})"}
@@ -568,6 +571,7 @@ class CD111(Check):
                 continue
             failing.append(f"{names} (built for CUDA {pkgs[0].cuda_build})")
             failing_names += [p.name for p in pkgs]
+            at_fault += [p for p in pkgs if p.name == "torch"]
             floor = "minor-version compatibility floor" if minor is None else "the release notes' driver table"
             release = f"CUDA {major}.x" if minor is None else f"CUDA {major}.{minor}"
             evidence[release] = f"needs driver >= {verdict.detail} ({floor})"
@@ -581,20 +585,25 @@ class CD111(Check):
             # The compat libcuda is there but the GPUs cannot use it: the driver's own CUDA is what counts.
             evidence["forward compatibility"] = f"{forward.library}: not supported on {refused.observed}"
             cuda = driver.cuda_api or matrix.cuda_for_driver(driver.version, windows=host.os == "Windows")
+        torch_fix = _torch_fix(matrix, facts, at_fault[0] if at_fault else None)
         return Problem(
             f"driver {driver.version} supports CUDA {cuda or 'unknown'} and is too old for "
             + "; ".join(failing)
             + f": these need driver {max(needed)} or newer",
             evidence,
-            _too_old_fix(max(needed), cuda, failing_names, platform),
+            _too_old_fix(max(needed), cuda, failing_names, platform, torch_fix),
         )
 
 
 def _too_old_fix(
-    needed: DriverVersion, cuda: Version | None, names: list[str], platform: ManagedPlatform | None
+    needed: DriverVersion,
+    cuda: Version | None,
+    names: list[str],
+    platform: ManagedPlatform | None,
+    torch_fix: tuple[str, ...],
 ) -> Remediation:
-    """Upgrade the driver or take builds for its CUDA; on a managed platform only the builds (and the command that
-    plans them for this machine's driver)."""
+    """Upgrade the driver or take builds for its CUDA (``torch_fix``: the torch build that fits); on a managed
+    platform only the builds: torch's, and for the other frameworks the command that plans theirs."""
     # From CUDA 11 on a build runs on any driver of its major (minor-version compatibility); before, only on one
     # at least as new as its own release.
     builds = (
@@ -606,8 +615,13 @@ def _too_old_fix(
     )
     if platform is None:
         return Remediation(f"Upgrade the NVIDIA driver to {needed} or newer, or install builds of these packages for "
-                           f"{builds}.", ())  # fmt: skip
-    plans = tuple(f"cudadoctor suggest --target {n}" for n in dict.fromkeys(names) if n in SUGGEST_TARGETS)
+                           f"{builds}.", torch_fix)  # fmt: skip
+    planned = {"torch"} if torch_fix else set()
+    # A package's suggest target is its own name or the prefix of it (cupy-cuda12x -> cupy, jax-cuda12-plugin -> jax).
+    targets = [next((t for t in SUGGEST_TARGETS if n == t or n.startswith(f"{t}-")), None) for n in names]
+    plans = torch_fix + tuple(
+        f"cudadoctor suggest --target {t}" for t in dict.fromkeys(targets) if t is not None and t not in planned
+    )
     return Remediation(
         f"{driver_fixed_by(platform)} Install builds of these packages for {builds}, which this driver runs"
         + (" (the commands below name them)." if plans else "."),
@@ -633,7 +647,11 @@ class CD112(Check):
     category = "gpus"
 
     def check(
-        self, gpus: tuple[GpuInfo, ...], packages: dict[str, InstalledPackage], matrix: CompatMatrix
+        self,
+        gpus: tuple[GpuInfo, ...],
+        packages: dict[str, InstalledPackage],
+        matrix: CompatMatrix,
+        facts: Facts | None = None,
     ) -> Problem | None:
         builds = frameworks_by_cuda_major(packages)
         if not builds:
@@ -644,6 +662,7 @@ class CD112(Check):
         unknown: list[str] = []
         evidence: dict[str, str] = {}
         last_major = None
+        at_fault: list[InstalledPackage] = []
         for gpu in gpus:
             for major, pkgs in sorted(builds.items()):
                 verdict = cuda_major_supports_arch(matrix, major, gpu.compute_capability, gpu.name)
@@ -653,6 +672,7 @@ class CD112(Check):
                 if not verdict.is_problem or arch is None:
                     continue
                 names = ", ".join(_label(p) for p in pkgs)
+                at_fault += [p for p in pkgs if p.name == "torch"]
                 problems.append(
                     f"{names} is built for CUDA {major}, which dropped compute capability "
                     f"{gpu.compute_capability} ({arch.name}) of GPU {gpu.index} {gpu.name}"
@@ -667,7 +687,10 @@ class CD112(Check):
         return Problem(
             "; ".join(problems),
             evidence,
-            Remediation(f"Install builds for CUDA {last_major}.x or older (e.g. torch from a cu12x index).", ()),
+            Remediation(
+                f"Install builds for CUDA {last_major}.x or older (e.g. torch from a cu12x index).",
+                _torch_fix(matrix, facts, at_fault[0] if at_fault else None),
+            ),
         )
 
 
@@ -689,14 +712,21 @@ class CD113(Check):
     installation".
 
     How to fix: install a build whose targets cover the GPU (torch: older GPUs cu126; Blackwell cu128 or
-    newer), e.g. with the command from `cudadoctor suggest --target torch`.
+    newer). For torch the finding prints the command, by the rules of `cudadoctor suggest --target torch`:
+    the installed release's build that fits when there is one (torch 1.10.1 on an RTX 3090:
+    torch==1.10.1+cu111 from PyTorch's find-links page), else the nearest release that fits.
     """
 
     name = "torch-build-covers-gpus"
     category = "gpus"
 
     def check(
-        self, packages: dict[str, InstalledPackage], gpus: tuple[GpuInfo, ...], matrix: CompatMatrix, host: HostInfo
+        self,
+        packages: dict[str, InstalledPackage],
+        gpus: tuple[GpuInfo, ...],
+        matrix: CompatMatrix,
+        host: HostInfo,
+        facts: Facts | None = None,
     ) -> Problem | None:
         builds = [p for p in packages.values() if _judged_build(p)]
         if not builds:
@@ -717,7 +747,8 @@ class CD113(Check):
             if missing:
                 raise CannotJudge("; ".join(dict.fromkeys(missing)))
             return None
-        return _no_kernel_problem(problems)
+        torch = next((pkg for pkg, _v, _g in problems if pkg.name == "torch"), None)
+        return _no_kernel_problem(problems, _torch_fix(matrix, facts, torch))
 
 
 #: Built by PyTorch's release scripts with torch's own TORCH_CUDA_ARCH_LIST: torch's verdict stands for them.
@@ -756,7 +787,19 @@ def _build_verdict(pkg: InstalledPackage, gpu: GpuInfo, matrix: CompatMatrix, *,
     return cannot_judge("gpu-arch-list", f"no arch list for {_label(pkg)} {pkg.cuda_variant} in compat data", gpu.name)
 
 
-def _no_kernel_problem(problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]]) -> Problem:
+def _torch_fix(matrix: CompatMatrix, facts: Facts | None, torch: InstalledPackage | None) -> tuple[str, ...]:
+    """The command replacing a torch build that does not fit (suggest's rules, keeping the installed release
+    when a build of it fits); nothing when torch is not the package at fault."""
+    if torch is None:
+        return ()
+    from cudadoctor.checks.torchfix import torch_fix_commands
+
+    return torch_fix_commands(matrix, facts, torch)
+
+
+def _no_kernel_problem(
+    problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]], torch_fix: tuple[str, ...] = ()
+) -> Problem:
     parts: list[str] = []
     evidence: dict[str, str] = {}
     for pkg, verdict, gpu in problems:
@@ -777,7 +820,7 @@ def _no_kernel_problem(problems: list[tuple[InstalledPackage, Verdict[object], G
         Remediation(
             "Install a build whose GPU targets cover the GPU (for torch, the command from "
             "`cudadoctor suggest --target torch`; older GPUs: cu126, Blackwell: cu128 or newer).",
-            ("cudadoctor suggest --target torch",),
+            torch_fix or ("cudadoctor suggest --target torch",),
         ),
     )
 

@@ -28,12 +28,14 @@ PLATFORMS: dict[str, dict[str, Any]] = {
 }
 
 
-def _findings(platform: str | None, driver: str, gpu: str, torch: str | None = None) -> dict[str, Finding]:
+def _findings(
+    platform: str | None, driver: str, gpu: str, torch: str | None = None, package: str = "torch"
+) -> dict[str, Finding]:
     env: dict[str, Any] = {"os": "Ubuntu 22.04", "container": "none", "driver": {"version": driver},
                            "gpus": [{"name": gpu}]}  # fmt: skip
     if torch:
         env["python"] = {"version": "3.11.13", "prefix": "/usr", "kind": "system"}
-        env["packages"] = [{"name": "torch", "version": torch, "installer": "pip"}]
+        env["packages"] = [{"name": package, "version": torch, "installer": "pip"}]
     if platform is not None:
         env |= PLATFORMS[platform]
     findings = replay({"case": {"id": "fixture"}, "env": env}, MATRIX).findings
@@ -53,7 +55,8 @@ def test_driver_too_old_for_the_build_gets_the_build_that_fits(platform):
     assert "upgrade" not in _words(finding)
     assert f"here is {platform}'s" in finding.remediation.text
     assert "CUDA 11.x" in finding.remediation.text
-    assert finding.remediation.commands == ("cudadoctor suggest --target torch",)
+    (command,) = finding.remediation.commands  # the installed release's build for the driver's CUDA
+    assert command.startswith("python -m pip install torch==2.6.0+cu118 ")
 
 
 def test_off_a_platform_the_driver_upgrade_stays():
@@ -122,3 +125,9 @@ def test_the_host_line_names_the_platform_and_the_root():
     texts = {line.text: line.source for line in host.lines}
     assert texts["Kaggle: the NVIDIA driver is the platform's"] == "env: KAGGLE_KERNEL_RUN_TYPE"
     assert texts[next(t for t in texts if t.startswith("root: a container image"))] == "file: /.dockerenv"
+
+
+def test_another_framework_on_a_platform_gets_the_command_that_plans_its_build():
+    finding = _findings("Kaggle", "470.82.01", "Tesla T4", "13.3.0", package="cupy-cuda12x")["CD111"]
+    assert finding.status is Status.FAIL
+    assert finding.remediation.commands == ("cudadoctor suggest --target cupy",)

@@ -47,7 +47,7 @@ def assumed_host(root_kind: RootKind | None) -> str:
     if root_kind is not None and root_kind.kind != "unknown":
         return ""
     if root_kind is None:
-        why = "the snapshot does not record the root's kind"
+        why = "the root's kind was not recorded (a snapshot of an older cudadoctor, or a probe that failed)"
     elif root_kind.markers:
         seen = ", ".join(f"{m.kind}: {m.source.where}" for m in root_kind.markers)
         why = f"its markers disagree ({seen})"

@@ -108,7 +108,7 @@ def test_the_kind_survives_a_snapshot_and_an_old_snapshot_removes_nothing():
     old = replace(facts, root_kind=None)  # written before the fact existed
     finding = _cd101(facts_from_json(facts_to_json(old)))
     assert finding.remediation is not None and finding.remediation.commands == ("sudo reboot",)
-    assert "the snapshot does not record the root's kind" in finding.remediation.text
+    assert "the root's kind was not recorded (a snapshot of an older cudadoctor" in finding.remediation.text
 
 
 def _live(container: str, version: str, userspace: str, os_name: str = "Ubuntu 22.04") -> tuple[Finding, ...]:

@@ -78,7 +78,8 @@ _ROOT_KINDS = {
 def _host(facts: Facts) -> Category:
     h = facts.host
     parts = [h.distro or h.os, h.arch]
-    if h.container and h.container.in_container:
+    host_root = facts.root_kind is not None and facts.root_kind.kind == "host"  # a host's disk under --root, say
+    if h.container and h.container.in_container and not host_root:
         parts.append(f"in a container ({h.container.runtime or 'unknown runtime'})")
     if h.wsl:
         parts.append("WSL2")

@@ -252,3 +252,13 @@ def test_each_mismatch_case_gets_the_fix_its_thread_accepted(path):
         assert "inside the container" in case["case"]["fix"]
         (command,) = finding.remediation.commands
         assert command.startswith("rm -f ") and command.endswith(" && ldconfig")
+
+
+def test_a_host_disk_is_not_called_a_container():
+    """Under --root every root carried the "image root" container marker; a host's disk is no container."""
+    from cudadoctor.report.summary import categories
+
+    host = next(c for c in categories(_root_facts({KERNEL: ""})) if c.key == "host")
+    assert "container" not in host.headline
+    image = next(c for c in categories(_root_facts({"/.dockerenv": ""})) if c.key == "host")
+    assert "in a container" in image.headline

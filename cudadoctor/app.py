@@ -19,7 +19,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import InvalidValue, SnapshotError, UsageError
 from cudadoctor.facts.model import Facts
 from cudadoctor.record import record
-from cudadoctor.report.document import Report
+from cudadoctor.report.document import FAIL_ON_LEVELS, Report
 
 __all__ = [
     "FAIL_ON_LEVELS",
@@ -31,13 +31,6 @@ __all__ = [
     "read_snapshot",
     "run_check",
 ]
-
-#: ``--fail-on`` levels and the statuses that fail the run at each.
-FAIL_ON_LEVELS: dict[str, frozenset[Status]] = {
-    "error": frozenset({Status.FAIL, Status.ERROR}),
-    "warning": frozenset({Status.FAIL, Status.ERROR, Status.WARN}),
-    "never": frozenset(),
-}
 
 
 @record

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 import typer
 
 from cudadoctor import __version__
-from cudadoctor.commands import CheckOptions, check_command, closed_pipe, guard
+from cudadoctor.commands import CheckOptions, check_command, closed_pipe, guard, prepare_command_line
 from cudadoctor.errors import UsageError
 from cudadoctor.report import Format
 from cudadoctor.terminal import ColorMode, set_color_mode
@@ -342,7 +342,7 @@ def usage(
     activity, and says what one look can and cannot tell. Exit status: 0 shown, 2 usage error, 3 NVML did
     not answer.
     """
-    from cudadoctor.probes.nvml_health import RealHealthSource
+    from cudadoctor.probes.native import RealHealthSource
     from cudadoctor.usage import usage_command
 
     text, code = usage_command(RealHealthSource(), sample, output_format.value)
@@ -363,6 +363,7 @@ def _suggest_matrix(
     target: str, flags: HostFlags, output_format: SuggestFormat, *, matrix: bool, verbose: bool
 ) -> None:
     """``suggest --matrix``: the table of releases x builds, as text, JSON or Markdown."""
+    from cudadoctor.commands import this_machine
     from cudadoctor.planning import matrix_plan
     from cudadoctor.report.fit_matrix import render_matrix_json, render_matrix_markdown, render_matrix_text
 
@@ -370,7 +371,7 @@ def _suggest_matrix(
         raise UsageError("--format markdown: give --matrix (the plans themselves are text, json, commands, dockerfile)")
     if output_format in (SuggestFormat.COMMANDS, SuggestFormat.DOCKERFILE):
         raise UsageError(f"--matrix --format {output_format.value}: expected text, json or markdown")
-    found, constraints = matrix_plan(target, flags)
+    found, constraints = matrix_plan(target, flags, this_machine)
     if output_format is SuggestFormat.JSON:
         sys.stdout.write(render_matrix_json(found, constraints))
     elif output_format is SuggestFormat.MARKDOWN:
@@ -690,9 +691,7 @@ def _root(
 def main() -> None:
     """Entry point of the ``cudadoctor`` command through typer (:func:`cudadoctor.entry.main` has already taken the
     colour options and prepared the streams when it is the caller; doing it again changes nothing)."""
-    from cudadoctor.entry import _prepare
-
-    _prepare(sys.argv)
+    prepare_command_line(sys.argv)
     if COMPLETE_VAR in os.environ:  # a completion script asking: typer answers once its shells are registered
         from typer._completion_classes import completion_init
 

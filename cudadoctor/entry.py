@@ -13,8 +13,6 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from cudadoctor.errors import UsageError
-
 if TYPE_CHECKING:
     from cudadoctor.commands import CheckOptions
 
@@ -126,7 +124,9 @@ def main(*, hard_exit: bool = False) -> None:
     and the NVML threads cost ~10 ms of a 110 ms run (measured); nothing of the fast path is left to clean up
     (its caches are written and closed, its child processes waited for, its threads daemons).
     """
-    argv = _prepare(sys.argv)
+    from cudadoctor.commands import prepare_command_line
+
+    argv = prepare_command_line(sys.argv)
     values = None if _COMPLETING in os.environ else _fast_values(argv)
     if values is None:
         suggest = None if _COMPLETING in os.environ else fast_suggest_args(argv)
@@ -142,24 +142,6 @@ def main(*, hard_exit: bool = False) -> None:
 #: The variable a shell's completion script sets when it asks for the words that may follow (click's protocol:
 #: https://click.palletsprojects.com/en/stable/shell-completion/); typer answers it.
 _COMPLETING = "_CUDADOCTOR_COMPLETE"
-
-
-def _prepare(argv: list[str]) -> list[str]:
-    """The arguments after the program's name without the colour options, which are taken here for every command
-    (:func:`cudadoctor.terminal.take_color_options`); stdout and stderr print what any report holds (ASCII stand-ins
-    for what their encoding cannot show). ``sys.argv`` is left with the rest, for typer."""
-    from cudadoctor.terminal import prepare_streams, take_color_options
-
-    prepare_streams()
-    try:
-        rest = take_color_options(argv[1:])
-    except UsageError as exc:
-        from cudadoctor.commands import err
-
-        err(str(exc))
-        sys.exit(exc.exit_code)
-    sys.argv[1:] = rest
-    return rest
 
 
 def _check(values: dict[str, object]) -> int:

@@ -21,20 +21,12 @@ from packaging.version import Version
 
 from cudadoctor.bounded import version_or_none
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
+from cudadoctor.checks.derived import with_data_builds
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.hostfix import SUGGEST_TARGETS, driver_fixed_by, is_image, mismatch_remediation
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import GpuArch
-from cudadoctor.facts.derive import (
-    effective_cuda,
-    forward_compat,
-    frameworks_by_cuda_major,
-    gpu_segments,
-    host_driver_version,
-    loaded_libcuda,
-    picked_libcuda,
-    with_data_builds,
-)
+from cudadoctor.facts.derive import frameworks_by_cuda_major, host_driver_version, loaded_libcuda, picked_libcuda
 from cudadoctor.facts.model import (
     DriverInfo,
     DriverVersion,
@@ -47,10 +39,13 @@ from cudadoctor.facts.model import (
     RootKind,
     VisibleDevices,
 )
+from cudadoctor.gpu_models import gpu_segments
 from cudadoctor.rules.archs import build_covers_gpu
 from cudadoctor.rules.driver import (
     driver_runs_cuda,
     driver_supports_gpu,
+    effective_cuda,
+    forward_compat,
     forward_compat_on_gpu,
     forward_compat_on_gpus,
 )

@@ -429,7 +429,7 @@ class CD156(_Health):
 
 
 def _short(bus_id: str) -> str:
-    from cudadoctor.probes.health_parse import short_pci
+    from cudadoctor.facts.health import short_pci
 
     return short_pci(bus_id)
 

@@ -20,7 +20,6 @@ from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.hostfix import driver_fixed_by
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.derive import effective_cuda
 from cudadoctor.facts.model import (
     CudaWheels,
     DriverInfo,
@@ -35,6 +34,7 @@ from cudadoctor.facts.model import (
     ToolkitInstall,
 )
 from cudadoctor.facts.requires import exact_pins
+from cudadoctor.rules.driver import effective_cuda
 from cudadoctor.rules.toolchain import JIT_BUILDERS, BuildToolkit, nvcc_matches_torch, nvcc_runs_on_driver
 
 __all__ = ["CD201", "CD202", "CD301", "CD302", "CD303"]

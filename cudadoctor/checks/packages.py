@@ -23,9 +23,8 @@ from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
 from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, LibraryCopy, PythonEnv
-from cudadoctor.facts.names import canonical_name
+from cudadoctor.facts.names import canonical_name, is_interesting
 from cudadoctor.facts.requires import read_requirement
-from cudadoctor.probes.packages import is_interesting
 from cudadoctor.rules.gpus import vllm_supports_gpu
 from cudadoctor.rules.jax import cudnn_meets_jaxlib_build, jaxlib_cudnn_build
 from cudadoctor.rules.verdict import Verdict

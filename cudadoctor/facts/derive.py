@@ -1,60 +1,35 @@
-"""Derived facts: values computed once from the probed facts and injected into checks by name.
+"""Values computed from the facts alone: pure functions, facts in, value out.
 
-A check that needs "the installed torch" or "the directories of LD_LIBRARY_PATH" asks for it by
-parameter name, like a probed fact; the computation lives here, once, instead of inside each check.
-Each function is pure: facts in, value out; ``None`` (or an empty collection) means absent.
+A check that needs "the libcuda the loader picked" or "the directories of LD_LIBRARY_PATH" is given it by
+parameter name (:data:`cudadoctor.checks.derived.DERIVED`, which names these with the values the data and the
+rules compute); the computation lives here, once, instead of inside each check. ``None`` (or an empty collection)
+means absent.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-from packaging.version import Version
 
 from cudadoctor.facts.model import (
     DriverInfo,
     DriverVersion,
-    Facts,
     GpuInfo,
     HostInfo,
     InstalledPackage,
     LibcudaFile,
     VisibleDevices,
 )
-from cudadoctor.record import record
-from cudadoctor.rules.scheduler import detect_scheduler
-from cudadoctor.rules.toolchain import build_toolkit
-
-if TYPE_CHECKING:
-    from cudadoctor.data import CompatMatrix
-    from cudadoctor.rules.driver import ForwardCompat
 
 __all__ = [
-    "DERIVED",
-    "Derived",
-    "effective_cuda",
     "env_map",
-    "forward_compat",
     "frameworks_by_cuda_major",
     "gpu_count",
-    "gpu_segments",
+    "host_driver_version",
+    "intel_gpu_discrete",
     "ld_library_path",
     "loaded_libcuda",
-    "with_data_builds",
+    "picked_libcuda",
 ]
-
-
-@record
-class Derived:
-    """One derived fact: how to compute it and why a check needing it is not applicable when absent."""
-
-    #: (the facts, the compat data) -> the value
-    compute: Callable[[Facts, CompatMatrix], Any]
-    absent: str
-    doc: str
 
 
 def env_map(host: HostInfo) -> dict[str, str]:
@@ -130,50 +105,6 @@ def frameworks_by_cuda_major(packages: dict[str, InstalledPackage]) -> dict[int,
     return by_major
 
 
-def with_data_builds(
-    packages: dict[str, InstalledPackage], matrix: CompatMatrix, arch: str
-) -> dict[str, InstalledPackage]:
-    """The packages, where a release's CUDA build shows nowhere in its files but is known from the data
-    (ctranslate2 links cudart statically: compat/runtime_libraries.toml ``cuda_build``) carrying that build."""
-    out = dict(packages)
-    for name, pkg in packages.items():
-        if pkg.cuda_build:
-            continue
-        build = next((r.cuda_build for r in matrix.runtime_loads_for(name, pkg.version, arch) if r.cuda_build), None)
-        if build is not None:
-            out[name] = dataclasses.replace(
-                pkg, cuda_build=f"{build.major}.{build.minor}", cuda_variant=f"cu{build.major}{build.minor}",
-                cuda_variant_source="compat/runtime_libraries.toml",
-            )  # fmt: skip
-    return out
-
-
-def forward_compat(driver: DriverInfo) -> ForwardCompat | None:
-    """The forward compatibility in effect: a cuda-compat libcuda newer than the kernel module, picked by
-    the loader, and the CUDA version it reports (cuDriverGetVersion through it); None when there is none.
-
-    NVIDIA CUDA Compatibility guide, "Forward Compatibility":
-    https://docs.nvidia.com/deploy/cuda-compatibility/
-    """
-    from cudadoctor.rules.driver import ForwardCompat
-
-    loaded = loaded_libcuda(driver)
-    kernel = driver.kernel_module.version if driver.kernel_module else driver.version
-    if loaded is None or loaded.kind != "compat" or not loaded.version or not kernel or loaded.version <= kernel:
-        return None
-    cuda = next((r.cuda_api for r in driver.readings if r.source.where == "cuDriverGetVersion" and r.cuda_api), None)
-    return ForwardCompat(cuda, loaded.path) if cuda is not None else None
-
-
-def gpu_segments(gpus: tuple[GpuInfo, ...]) -> tuple[tuple[str, str | None], ...]:
-    """(name, segment in compat/gpus.toml) of each GPU; the segment is None for a model the table lacks."""
-    from cudadoctor import gpu_models
-
-    table = gpu_models.load_models()
-    models = [gpu_models.lookup(gpu.name, table) for gpu in gpus]
-    return tuple((gpu.name, model.segment if model else None) for gpu, model in zip(gpus, models, strict=True))
-
-
 def gpu_count(gpus: tuple[GpuInfo, ...], visible: VisibleDevices | None) -> int | None:
     """How many GPUs the machine has: the GPUs probed (NVML, nvidia-smi, /proc/driver/nvidia/gpus), else
     the GPU device nodes /dev/nvidia0..N (one per GPU, numbered by the driver's minor number), for a
@@ -182,73 +113,7 @@ def gpu_count(gpus: tuple[GpuInfo, ...], visible: VisibleDevices | None) -> int 
     return max(len(gpus), len(nodes)) or None
 
 
-def effective_cuda(driver: DriverInfo, matrix: CompatMatrix) -> tuple[Version | None, str]:
-    """The CUDA version CUDA applications get from this driver, and why.
-
-    Under forward compatibility (:func:`forward_compat`) applications get the compat library's CUDA
-    version. Otherwise it is the driver's own (NVML, cuDriverGetVersion), or for an assumed driver the one
-    the release notes' driver table gives.
-    """
-    forward = forward_compat(driver)
-    if forward is not None:
-        return forward.cuda, f"forward compatibility through {forward.library}"
-    if driver.cuda_api is not None:
-        return driver.cuda_api, "reported by the driver"
-    if driver.version is not None:
-        derived = matrix.cuda_for_driver(driver.version)
-        if derived is not None:
-            return derived, "the CUDA release notes' driver table"
-    return None, "unknown"
-
-
-def _package(name: str) -> Callable[[Facts, CompatMatrix], InstalledPackage | None]:
-    def compute(facts: Facts, _matrix: CompatMatrix) -> InstalledPackage | None:
-        return facts.packages.get(name)
-
-    return compute
-
-
-DERIVED: dict[str, Derived] = {
-    "torch": Derived(_package("torch"), "torch is not installed", "the installed torch distribution"),
-    "vllm": Derived(_package("vllm"), "vLLM is not installed", "the installed vLLM distribution"),
-    "jax": Derived(_package("jax"), "JAX is not installed", "the installed JAX distribution"),
-    "env": Derived(lambda f, _m: env_map(f.host), "", "the examined environment's variables, by name"),
-    "build_toolkit": Derived(
-        lambda f, _m: build_toolkit(f.toolkits, f.nvcc),
-        "no CUDA toolkit to build extensions with",
-        "the toolkit torch.utils.cpp_extension builds with (CUDA_HOME, else nvcc on PATH, else /usr/local/cuda)",
-    ),
-    "ld_library_path": Derived(
-        lambda f, _m: ld_library_path(f.host), "LD_LIBRARY_PATH is not set", "LD_LIBRARY_PATH's directories, in order"
-    ),
-    "driver_cuda": Derived(
-        lambda f, m: effective_cuda(f.driver, m) if f.driver is not None else None,
-        "no NVIDIA driver found",
-        "the CUDA version applications get from the driver, and how that was decided",
-    ),
-    "forward": Derived(
-        lambda f, _m: forward_compat(f.driver) if f.driver is not None else None,
-        "no forward compatibility in effect",
-        "the cuda-compat libcuda in effect and the CUDA it reports",
-    ),
-    "gpu_count": Derived(
-        lambda f, _m: gpu_count(f.gpus, f.visible),
-        "no GPU found (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N)",
-        "how many GPUs the machine has, from the probed GPUs or else the /dev/nvidiaN device nodes",
-    ),
-    "scheduler": Derived(
-        lambda f, _m: detect_scheduler(
-            env_map(f.host),
-            f.packages,
-            f.visible.cuda_visible_devices if f.visible else None,
-            f.host.container.markers if f.host.container else (),
-        ),
-        "no scheduler (Ray, Slurm, Kubernetes) detected",
-        "the scheduler that hands this process its GPUs (Ray, Slurm, Kubernetes), and what showed it",
-    ),
-    "cuda_builds": Derived(
-        lambda f, _m: frameworks_by_cuda_major(f.packages),
-        "no framework built for CUDA installed",
-        "the installed frameworks by the CUDA major they were built for",
-    ),
-}
+def intel_gpu_discrete(entry: str) -> bool:
+    """Whether an ``intel_gpus`` entry is a discrete card (Arc, Data Center GPU Max/Flex): Intel's integrated
+    graphics device is always bus 0, device 2, function 0 (QEMU docs/igd-assign.txt: the IGD is at 00:02.0)."""
+    return not entry.split(" ", 1)[0].endswith("00:02.0")

@@ -117,7 +117,7 @@ def _host(facts: Facts) -> Category:
 
 def _intel(h: HostInfo) -> str:
     """The Intel GPUs: discrete ones get PyTorch's XPU builds (``suggest``), an integrated one alone CPU builds."""
-    from cudadoctor.probes.host import intel_gpu_discrete
+    from cudadoctor.facts.derive import intel_gpu_discrete
 
     discrete = [g for g in h.intel_gpus if intel_gpu_discrete(g)]
     driver = f", driver {h.intel_gpu_driver}" if h.intel_gpu_driver else ""

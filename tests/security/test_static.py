@@ -575,7 +575,11 @@ def test_sys_path_is_never_changed() -> None:
     assert found == []
 
 
-def test_native_libraries_are_loaded_by_fixed_name_in_nvml_calls_py_only() -> None:
+NVML_CALLS = os.path.join("probes", "nvml_calls.py")
+NVML_BINDING = os.path.join("probes", "nvml.py")  # its own library, libnvidia-ml.so.1
+
+
+def test_native_libraries_are_loaded_by_fixed_name_in_the_nvml_modules_only() -> None:
     """dlopen runs a library's constructors: never one named by a path from an image or the environment."""
     found = []
     loaders = (
@@ -589,7 +593,7 @@ def test_native_libraries_are_loaded_by_fixed_name_in_nvml_calls_py_only() -> No
         for call, name in calls(module):
             if name and (name in loaders or name.startswith("ctypes.cdll.") or name.endswith(".LoadLibrary")):
                 constant = call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)
-                native = module in (os.path.join("probes", "nvml_calls.py"), DRIVER_CHILD)
+                native = module in (NVML_CALLS, NVML_BINDING, DRIVER_CHILD)
                 if not native or not constant or name.endswith("find_library"):
                     found.append(f"{where(module, call)} {name}")
     assert found == []

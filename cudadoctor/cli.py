@@ -103,6 +103,25 @@ AssumeGpuOpt = Annotated[
         "Repeat for several GPUs; overrides the probed GPUs. --assume-gpu is the same option.",
     ),
 ]
+
+
+class RootKindChoice(str, enum.Enum):
+    AUTO = "auto"
+    HOST = "host"
+    IMAGE = "image"
+
+
+RootKindOpt = Annotated[
+    RootKindChoice,
+    typer.Option(
+        "--root-kind",
+        help="What the examined root is, which decides the fixes: host (a machine's own system, or its disk mounted "
+        "under --root: a driver that differs from the kernel module is mended by a reboot) or image (a container or "
+        "an exported image: driver libraries baked into it are removed, the NVIDIA runtime mounts the host's). "
+        "auto decides from markers (/.dockerenv, /run/.containerenv, cgroups, a kernel in /boot) and, when they are "
+        "missing or disagree, gives a host's fixes, which delete nothing.",
+    ),
+]
 NoRedactOpt = Annotated[
     bool,
     typer.Option(
@@ -148,6 +167,7 @@ def check(
     python: PythonOpt = None,
     assume_driver: AssumeDriverOpt = None,
     assume_gpu: AssumeGpuOpt = None,
+    root_kind: RootKindOpt = RootKindChoice.AUTO,
     no_redact: NoRedactOpt = False,
     select: Annotated[
         list[str] | None,
@@ -252,8 +272,9 @@ def check(
     return check_command(
         CheckOptions(
             output_format=output_format, verbose=verbose, from_file=from_file, root=root, env_file=env_file,
-            python=python, assume_driver=assume_driver, assume_gpu=_tuple(assume_gpu), no_redact=no_redact,
-            select=_tuple(select), ignore=_tuple(ignore), require=_tuple(require), fail_on=fail_on, strict=strict,
+            python=python, assume_driver=assume_driver, assume_gpu=_tuple(assume_gpu), root_kind=root_kind.value,
+            no_redact=no_redact, select=_tuple(select), ignore=_tuple(ignore), require=_tuple(require), fail_on=fail_on,
+            strict=strict,
             fail_on_unknown=fail_on_unknown, output=output, deep=deep, timeout=timeout, nccl=nccl,
             no_health=no_health, dcgm_diag=dcgm_diag, dcgm_timeout=dcgm_timeout,
         )
@@ -275,6 +296,7 @@ def snapshot(
     python: PythonOpt = None,
     assume_driver: AssumeDriverOpt = None,
     assume_gpu: AssumeGpuOpt = None,
+    root_kind: RootKindOpt = RootKindChoice.AUTO,
     no_redact: NoRedactOpt = False,
 ) -> None:
     """Write every fact, with its source, as JSON: attach it to a bug report; replay it with check --from."""
@@ -284,7 +306,7 @@ def snapshot(
 
     source = FactSource(
         root=root, env_file=env_file, python=python, assume_driver=assume_driver,
-        assume_gpus=tuple(assume_gpu or ()), redact_home=not no_redact,
+        assume_gpus=tuple(assume_gpu or ()), root_kind=root_kind.value, redact_home=not no_redact,
     )  # fmt: skip
     text = facts_to_json(gather(source, stderr_notice)) + "\n"
     if output is None or output == "-":

@@ -47,6 +47,7 @@ class CheckOptions:
     python: str | None = None
     assume_driver: str | None = None
     assume_gpu: tuple[str, ...] | None = None
+    root_kind: str = "auto"
     no_redact: bool = False
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] | None = None
@@ -163,7 +164,7 @@ def check_command(o: CheckOptions) -> int:
     settings = find_settings()
     source = FactSource(
         from_file=o.from_file, root=o.root, env_file=o.env_file, python=o.python,
-        assume_driver=o.assume_driver, assume_gpus=tuple(o.assume_gpu or ()),
+        assume_driver=o.assume_driver, assume_gpus=tuple(o.assume_gpu or ()), root_kind=o.root_kind,
         redact_home=not o.no_redact or o.output_format is Format.MARKDOWN,
         deep_timeout=o.timeout if o.deep else None, nccl=o.nccl, health=not o.no_health,
         dcgm_level=o.dcgm_diag, dcgm_timeout=o.dcgm_timeout,

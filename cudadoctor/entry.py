@@ -28,6 +28,11 @@ _FLAGS = {
     "--no-redact": "no_redact",
 }
 _FORMATS = ("text", "json", "github", "markdown", "slurm", "npd", "health-json")
+#: ``--root-kind`` values (cudadoctor.assume.ROOT_KINDS, not imported here: the fast path imports nothing)
+_ROOT_KINDS = ("auto", "host", "image")
+#: Options with a value that the fast path takes: option -> (field, the values it accepts)
+_VALUED = {"-f": ("output_format", _FORMATS), "--format": ("output_format", _FORMATS),
+           "--root-kind": ("root_kind", _ROOT_KINDS)}  # fmt: skip
 
 
 def _fast_values(argv: Sequence[str]) -> dict[str, object] | None:
@@ -42,12 +47,15 @@ def _fast_values(argv: Sequence[str]) -> dict[str, object] | None:
         if token in _FLAGS:
             values[_FLAGS[token]] = True
             continue
-        fmt = token.partition("=")[2] if token.startswith("--format=") else None
-        if token in ("-f", "--format") and rest:
-            fmt = rest.pop(0)
-        if fmt not in _FORMATS:
-            return None  # a value typer must check, or an option the fast path does not take
-        values["output_format"] = fmt
+        name, equals, value = token.partition("=") if token.startswith("--") else (token, "", "")
+        if name not in _VALUED or not (equals or rest):
+            return None  # an option the fast path does not take, or one without its value
+        if not equals:
+            value = rest.pop(0)
+        field, accepted = _VALUED[name]
+        if value not in accepted:
+            return None  # a value typer must check and explain
+        values[field] = value
     return values
 
 

@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.hostfix import driver_fixed_by
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.derive import ld_library_path
 from cudadoctor.facts.model import (
@@ -28,6 +29,7 @@ from cudadoctor.facts.model import (
     LibraryCopy,
     LinkedFile,
     LoaderView,
+    ManagedPlatform,
     NeededLibrary,
     SubLibrary,
     ToolkitInstall,
@@ -116,7 +118,7 @@ class CD202(Check):
     (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222), so a GPU the build has no SASS for fails.
 
     How to fix: upgrade the driver to one that supports the toolkit's CUDA, or build with a toolkit no newer
-    than the driver supports.
+    than the driver supports (on a managed platform, whose driver cannot be changed, only the latter).
     """
 
     name = "nvcc-not-newer-than-driver"
@@ -129,6 +131,7 @@ class CD202(Check):
         driver: DriverInfo,
         matrix: CompatMatrix,
         driver_cuda: tuple[Version | None, str] = (None, "unknown"),
+        platform: ManagedPlatform | None = None,
     ) -> Problem | None:
         cuda, how = driver_cuda
         if cuda is None:
@@ -147,7 +150,8 @@ class CD202(Check):
              "driver": f"{driver.version} (CUDA {cuda}, {how})"},
             Remediation(
                 f"Upgrade the driver to {needed} or newer (CUDA {build_toolkit.release}), or build with a CUDA "
-                f"{cuda} (or older) toolkit.",
+                f"{cuda} (or older) toolkit." if platform is None else
+                f"Build with a CUDA {cuda} (or older) toolkit. {driver_fixed_by(platform)}",
                 (),
             ),
         )  # fmt: skip

@@ -75,11 +75,14 @@ __all__ = [
     "LinkedFile",
     "LoadedLibrary",
     "LoaderView",
+    "ManagedPlatform",
     "NcclSmoke",
     "NeededLibrary",
     "NvccInfo",
     "ProbeError",
     "PythonEnv",
+    "RootKind",
+    "RootMarker",
     "RuntimeDevice",
     "RuntimeInfo",
     "Source",
@@ -435,6 +438,41 @@ class ContainerInfo:
 
 
 @record
+class RootMarker:
+    """One sign of what the examined root is: a host's own system or a container image."""
+
+    kind: str  #: ``host`` or ``image``: which of the two it speaks for
+    source: Source  #: where it was seen (``file: /.dockerenv``, ``file: /boot/vmlinuz-6.8.0-45-generic`` …)
+
+
+@record
+class RootKind:
+    """Whether the examined root is a machine's own system (a host) or a container image.
+
+    The fixes differ: on a host a driver mismatch is mended by a reboot, in an image by removing the driver
+    libraries baked into it. ``kind`` is ``host`` or ``image`` when the markers agree (or ``--root-kind`` said
+    so), ``unknown`` when they are missing or contradict each other; a fix then takes the safe side (a host's).
+    """
+
+    kind: str  #: ``host`` / ``image`` / ``unknown``
+    #: the marker that decided (``assumed: --root-kind image`` for the flag); None when nothing decided
+    source: Source | None = None
+    markers: tuple[RootMarker, ...] = ()  #: every sign seen, for and against
+    #: driver libraries the container runtime mounted from the host (``/proc/self/mountinfo``; live only):
+    #: they are the host's own, never to be removed inside the container
+    mounted_driver_files: tuple[str, ...] = ()
+
+
+@record
+class ManagedPlatform:
+    """A managed notebook or training platform (Colab, Kaggle, SageMaker …): it installs the NVIDIA driver, and a
+    user cannot change it there."""
+
+    name: str  #: ``Google Colab``, ``Kaggle``, ``Amazon SageMaker`` …
+    source: Source  #: the variable or file that says so (``env: COLAB_RELEASE_TAG``)
+
+
+@record
 class EnvVar:
     """One environment variable that matters to CUDA. Secret-looking values are masked on output."""
 
@@ -620,6 +658,25 @@ class Facts:
             "GPU health not examined (--no-health, an image root, or a snapshot without it)",
             "HealthInfo or null",
             "the GPUs' hardware health: NVML's answers, PCI functions, kernel-log Xids, NCCL host prerequisites",
+        ),
+        default=None,
+    )
+    root_kind: RootKind | None = fact(
+        FactSpec(
+            "host",
+            "the root's kind was not recorded (a snapshot of an older cudadoctor)",
+            "RootKind or null",
+            "whether the examined root is a host's own system or a container image, with the markers seen "
+            "(`--root-kind` overrides it)",
+        ),
+        default=None,
+    )
+    platform: ManagedPlatform | None = fact(
+        FactSpec(
+            "host",
+            "not on a managed notebook or training platform",
+            "ManagedPlatform or null",
+            "the managed platform (Colab, Kaggle, SageMaker …) whose NVIDIA driver the user cannot change",
         ),
         default=None,
     )

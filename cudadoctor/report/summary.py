@@ -68,13 +68,24 @@ def _v(version: Version | None) -> str:
     return str(version) if version is not None else "unknown"
 
 
+#: The root's kind as the host category says it (probes/origin.py decides it; checks/hostfix.py acts on it).
+_ROOT_KINDS = {
+    "host": "root: a host's own system (a driver fix reboots it, never deletes a library; --root-kind overrides)",
+    "image": "root: a container image (a driver fix removes the libraries baked into it; --root-kind overrides)",
+    "unknown": "root: unknown, taken for a host (a driver fix deletes nothing; --root-kind host|image says which)",
+}
+
+
 def _host(facts: Facts) -> Category:
     h = facts.host
     parts = [h.distro or h.os, h.arch]
-    if h.container and h.container.in_container:
+    host_root = facts.root_kind is not None and facts.root_kind.kind == "host"  # a host's disk under --root, say
+    if h.container and h.container.in_container and not host_root:
         parts.append(f"in a container ({h.container.runtime or 'unknown runtime'})")
     if h.wsl:
         parts.append("WSL2")
+    if facts.platform is not None:
+        parts.append(f"on {facts.platform.name}")
     if h.apple_silicon:
         parts.append("Apple Silicon: GPU work runs on Metal (MPS / MLX), not CUDA")
     if h.jetson_l4t and h.jetson_l4t.startswith("R38"):  # JetPack 7: aligned with SBSA (cudadoctor.planning)
@@ -93,6 +104,13 @@ def _host(facts: Facts) -> Category:
         cat.lines.append(Line(f"glibc {h.glibc}"))
     if h.container and h.container.markers:
         cat.lines.append(Line("container markers: " + ", ".join(h.container.markers)))
+    if facts.root_kind is not None:
+        cat.lines.append(Line(_ROOT_KINDS.get(facts.root_kind.kind, facts.root_kind.kind),
+                              source=_src(facts.root_kind.source)))  # fmt: skip
+    if facts.platform is not None:
+        cat.lines.append(
+            Line(f"{facts.platform.name}: the NVIDIA driver is the platform's", source=_src(facts.platform.source))
+        )
     for var in h.env:
         cat.lines.append(Line(f"{var.name}={var.value}", source=f"env: {var.name}"))
     return cat

@@ -188,6 +188,12 @@ def _host(replay: Replay, env: dict[str, Any]) -> None:
         replay.files["/.dockerenv"] = ""
     if container == "kubernetes":
         replay.env["KUBERNETES_SERVICE_HOST"] = "10.96.0.1"
+    # The platforms' own variables (their public sources are in cudadoctor/probes/origin.py): Colab's GPU runtime
+    # sets COLAB_GPU=1, Kaggle KAGGLE_KERNEL_RUN_TYPE (Interactive in a notebook).
+    if container == "colab":
+        replay.env["COLAB_GPU"] = "1"
+    if container == "kaggle":
+        replay.env["KAGGLE_KERNEL_RUN_TYPE"] = "Interactive"
     if container == "wsl2" or (env.get("driver") or {}).get("windows"):
         replay.files["/proc/version"] = "Linux version 5.15.153.1-microsoft-standard-WSL2 (root@1c4b) (gcc 11.2.0)\n"
         if container == "wsl2":  # written by WSL's init on the distribution, not inside a container

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from cudadoctor.data.queries import CompatMatrix
-from cudadoctor.data.rows import GpuModel
+from cudadoctor.data.rows import GpuDevice, GpuModel
 
 if TYPE_CHECKING:
     from cudadoctor.facts.model import GpuInfo
@@ -28,6 +28,7 @@ __all__ = [
     "GpuModel",
     "GpuTable",
     "device_models",
+    "devices_named",
     "gpu_segments",
     "load_models",
     "lookup",
@@ -73,6 +74,17 @@ def load_models() -> tuple[GpuModel, ...]:
     """
     matrix = CompatMatrix()
     return matrix.gpu_models + device_models(matrix)
+
+
+def devices_named(matrix: CompatMatrix, tokens: tuple[str, ...]) -> tuple[GpuDevice, ...]:
+    """The rows of compat/gpu_devices.toml whose name has these tokens (:func:`normalise` of a GPU's name), else
+    those whose name begins with them (a model name such as "H100" stands for every "NVIDIA H100 …")."""
+    if not tokens:
+        return ()
+    # Only names holding the first token are split into tokens: this runs on every CD114 of a GPU.
+    named = [(normalise(d.name), d) for d in matrix.gpu_devices if tokens[0] in d.name.lower()]
+    exact = tuple(d for key, d in named if key == tokens)
+    return exact or tuple(d for key, d in named if key[: len(tokens)] == tokens)
 
 
 def device_models(matrix: CompatMatrix) -> tuple[GpuModel, ...]:
@@ -172,7 +184,7 @@ def parse_gpu_spec(spec: str, table: GpuTable) -> GpuModel:
         from cudadoctor.didyoumean import did_you_mean
 
         tokens = normalise(text)
-        listed = [d for d in CompatMatrix().devices_named(tokens) if normalise(d.name) == tokens]
+        listed = [d for d in devices_named(CompatMatrix(), tokens) if normalise(d.name) == tokens]
         if listed:
             raise ValueError(
                 f"unknown GPU {text!r}: {listed[0].name} (PCI ID {listed[0].pci}) is in NVIDIA's device list, but no "

@@ -8,7 +8,7 @@ import pytest
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.load import load_table
 from cudadoctor.facts.model import DriverVersion
-from cudadoctor.gpu_models import device_models, load_models, lookup, normalise, parse_gpu_spec
+from cudadoctor.gpu_models import device_models, devices_named, load_models, lookup, normalise, parse_gpu_spec
 from cudadoctor.rules.driver import device_listing, driver_supports_gpu
 
 M = CompatMatrix()
@@ -163,7 +163,7 @@ def test_the_listing_is_read_per_branch_never_as_a_problem() -> None:
 
 
 def test_a_release_before_the_first_listing_of_its_branch_is_not_proven() -> None:
-    first = next(t for d in M.devices_named(normalise("NVIDIA A10G")) for t in d.listed_from if t.major == 535)
+    first = next(t for d in devices_named(M, normalise("NVIDIA A10G")) for t in d.listed_from if t.major == 535)
     assert _verdict(str(first), "8.6", "NVIDIA A10G").is_ok
     before = DriverVersion(f"{first.major}.{int(str(first).split('.')[1]) - 1}.01")
     assert device_listing(M, before, "NVIDIA A10G") is not None

@@ -288,18 +288,6 @@ class CompatMatrix:
             (d for d in rows if not d.subsystems), None
         )
 
-    def devices_named(self, tokens: tuple[str, ...]) -> tuple[GpuDevice, ...]:
-        """The rows whose name has these tokens (:func:`cudadoctor.gpu_models.normalise` of a GPU's name), else
-        those whose name begins with them (a model name such as "H100" stands for every "NVIDIA H100 …")."""
-        if not tokens:
-            return ()
-        from cudadoctor.gpu_models import normalise
-
-        # Only names holding the first token are split into tokens: this runs on every check of a GPU.
-        named = [(normalise(d.name), d) for d in self.gpu_devices if tokens[0] in d.name.lower()]
-        exact = tuple(d for key, d in named if key == tokens)
-        return exact or tuple(d for key, d in named if key[: len(tokens)] == tokens)
-
     @functools.cached_property
     def gpu_archs(self) -> dict[str, GpuArch]:
         return {a.compute_capability: a for a in self._rows("gpu_archs", "arch")}

@@ -274,9 +274,9 @@ def device_listing(matrix: CompatMatrix, driver: DriverVersion, gpu: str) -> Dev
     ``last_driver_branch``). Not being listed proves nothing: the README is not a complete support list.
     None when no device of the table has this name.
     """
-    from cudadoctor.gpu_models import normalise
+    from cudadoctor.gpu_models import devices_named, normalise  # only a GPU without an architecture floor needs it
 
-    devices = matrix.devices_named(normalise(gpu))
+    devices = devices_named(matrix, normalise(gpu))
     if not devices:
         return None
     source = "NVIDIA's open GPU kernel modules README (compat/gpu_devices.toml)"

@@ -187,7 +187,9 @@ def _gpus(flags: HostFlags, facts: Facts | None) -> tuple[Gpu, ...]:
                 model = gpu_models.parse_gpu_spec(spec, table)
             except ValueError as exc:
                 raise UsageError(f"--gpu {spec!r}: {exc}") from None
-            found.append(Gpu(model.name, model.compute_capability, "--gpu", model.segment))
+            # An inferred compute capability (compat/gpu_devices.toml) says its rule where the GPU came from.
+            source = f"--gpu (compute capability inferred: {model.inferred})" if model.inferred else "--gpu"
+            found.append(Gpu(model.name, model.compute_capability, source, model.segment))
         return tuple(found)
     if facts is None:
         return ()

@@ -200,3 +200,19 @@ def test_the_readme_figure_is_the_tables() -> None:
     )
     assert figure in text
     assert re.search(rf"\b{len(with_cc)} of them with a compute capability \({len(inferred)} \*inferred\*", text)
+
+
+def test_suggest_says_where_an_inferred_compute_capability_comes_from() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from cudadoctor.cli import app
+
+    result = CliRunner().invoke(
+        app, ["suggest", "--target", "torch", "--gpu", "A10G", "--driver", "535", "--no-probe", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    (gpu,) = json.loads(result.stdout)["constraints"]["gpus"]
+    assert (gpu["name"], gpu["compute_capability"]) == ("NVIDIA A10G", "8.6")
+    assert gpu["source"].startswith("--gpu (compute capability inferred: device-ID block 223x")

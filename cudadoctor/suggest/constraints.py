@@ -30,7 +30,7 @@ __all__ = [
 class Gpu:
     name: str
     compute_capability: str
-    source: str  #: ``probed`` or ``--gpu``
+    source: str  #: ``probed`` or ``--gpu`` (with the rule of an *inferred* compute capability)
     #: its segment in compat/gpus.toml (``datacenter``, ``geforce`` …); None when the table lacks the model
     segment: str | None = None
 

@@ -25,6 +25,7 @@ from cudadoctor import __version__
 from cudadoctor.commands import CheckOptions, check_command, closed_pipe, guard
 from cudadoctor.errors import UsageError
 from cudadoctor.report import Format
+from cudadoctor.why.cli import register as register_why
 
 if TYPE_CHECKING:
     from cudadoctor.planning import HostFlags
@@ -602,6 +603,9 @@ def compare(
     code = exit_code(verdict)
     if code:
         raise typer.Exit(code)
+
+
+register_why(app, check, _guarded)  # `why`: check's options, read from its signature
 
 
 def _version_callback(value: bool) -> None:

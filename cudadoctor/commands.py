@@ -18,12 +18,14 @@ from cudadoctor.record import record
 from cudadoctor.report import Format
 
 if TYPE_CHECKING:
+    from cudadoctor.app import CheckRequest
     from cudadoctor.planning import HostFlags
     from cudadoctor.report.document import Report
 
 __all__ = [
     "CheckOptions",
     "check_command",
+    "check_request",
     "closed_pipe",
     "err",
     "guard",
@@ -137,9 +139,9 @@ def _terminal_width() -> int:
         return 100
 
 
-def check_command(o: CheckOptions) -> int:
-    """``cudadoctor check``: gather, judge, print; the exit code of the report."""
-    from cudadoctor.app import CheckRequest, FactSource, run_check, stderr_notice
+def check_request(o: CheckOptions) -> CheckRequest:
+    """What ``check`` is asked by these options and the project settings (``why`` asks the same)."""
+    from cudadoctor.app import CheckRequest, FactSource
     from cudadoctor.config import find_settings
 
     if o.timeout <= 0 or o.timeout != o.timeout or o.timeout == float("inf"):
@@ -152,7 +154,7 @@ def check_command(o: CheckOptions) -> int:
         deep_timeout=o.timeout if o.deep else None, nccl=o.nccl, health=not o.no_health,
         dcgm_level=o.dcgm_diag, dcgm_timeout=o.dcgm_timeout,
     )  # fmt: skip
-    request = CheckRequest(
+    return CheckRequest(
         source=source,
         select=tuple(o.select or settings.select),
         ignore=(*settings.ignore, *(o.ignore or ())),
@@ -160,7 +162,13 @@ def check_command(o: CheckOptions) -> int:
         fail_on="warning" if o.strict else (o.fail_on or settings.fail_on or "error"),
         fail_on_unknown=o.fail_on_unknown,
     )
-    report = run_check(request, stderr_notice)
+
+
+def check_command(o: CheckOptions) -> int:
+    """``cudadoctor check``: gather, judge, print; the exit code of the report."""
+    from cudadoctor.app import run_check, stderr_notice
+
+    report = run_check(check_request(o), stderr_notice)
     snapshot = o.from_file is not None
     fmt = o.output_format
     if o.output is not None:

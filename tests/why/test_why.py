@@ -1,0 +1,114 @@
+"""``cudadoctor why``: bounded reading, the decision from check's findings, and the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from typer.testing import CliRunner
+
+from cudadoctor.checks.findings import Finding, Status
+from cudadoctor.cli import app
+from cudadoctor.data import CompatMatrix
+from cudadoctor.why.decide import Verdict, diagnose
+from cudadoctor.why.matching import recognise
+from cudadoctor.why.reading import HEAD_BYTES, TAIL_BYTES, from_argument, from_file
+
+MATRIX = CompatMatrix(cache_dir=False)
+H200 = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "h200-deep", "deep-s1.json")
+
+
+def _finding(code: str, status: Status) -> Finding:
+    return Finding(code=code, name=code.lower(), category="driver", status=status, summary="", message=f"{code} msg")
+
+
+def _answer(text: str, findings: list[Finding], *, deep: bool = False):  # type: ignore[no-untyped-def]
+    matches = recognise(from_argument(text).lines, MATRIX.error_messages)
+    return diagnose(matches, findings, MATRIX.error_causes, deep=deep)
+
+
+INSUFFICIENT = "RuntimeError: CUDA driver version is insufficient for CUDA runtime version"
+
+
+def test_the_cause_is_the_problem_finding_among_the_causes() -> None:
+    answer = _answer(INSUFFICIENT, [_finding("CD111", Status.FAIL), _finding("CD120", Status.OK),
+                                    _finding("CD102", Status.OK), _finding("CD801", Status.NOT_APPLICABLE)])  # fmt: skip
+    assert answer.verdict == Verdict.CAUSE
+    assert answer.cause is not None and answer.cause.code == "CD111"
+
+
+def test_a_problem_outside_the_causes_is_never_named() -> None:
+    answer = _answer(INSUFFICIENT, [_finding("CD402", Status.FAIL), _finding("CD111", Status.OK),
+                                    _finding("CD120", Status.OK), _finding("CD102", Status.OK)])  # fmt: skip
+    assert answer.cause is None
+    assert [f.code for f in answer.other_problems] == ["CD402"]
+
+
+def test_could_not_judge_leaves_the_cause_open_with_what_decides() -> None:
+    answer = _answer(INSUFFICIENT, [_finding("CD111", Status.UNKNOWN), _finding("CD120", Status.OK),
+                                    _finding("CD102", Status.OK)])  # fmt: skip
+    assert answer.verdict == Verdict.UNDECIDED
+    assert answer.remaining[0].cause.id == "driver-too-old"
+    assert answer.decide == answer.remaining[0].cause.decide
+
+
+def test_runtime_checks_without_deep_stay_open_and_deep_rules_them_out() -> None:
+    findings = [_finding("CD111", Status.OK), _finding("CD120", Status.OK), _finding("CD102", Status.OK),
+                _finding("CD801", Status.NOT_APPLICABLE)]  # fmt: skip
+    shallow = _answer(INSUFFICIENT, findings)
+    assert shallow.verdict == Verdict.UNDECIDED and "--deep" in (shallow.decide or "")
+    assert _answer(INSUFFICIENT, findings, deep=True).verdict == Verdict.RULED_OUT
+
+
+def test_an_unknown_error_is_unrecognised() -> None:
+    assert _answer("my cat sat on the keyboard", []).verdict == Verdict.UNRECOGNISED
+
+
+def test_a_long_log_keeps_head_and_tail_and_says_what_it_skipped(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    log = tmp_path / "job.log"
+    filler = b"step 1 loss 0.5\n" * ((HEAD_BYTES + TAIL_BYTES) // 16 + 100_000)
+    log.write_bytes(b"start\n" + filler + b"Failed to initialize NVML: Driver/library version mismatch\n")
+    text = from_file(str(log))
+    assert text.skipped_bytes > 0 and text.lines[0] == "start"
+    assert text.lines[-1].startswith("Failed to initialize NVML")
+    assert "skipped" in text.notes[0]
+    assert [m.message.id for m in recognise(text.lines, MATRIX.error_messages)] == ["nvml-driver-library-mismatch"]
+
+
+def test_a_long_line_is_cut() -> None:
+    text = from_argument("x" * 100_000)
+    assert text.cut_lines == 1 and len(text.lines[0]) == 4096
+
+
+def test_cli_names_the_cause_on_a_snapshot_as_json() -> None:
+    result = CliRunner().invoke(app, ["why", "--from", H200, "-f", "json", INSUFFICIENT])
+    document = json.loads(result.stdout)
+    assert document["kind"] == "cudadoctor-why" and document["schema_version"] == 1
+    assert document["recognised"][0]["id"] == "cuda-insufficient-driver"
+    assert result.exit_code == document["report"]["exit_code"]
+    # never more than check: the cause, when named, is one of the report's problems
+    problems = {f["code"] for f in document["report"]["findings"] if f["status"] in ("fail", "warn")}
+    assert document["cause"] is None or document["cause"]["code"] in problems
+
+
+def test_cli_unrecognised_prints_checks_report() -> None:
+    result = CliRunner().invoke(app, ["why", "--from", H200, "nothing like an error"])
+    assert "does not recognise this error" in result.stdout
+    assert "cudadoctor summary" in result.stdout
+
+
+def test_cli_text_is_sanitised() -> None:
+    result = CliRunner().invoke(app, ["why", "--from", H200, "No CUDA GPUs are available \x1b]0;pwned\x07"])
+    assert "\x1b" not in result.stdout and "\\x1b" in result.stdout
+
+
+def test_cli_usage_errors() -> None:
+    runner = CliRunner()
+    assert runner.invoke(app, ["why", "--from", H200]).exit_code == 2
+    assert runner.invoke(app, ["why", "--from", H200, "--file", "x.log", "error"]).exit_code == 2
+    assert runner.invoke(app, ["why", "--from", H200, "--file", "/nonexistent/job.log"]).exit_code == 2
+
+
+def test_cli_reads_standard_input() -> None:
+    result = CliRunner().invoke(app, ["why", "--from", H200, "--file", "-"], input="NVRM: Xid (PCI:0000:3b:00): 79, pid=1\n")
+    assert "Xid 79" in result.stdout

@@ -30,16 +30,13 @@ An error it does not know: it says so and prints check's report. Takes every opt
 
 Examples:
 
+\b
   cudadoctor why "CUDA driver version is insufficient for CUDA runtime version"
 
-  cudadoctor why --file job.log                 # a long log: its first 1 MiB and last 3 MiB
-
-  journalctl -k | cudadoctor why --file -       # kernel Xid lines from standard input
-
+  cudadoctor why --file job.log              # a long log: its first 1 MiB and last 3 MiB
+  journalctl -k | cudadoctor why --file -    # kernel Xid lines from standard input
   cudadoctor why --from node7.json "Failed to initialize NVML: Driver/library version mismatch"
-
   cudadoctor why --root ./rootfs --env-file image.env "libcudnn.so.9: cannot open shared object file"
-
   cudadoctor why --deep "CUDA error: no kernel image is available for execution on the device"
 
 Exit status as check: 0 no errors, 1 errors found, 2 usage error, 3 cudadoctor could not produce a report.
@@ -77,7 +74,7 @@ def register(app: typer.Typer, check: Callable[..., Any], guarded: Callable[[Cal
         from cudadoctor.why.command import why_command
 
         error, file, fmt = kwargs.pop("error"), kwargs.pop("file"), kwargs.pop("why_format")
-        options = {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}
+        options: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}
         return why_command(tuple(error or ()), file, CheckOptions(**options), WhyFormat(fmt).value)
 
     why.__signature__ = inspect.Signature([*_own_parameters(), *taken])  # type: ignore[attr-defined]

@@ -110,11 +110,11 @@ def required_word(pattern: str) -> str | None:
     text = "".join(outside)
     if "|" in text:
         return None
-    runs = [r for r in _LITERAL.findall(text)]
+    runs = _LITERAL.findall(text)
     best = max(runs, key=len, default="")
     # A run followed by a quantifier is not required in full: drop its last character.
     end = text.find(best) + len(best)
     if end < len(text) and text[end] in "?*{":
         best = best[:-1]
-    plain = re.sub(r"\\(.)", r"\1", best).strip()
-    return plain if len(plain) >= 4 else None
+    word = re.sub(r"\\(.)", r"\1", best).strip()
+    return word if len(word) >= 4 else None

@@ -64,8 +64,9 @@ def _state_line(state: CauseState) -> str:
     codes = ", ".join(state.cause.checks) or "no check"
     if state.state == "open":
         return f"    ? {state.cause.title} [{codes}]: {state.why_open}"
+    absent = "; ".join(f"{f.code}: {f.reason}" for f in state.findings)
     mark, word = {"found": ("✗", "found"), "ruled-out": ("✓", "ruled out")}.get(
-        state.state, ("-", "not there in these facts (" + "; ".join(f"{f.code}: {f.reason}" for f in state.findings) + ")")
+        state.state, ("-", f"not there in these facts ({absent})")
     )
     return f"    {mark} {state.cause.title} [{codes}]: {word}"
 
@@ -143,9 +144,13 @@ def answer_document(answer: Answer, context: Context, report: dict[str, Any]) ->
     return {
         "kind": WHY_KIND,
         "schema_version": WHY_SCHEMA,
-        "input": {"origin": context.text.origin, "read_bytes": context.text.read_bytes,
-                  "skipped_bytes": context.text.skipped_bytes, "lines": len(context.text.lines),
-                  "notes": list(context.text.notes)},  # fmt: skip
+        "input": {
+            "origin": context.text.origin,
+            "read_bytes": context.text.read_bytes,
+            "skipped_bytes": context.text.skipped_bytes,
+            "lines": len(context.text.lines),
+            "notes": list(context.text.notes),
+        },
         "verdict": answer.verdict,
         "cause": encode(answer.cause) if answer.cause is not None else None,
         "cause_family": answer.family.id if answer.family is not None else None,

@@ -31,8 +31,8 @@ INSUFFICIENT = "RuntimeError: CUDA driver version is insufficient for CUDA runti
 
 
 def test_the_cause_is_the_problem_finding_among_the_causes() -> None:
-    answer = _answer(INSUFFICIENT, [_finding("CD111", Status.FAIL), _finding("CD120", Status.OK),
-                                    _finding("CD102", Status.OK), _finding("CD801", Status.NOT_APPLICABLE)])  # fmt: skip
+    findings = [_finding("CD111", Status.FAIL), _finding("CD120", Status.OK), _finding("CD102", Status.OK)]
+    answer = _answer(INSUFFICIENT, [*findings, _finding("CD801", Status.NOT_APPLICABLE)])
     assert answer.verdict == Verdict.CAUSE
     assert answer.cause is not None and answer.cause.code == "CD111"
 
@@ -110,5 +110,6 @@ def test_cli_usage_errors() -> None:
 
 
 def test_cli_reads_standard_input() -> None:
-    result = CliRunner().invoke(app, ["why", "--from", H200, "--file", "-"], input="NVRM: Xid (PCI:0000:3b:00): 79, pid=1\n")
+    line = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1\n"
+    result = CliRunner().invoke(app, ["why", "--from", H200, "--file", "-"], input=line)
     assert "Xid 79" in result.stdout

@@ -32,7 +32,6 @@ Examples:
 
 \b
   cudadoctor why "CUDA driver version is insufficient for CUDA runtime version"
-
   cudadoctor why --file job.log              # a long log: its first 1 MiB and last 3 MiB
   journalctl -k | cudadoctor why --file -    # kernel Xid lines from standard input
   cudadoctor why --from node7.json "Failed to initialize NVML: Driver/library version mismatch"

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import re
 import time
+from dataclasses import replace
 
 import pytest
 
 from cudadoctor.checks import ALL_CHECKS
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.load import load_table
+from cudadoctor.why.catalogue import catalogue_problems
 from cudadoctor.why.matching import compiled, recognise, required_word
 from cudadoctor.why.reading import LINE_CHARS, from_argument
 
 MATRIX = CompatMatrix(cache_dir=False)
 MESSAGES = MATRIX.error_messages
-#: Repeats that make a backtracking engine blow up: an unbounded repeat, and a repeat inside a repeated group.
-UNBOUNDED = re.compile(r"(?<!\\)(\.\*|\.\+|\\S\*|\\S\+|\\w\*|\\w\+|\)[*+])")
 
 
 def test_the_table_validates_and_is_large() -> None:
@@ -24,31 +23,38 @@ def test_the_table_validates_and_is_large() -> None:
     assert len(MESSAGES) >= 80
 
 
+def test_the_catalogue_has_no_problem() -> None:
+    codes = {e.code for e in MATRIX.cuda_errors}
+    assert catalogue_problems(MESSAGES, MATRIX.error_causes, check_codes=ALL_CHECKS, cuda_errors=codes) == []
+
+
 @pytest.mark.parametrize("message", MESSAGES, ids=lambda m: m.id)
-def test_entry_is_sourced_and_links_what_exists(message) -> None:  # type: ignore[no-untyped-def]
+def test_entry_is_sourced(message) -> None:  # type: ignore[no-untyped-def]
     assert message.sources and all(s in MATRIX.error_sources for s in message.sources)
-    assert message.causes and all(c in MATRIX.error_causes for c in message.causes)
-    if message.cuda_error is not None:
-        assert message.cuda_error in {e.code for e in MATRIX.cuda_errors}
+    assert all(MATRIX.error_sources[s].startswith("https://") for s in message.sources)
 
 
-def test_every_cause_names_checks_that_exist() -> None:
-    for cause in MATRIX.error_causes.values():
-        assert all(code in ALL_CHECKS for code in cause.checks), cause.id
-        assert cause.decide
+@pytest.mark.parametrize(
+    ("pattern", "problem"),
+    [
+        (r"CUDA error: .*", "unbounded"),
+        (r"(undefined symbol: \w+)+", "unbounded"),
+        (r"\w+ failed", "unbounded"),
+        (r"a|b", "no literal word"),
+        (r"broken (", "does not compile"),
+    ],
+)
+def test_an_unsafe_pattern_is_a_problem(pattern: str, problem: str) -> None:
+    entry = replace(MESSAGES[0], patterns=(pattern,))
+    found = catalogue_problems([entry], MATRIX.error_causes, check_codes=ALL_CHECKS, cuda_errors={35})
+    assert any(problem in p for p in found), found
 
 
-@pytest.mark.parametrize("message", MESSAGES, ids=lambda m: m.id)
-def test_patterns_are_bounded_and_have_a_required_word(message) -> None:  # type: ignore[no-untyped-def]
-    for pattern in message.patterns:
-        assert not UNBOUNDED.search(pattern), pattern
-        assert required_word(pattern) is not None, pattern
-
-
-@pytest.mark.parametrize("message", MESSAGES, ids=lambda m: m.id)
-def test_example_is_recognised_as_its_own_entry(message) -> None:  # type: ignore[no-untyped-def]
-    found = recognise(from_argument(message.example).lines, MESSAGES)
-    assert [m.message.id for m in found][:1] == [message.id]
+def test_a_specific_entry_behind_a_broader_one_is_a_problem() -> None:
+    broad = replace(MESSAGES[0], id="broad", patterns=("CUDA error",), example="CUDA error: x")
+    specific = replace(MESSAGES[0], id="specific", patterns=("CUDA error: x",), example="CUDA error: x")
+    found = catalogue_problems([broad, specific], MATRIX.error_causes, check_codes=ALL_CHECKS, cuda_errors={35})
+    assert found == ["specific: its example is recognised as ['broad']"]
 
 
 def test_required_word_is_what_a_match_must_contain() -> None:
@@ -59,24 +65,33 @@ def test_required_word_is_what_a_match_must_contain() -> None:
     assert required_word(r"ab\d+") is None
 
 
-@pytest.mark.parametrize(
-    "hostile",
-    [
-        "a" * (1 << 20),
-        "undefined symbol: _ZN" + "3c10" * (1 << 18),
-        "NVRM: Xid (PCI:" + "(" * (1 << 20),
-        ("lib" + "cu" * 30 + ".so" + ".1" * 50 + " ") * 5000,
-        "CUDA driver version is insufficient " * 30000,
-    ],
-    ids=["letters", "symbol", "xid", "libraries", "repeats"],
-)
-def test_a_hostile_megabyte_line_is_matched_fast(hostile: str) -> None:
-    text = from_argument(hostile)
-    assert all(len(line) <= LINE_CHARS for line in text.lines)
+HOSTILE = {
+    "letters": "a" * (1 << 20),
+    "symbol": "undefined symbol: _ZN" + "3c10" * (1 << 18),
+    "xid": "NVRM: Xid (PCI:" + "(" * (1 << 20),
+    "libraries": ("lib" + "cu" * 30 + ".so" + ".1" * 50 + " ") * 5000,
+    "repeats": "CUDA driver version is insufficient " * 30000,
+}
+
+
+@pytest.mark.parametrize("hostile", HOSTILE.values(), ids=HOSTILE.keys())
+def test_a_hostile_megabyte_is_recognised_fast(hostile: str) -> None:
+    # as one line (cut to LINE_CHARS), and as a megabyte of lines that each hold the patterns' words
+    one = from_argument(hostile)
+    many = from_argument("\n".join(hostile[i : i + LINE_CHARS] for i in range(0, len(hostile), LINE_CHARS)))
+    assert all(len(line) <= LINE_CHARS for line in (*one.lines, *many.lines))
     start = time.perf_counter()
-    recognise(text.lines, MESSAGES)
-    # and each pattern on the whole megabyte, uncut: bounded repeats keep it linear
+    recognise(one.lines, MESSAGES)
+    recognise(many.lines, MESSAGES)
+    assert time.perf_counter() - start < 5.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hostile", HOSTILE.values(), ids=HOSTILE.keys())
+def test_every_pattern_is_linear_on_an_uncut_hostile_megabyte(hostile: str) -> None:
+    # the cut is not what keeps a search fast: the bounded patterns are (a nested repeat would take hours here)
     for message in MESSAGES:
         for pattern in compiled(message.patterns):
+            start = time.perf_counter()
             pattern.search(hostile)
-    assert time.perf_counter() - start < 5.0
+            assert time.perf_counter() - start < 2.0, (message.id, pattern.pattern)

@@ -385,7 +385,7 @@ class ErrorMessage(Row):
     library: str  #: who prints it: ``cuda-runtime``, ``ld.so``, ``nccl``, ``onnxruntime`` …
     patterns: tuple[str, ...]  #: bounded regular expressions, searched case-insensitively
     causes: tuple[str, ...]  #: ids of :class:`ErrorCause` rows, the likeliest first
-    example: str  #: the message as a public thread or the library's source prints it (a test matches it)
+    example: str  #: the message as the library prints it: the entry must claim it (cudadoctor/why/catalogue.py)
     cuda_error: int | None = None  #: its code in compat/cuda_errors.toml
     xid: bool = False  #: the first group of the matching pattern is an Xid code of compat/xid.toml
     sources: tuple[str, ...] = ()  #: the ``[[meta.sources]]`` ids it cites, kept to show their URLs

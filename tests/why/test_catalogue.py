@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from dataclasses import replace
 
@@ -95,3 +97,12 @@ def test_every_pattern_is_linear_on_an_uncut_hostile_megabyte(hostile: str) -> N
             start = time.perf_counter()
             pattern.search(hostile)
             assert time.perf_counter() - start < 2.0, (message.id, pattern.pattern)
+
+
+def test_the_readme_counts_the_catalogue() -> None:
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "README.md")
+    with open(readme, encoding="utf-8") as handle:
+        text = handle.read()
+    found = re.search(r"error_messages\.toml`: (\d+) messages .{0,400}?grouped into (\d+) families", text, re.DOTALL)
+    assert found, "the README lost its sentence on the catalogue's size"
+    assert (int(found.group(1)), int(found.group(2))) == (len(MESSAGES), len(MATRIX.error_causes))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 from typer.testing import CliRunner
 
@@ -113,3 +115,25 @@ def test_cli_reads_standard_input() -> None:
     line = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1\n"
     result = CliRunner().invoke(app, ["why", "--from", H200, "--file", "-"], input=line)
     assert "Xid 79" in result.stdout
+
+
+def test_check_imports_nothing_of_why_but_the_command_declaration() -> None:
+    """check's speed: its fast path loads no module of why; through typer only the command's declaration."""
+    program = (
+        "import sys\n"
+        "import cudadoctor.commands as c\n"
+        "c.check_command = lambda options: 0\n"
+        "sys.argv = ['cudadoctor', *sys.argv[1:]]\n"
+        "from cudadoctor.entry import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    print(sorted(m for m in sys.modules if m.startswith('cudadoctor.why')))\n"
+    )
+
+    def loaded(*argv: str) -> str:
+        run = subprocess.run([sys.executable, "-c", program, *argv], capture_output=True, text=True, timeout=60)
+        return run.stdout.strip()
+
+    assert loaded("check", "--no-health") == "[]"
+    assert loaded("check", "--from", H200) == "['cudadoctor.why', 'cudadoctor.why.cli']"

@@ -30,7 +30,8 @@ def why_command(error: Sequence[str], file: str | None, options: CheckOptions, o
     matrix = CompatMatrix()
     matches = recognise(text.lines, matrix.error_messages)
     report = run_check(check_request(options), stderr_notice)
-    answer = diagnose(matches, report.findings, matrix.error_causes, deep=options.deep)
+    examined = report.facts.health is not None
+    answer = diagnose(matches, report.findings, matrix.error_causes, deep=options.deep, health=examined)
     context = Context(
         text=text,
         sources=matrix.error_sources,

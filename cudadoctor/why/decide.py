@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from cudadoctor.checks import HEALTH_PREFIXES
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.data.rows import ErrorCause
 from cudadoctor.record import record
@@ -61,7 +62,7 @@ class Answer:
     other_problems: tuple[Finding, ...] = ()  #: check's problems that are none of the causes
 
 
-def _state(cause: ErrorCause, by_code: Mapping[str, Finding], *, deep: bool) -> CauseState:
+def _state(cause: ErrorCause, by_code: Mapping[str, Finding], *, deep: bool, health: bool) -> CauseState:
     mine = [by_code[c] for c in cause.checks if c in by_code]
     problems = tuple(f for f in mine if f.status in (Status.FAIL, Status.WARN))
     if problems:
@@ -75,25 +76,37 @@ def _state(cause: ErrorCause, by_code: Mapping[str, Finding], *, deep: bool) -> 
     if unknown:
         reason = "; ".join(f"{f.code}: {f.reason or f.status.value}" for f in unknown)
         return CauseState(cause, "open", tuple(mine), f"could not judge ({reason})")
-    shallow = [f.code for f in mine if f.code.startswith(RUNTIME_PREFIX) and f.status is Status.NOT_APPLICABLE]
-    if shallow and not deep:
+    absent = [f.code for f in mine if f.status is Status.NOT_APPLICABLE]
+    shallow = [c for c in absent if c.startswith(RUNTIME_PREFIX)] if not deep else []
+    if shallow:
         return CauseState(cause, "open", tuple(mine), f"{', '.join(shallow)} run only with --deep")
+    unexamined = [c for c in absent if c.startswith(HEALTH_PREFIXES)] if not health else []
+    if unexamined:
+        why = f"{', '.join(unexamined)}: GPU health not examined (--no-health, an image root, or a snapshot without it)"
+        return CauseState(cause, "open", tuple(mine), why)
     if all(f.status is Status.NOT_APPLICABLE for f in mine):
         return CauseState(cause, "absent", tuple(mine))
     return CauseState(cause, "ruled-out", tuple(mine))
 
 
 def diagnose(
-    matches: Sequence[Match], findings: Sequence[Finding], causes: Mapping[str, ErrorCause], *, deep: bool
+    matches: Sequence[Match],
+    findings: Sequence[Finding],
+    causes: Mapping[str, ErrorCause],
+    *,
+    deep: bool,
+    health: bool = True,
 ) -> Answer:
-    """The answer for the recognised ``matches`` from check's ``findings``."""
+    """The answer for the recognised ``matches`` from check's ``findings``.
+
+    ``deep``: the run-time checks ran (``--deep``); ``health``: the GPU health facts were gathered. Without them
+    the checks of those families are not applicable because nothing looked, not because the subject is absent.
+    """
     if not matches:
         return Answer(Verdict.UNRECOGNISED, other_problems=_problems(findings))
     by_code = {f.code: f for f in findings}
-    diagnoses = tuple(
-        Diagnosis(m, tuple(_state(causes[c], by_code, deep=deep) for c in m.message.causes if c in causes))
-        for m in matches
-    )
+    judged = {c.id: _state(c, by_code, deep=deep, health=health) for c in causes.values()}
+    diagnoses = tuple(Diagnosis(m, tuple(judged[c] for c in m.message.causes if c in judged)) for m in matches)
     states = [s for d in diagnoses for s in d.causes]
     found = _unique([(f, s.cause) for s in states if s.state == "found" for f in s.findings])
     named = {f.code for f, _ in found}

@@ -64,7 +64,10 @@ def _state_line(state: CauseState) -> str:
     codes = ", ".join(state.cause.checks) or "no check"
     if state.state == "open":
         return f"    ? {state.cause.title} [{codes}]: {state.why_open}"
-    absent = "; ".join(f"{f.code}: {f.reason}" for f in state.findings)
+    reasons: dict[str, list[str]] = {}
+    for finding in state.findings:
+        reasons.setdefault(finding.reason or "not applicable", []).append(finding.code)
+    absent = "; ".join(f"{', '.join(codes)}: {reason}" for reason, codes in reasons.items())
     mark, word = {"found": ("✗", "found"), "ruled-out": ("✓", "ruled out")}.get(
         state.state, ("-", f"not there in these facts ({absent})")
     )
@@ -111,7 +114,7 @@ def render_text(answer: Answer, context: Context) -> str:
             "error happened (the same container, virtual environment and node)?"
         )
     if answer.other_problems:
-        out.append("check also reports (not a cause of this error):")
+        out.append("check also reports (none of them among this error's causes):")
         out.extend(f"  {f.code} {f.name}: {terminal(f.message)}" for f in answer.other_problems)
     return "\n".join(out) + "\n"
 

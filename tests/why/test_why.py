@@ -26,7 +26,7 @@ def _finding(code: str, status: Status) -> Finding:
 
 def _answer(text: str, findings: list[Finding], *, deep: bool = False):  # type: ignore[no-untyped-def]
     matches = recognise(from_argument(text).lines, MATRIX.error_messages)
-    return diagnose(matches, findings, MATRIX.error_causes, deep=deep)
+    return diagnose(matches, findings, MATRIX.error_causes, deep=deep, health=False)
 
 
 INSUFFICIENT = "RuntimeError: CUDA driver version is insufficient for CUDA runtime version"
@@ -137,3 +137,15 @@ def test_check_imports_nothing_of_why_but_the_command_declaration() -> None:
 
     assert loaded("check", "--no-health") == "[]"
     assert loaded("check", "--from", H200) == "['cudadoctor.why', 'cudadoctor.why.cli']"
+
+
+def test_health_checks_not_examined_stay_open() -> None:
+    xid = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."
+    health = [_finding(c, Status.NOT_APPLICABLE) for c in ("CD150", "CD151", "CD152", "CD153", "CD156", "CD160")]
+    unexamined = _answer(xid, health)
+    assert unexamined.verdict == Verdict.UNDECIDED
+    assert unexamined.remaining[0].cause.id == "gpu-hardware"
+    matches = recognise(from_argument(xid).lines, MATRIX.error_messages)
+    examined = diagnose(matches, health, MATRIX.error_causes, deep=False, health=True)
+    # examined and absent (no GPU at all): only the program-fault family, which no check decides, is left
+    assert [s.cause.id for s in examined.remaining] == ["program-fault"]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from cudadoctor.data.rows import ErrorMessage
 from cudadoctor.record import record
 
-__all__ = ["MAX_LINES_SHOWN", "Match", "compiled", "recognise", "required_word"]
+__all__ = ["MAX_LINES_SHOWN", "Match", "compiled", "error_lines", "recognise", "required_word"]
 
 #: Lines kept per recognised message (a log can repeat one warning thousands of times).
 MAX_LINES_SHOWN = 3
@@ -66,6 +66,21 @@ def recognise(lines: Sequence[str], messages: Sequence[ErrorMessage]) -> tuple[M
         if first[0] is None:
             first[0] = group
     return tuple(Match(messages[rank], tuple(shown), n[0], g[0]) for rank, (shown, n, g) in found.items())
+
+
+#: A line that reads like an error, for an error the catalogue does not know (bounded: literal words only).
+_ERROR_LIKE = re.compile(r"(error|exception)\b|\b(failed|fatal|cannot|could not|unable to|not found)\b", re.IGNORECASE)
+
+
+def error_lines(lines: Sequence[str], limit: int = MAX_LINES_SHOWN) -> tuple[tuple[int, str], ...]:
+    """The last ``limit`` lines that read like an error (the end of a log is where a job failed)."""
+    found: list[tuple[int, str]] = []
+    for index in range(len(lines) - 1, -1, -1):
+        if _ERROR_LIKE.search(lines[index]):
+            found.append((index + 1, lines[index]))
+            if len(found) == limit:
+                break
+    return tuple(reversed(found))
 
 
 @functools.cache

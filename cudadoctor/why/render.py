@@ -16,6 +16,7 @@ from cudadoctor.facts.codec import encode
 from cudadoctor.record import record
 from cudadoctor.report.sanitize import json_text, terminal
 from cudadoctor.why.decide import Answer, CauseState, Verdict
+from cudadoctor.why.matching import error_lines
 from cudadoctor.why.reading import ErrorText
 
 __all__ = ["WHY_KIND", "WHY_SCHEMA", "Context", "render_json", "render_text"]
@@ -80,6 +81,10 @@ def render_text(answer: Answer, context: Context) -> str:
     out.extend(f"  note: {n}" for n in context.text.notes)
     if answer.verdict == Verdict.UNRECOGNISED:
         out.append("cudadoctor does not recognise this error (compat/error_messages.toml has no pattern for it).")
+        shown = error_lines(context.text.lines)
+        if shown:
+            out.append("The last lines that read like an error:")
+            out.extend(f"  line {n}: {_line(text)}" for n, text in shown)
         out.append("Here is what `cudadoctor check` finds on these facts:")
         return "\n".join(out) + "\n\n"
     for diagnosis in answer.diagnoses:
@@ -162,6 +167,10 @@ def answer_document(answer: Answer, context: Context, report: dict[str, Any]) ->
         "decide": answer.decide,
         "other_problems": [f.code for f in answer.other_problems],
         "recognised": recognised,
+        "error_lines": [
+            {"number": n, "text": text[:SHOWN_CHARS]}
+            for n, text in (error_lines(context.text.lines) if answer.verdict == Verdict.UNRECOGNISED else ())
+        ],
         "report": report,
         "exit_code": report.get("exit_code"),
     }

@@ -94,8 +94,9 @@ def test_cli_names_the_cause_on_a_snapshot_as_json() -> None:
 
 
 def test_cli_unrecognised_prints_checks_report() -> None:
-    result = CliRunner().invoke(app, ["why", "--from", H200, "nothing like an error"])
+    result = CliRunner().invoke(app, ["why", "--from", H200, "step 9 ok", "ValueError: bad shape", "done"])
     assert "does not recognise this error" in result.stdout
+    assert "line 2: ValueError: bad shape" in result.stdout
     assert "cudadoctor summary" in result.stdout
 
 

@@ -13,10 +13,10 @@ import os
 import stat
 import sys
 from collections import deque
-from typing import BinaryIO
+from collections.abc import Iterable
 
 from cudadoctor.errors import UsageError
-from cudadoctor.fileread import RegularFile, safe_path
+from cudadoctor.fileread import RegularFile, safe_path, stream_chunks
 from cudadoctor.record import record
 
 __all__ = ["HEAD_BYTES", "LINE_CHARS", "TAIL_BYTES", "ErrorText", "from_argument", "from_bytes", "from_file"]
@@ -37,6 +37,7 @@ class ErrorText:
     read_bytes: int  #: bytes read (or characters of an argument)
     skipped_bytes: int = 0  #: bytes between the head and the tail that were not read
     cut_lines: int = 0  #: lines longer than LINE_CHARS, cut
+    stopped: bool = False  #: a stream was not read to its end (STREAM_LIMIT)
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -47,12 +48,16 @@ class ErrorText:
                 f"skipped {self.skipped_bytes} bytes in the middle of {self.origin}: read its first "
                 f"{HEAD_BYTES >> 20} MiB and last {TAIL_BYTES >> 20} MiB"
             )
+        if self.stopped:
+            notes.append(f"stopped reading {self.origin} after {STREAM_LIMIT >> 20} MiB: its end was not read")
         if self.cut_lines:
             notes.append(f"{self.cut_lines} line(s) longer than {LINE_CHARS} characters were cut")
         return tuple(notes)
 
 
-def from_bytes(data: bytes, origin: str, *, read: int | None = None, skipped: int = 0) -> ErrorText:
+def from_bytes(
+    data: bytes, origin: str, *, read: int | None = None, skipped: int = 0, stopped: bool = False
+) -> ErrorText:
     """Lines of ``data`` (UTF-8, undecodable bytes replaced), each cut to LINE_CHARS."""
     text = data.decode("utf-8", errors="replace")
     lines = []
@@ -62,7 +67,7 @@ def from_bytes(data: bytes, origin: str, *, read: int | None = None, skipped: in
             cut += 1
             line = line[:LINE_CHARS]
         lines.append(line)
-    return ErrorText(tuple(lines), origin, len(data) if read is None else read, skipped, cut)
+    return ErrorText(tuple(lines), origin, len(data) if read is None else read, skipped, cut, stopped)
 
 
 def from_argument(text: str) -> ErrorText:
@@ -75,12 +80,12 @@ def from_argument(text: str) -> ErrorText:
 def from_file(path: str) -> ErrorText:
     """A log file, or standard input for ``-``; a usage error when it cannot be read."""
     if path == "-":
-        return _from_stream(sys.stdin.buffer, "standard input")
+        stdin = sys.stdin.buffer
+        return _from_stream(iter(lambda: stdin.read(1 << 20), b""), "standard input")
     try:
         info = os.stat(safe_path(path))
         if stat.S_ISFIFO(info.st_mode) or stat.S_ISCHR(info.st_mode):  # --file <(journalctl -k)
-            with open(path, "rb") as stream:
-                return _from_stream(stream, path)
+            return _from_stream(stream_chunks(path), path)
         with RegularFile(path) as handle:
             size = info.st_size
             if size <= HEAD_BYTES + TAIL_BYTES:
@@ -99,14 +104,12 @@ def _join(head: bytes, tail: bytes) -> bytes:
     return head + tail
 
 
-def _from_stream(stream: BinaryIO, origin: str) -> ErrorText:
+def _from_stream(chunks: Iterable[bytes], origin: str) -> ErrorText:
     head = bytearray()
     tail: deque[bytes] = deque()
     tail_size = total = 0
-    while total < STREAM_LIMIT:
-        chunk = stream.read(min(1 << 20, STREAM_LIMIT - total))
-        if not chunk:
-            break
+    stopped = False
+    for chunk in chunks:
         total += len(chunk)
         if len(head) < HEAD_BYTES:
             take = HEAD_BYTES - len(head)
@@ -117,8 +120,12 @@ def _from_stream(stream: BinaryIO, origin: str) -> ErrorText:
             tail_size += len(chunk)
             while tail_size - len(tail[0]) >= TAIL_BYTES:
                 tail_size -= len(tail.popleft())
+        if total >= STREAM_LIMIT:
+            stopped = True
+            break
     rest = b"".join(tail)[-TAIL_BYTES:]
     skipped = total - len(head) - len(rest)
     if not skipped:
-        return from_bytes(bytes(head) + rest, origin, read=total)
-    return from_bytes(_join(bytes(head), rest), origin, read=len(head) + len(rest), skipped=skipped)
+        return from_bytes(bytes(head) + rest, origin, read=total, stopped=stopped)
+    kept = _join(bytes(head), rest)
+    return from_bytes(kept, origin, read=len(head) + len(rest), skipped=skipped, stopped=stopped)

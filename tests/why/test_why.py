@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 from typer.testing import CliRunner
 
@@ -150,3 +151,30 @@ def test_health_checks_not_examined_stay_open() -> None:
     examined = diagnose(matches, health, MATRIX.error_causes, deep=False, health=True)
     # examined and absent (no GPU at all): only the program-fault family, which no check decides, is left
     assert [s.cause.id for s in examined.remaining] == ["program-fault"]
+
+
+def test_a_fifo_is_read_to_its_end_and_a_fifo_without_writer_ends(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    fifo = tmp_path / "kernel.log"
+    os.mkfifo(fifo)
+    lines = b"noise\n" * 1000 + b"NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
+
+    def write() -> None:
+        with open(fifo, "wb") as writer:
+            writer.write(lines)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    text = from_file(str(fifo))
+    thread.join(timeout=10)
+    assert text.lines[-1].startswith("NVRM: Xid") and text.read_bytes == len(lines)
+    assert from_file(str(fifo)).lines == ()  # no writer: ends at once, never waits
+
+
+def test_an_endless_stream_is_stopped_and_says_so(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from cudadoctor.why import reading
+
+    monkeypatch.setattr(reading, "STREAM_LIMIT", 8 << 20)
+    endless = iter(lambda: b"y\n" * (1 << 19), b"")
+    text = reading._from_stream(endless, "standard input")
+    assert text.stopped and text.skipped_bytes > 0
+    assert any("stopped reading" in n for n in text.notes)

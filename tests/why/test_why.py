@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 
 from typer.testing import CliRunner
 
@@ -157,15 +156,14 @@ def test_a_fifo_is_read_to_its_end_and_a_fifo_without_writer_ends(tmp_path) -> N
     fifo = tmp_path / "kernel.log"
     os.mkfifo(fifo)
     lines = b"noise\n" * 1000 + b"NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
-
-    def write() -> None:
-        with open(fifo, "wb") as writer:
-            writer.write(lines)
-
-    thread = threading.Thread(target=write)
-    thread.start()
-    text = from_file(str(fifo))
-    thread.join(timeout=10)
+    keeper = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # holds the pipe open while the writer fills it
+    try:
+        writer = os.open(fifo, os.O_WRONLY)
+        os.write(writer, lines)
+        os.close(writer)
+        text = from_file(str(fifo))
+    finally:
+        os.close(keeper)
     assert text.lines[-1].startswith("NVRM: Xid") and text.read_bytes == len(lines)
     assert from_file(str(fifo)).lines == ()  # no writer: ends at once, never waits
 

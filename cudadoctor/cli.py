@@ -26,6 +26,7 @@ from cudadoctor.commands import CheckOptions, check_command, closed_pipe, guard,
 from cudadoctor.errors import UsageError
 from cudadoctor.report import Format
 from cudadoctor.terminal import ColorMode, set_color_mode
+from cudadoctor.why.cli import register as register_why
 
 if TYPE_CHECKING:
     from cudadoctor.planning import HostFlags
@@ -627,6 +628,9 @@ def compare(
     code = exit_code(verdict)
     if code:
         raise typer.Exit(code)
+
+
+register_why(app, check, _guarded)  # `why`: check's options, read from its signature
 
 
 class Shell(str, enum.Enum):

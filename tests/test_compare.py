@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cudadoctor.cli import app
-from cudadoctor.compare.fold import fold
+from cudadoctor.compare.fold import expand, fold
 from cudadoctor.compare.judge import Node, judge
 from cudadoctor.compare.load import load_nodes
 from cudadoctor.compare.nfd import PREFIX, feature_file, label_value
@@ -22,6 +22,7 @@ H200 = json.loads(fixture_text("h200-device", "snapshot.json"))
 
 
 def _write(directory: str, name: str, document: dict) -> str:
+    os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"{name}.json")
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(document, handle)
@@ -209,3 +210,137 @@ def test_invisible_characters_do_not_split_a_gpu_model(tmp_path):
     _write(str(tmp_path), "odd", _variant(gpu="NVIDIA H200\u200b", driver="470.82.01"))
     result = CliRunner().invoke(app, ["compare", str(tmp_path), "-f", "json"])
     assert result.exit_code == 1 and json.loads(result.stdout)["outliers"] == ["odd"]
+
+
+# --- one vote per node (issues #27 item 3, #32 item 6) ----------------------------------------------------------
+
+
+def _json(args: list[str]) -> tuple[int, dict]:
+    result = CliRunner().invoke(app, ["compare", *args, "-f", "json"])
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_one_file_named_three_times_is_one_vote(tmp_path):
+    """A 1-vs-1 tie made gpu002 "differ" when gpu001's file was named three times."""
+    one = _write(str(tmp_path), "gpu001", H200)
+    two = _write(str(tmp_path), "gpu002", _variant(nccl="2.21.5"))
+    link = tmp_path / "alias.json"
+    link.symlink_to(one)
+    code, doc = _json([one, two, one, str(link)])
+    assert doc["outliers"] == [] and doc["total"] == 2
+    assert any("named 3 times, counted once" in note for note in doc["notes"])
+    (pool,) = doc["pools"]
+    assert [d["basis"] for d in pool["differences"]] == ["no majority"] and code == 1
+
+
+def test_identical_reports_of_one_host_count_once_and_differing_ones_are_named(tmp_path):
+    for i in range(1, 4):
+        _write(str(tmp_path / "a"), f"n{i}", H200)
+    _write(str(tmp_path / "b"), "n1", H200)  # the same node's report, copied into another directory
+    code, doc = _json([str(tmp_path / "a"), str(tmp_path / "b")])
+    assert code == 0 and doc["total"] == 3 and doc["outliers"] == []
+    assert any("n1: identical reports" in note for note in doc["notes"])
+    _write(str(tmp_path / "b"), "n2", _variant(nccl="2.21.5"))  # n2's second report says something else
+    code, doc = _json([str(tmp_path / "a"), str(tmp_path / "b")])
+    assert code == 1 and doc["outliers"] == ["n2"] and doc["total"] == 3
+    assert [(f["reason"], f["nodes"]) for f in doc["flags"]] == [("several reports that differ", "n2")]
+
+
+def test_the_total_counts_each_node_once(tmp_path):
+    """A fleet-wide difference put every node in two pools: "1 of 8 node(s) differ" for 4 nodes."""
+    for i in range(3):
+        _write(str(tmp_path), f"gpu{i}", H200)
+    lost = copy.deepcopy(H200)
+    lost["facts"]["gpus"], lost["facts"]["driver"] = [], None
+    _write(str(tmp_path), "gpu3", lost)
+    result = CliRunner().invoke(app, ["compare", str(tmp_path)])
+    assert "✗ 1 of 4 node(s) differ: gpu3" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("names", "folded"),
+    [
+        ([f"gpu{i:03d}" for i in range(1, 201)], "gpu[001-200]"),
+        (["gpu099", "gpu100"], "gpu[099-100]"),
+        (["gpu9", "gpu10"], "gpu[9-10]"),
+        (["gpu01", "gpu001", "gpu100"], "gpu01,gpu[001,100]"),
+    ],
+)
+def test_names_fold_across_a_digit_width_boundary(names, folded):
+    assert fold(names) == folded
+    assert expand(folded) == sorted(set(names), key=lambda n: (expand(folded).index(n)))
+
+
+@pytest.mark.parametrize(
+    ("expression", "names"),
+    [
+        ("gpu[098-101]", ["gpu098", "gpu099", "gpu100", "gpu101"]),
+        ("a[1-2]b[01-02],login", ["a1b01", "a1b02", "a2b01", "a2b02", "login"]),
+        ("x1 x1,x2", ["x1", "x2"]),
+    ],
+)
+def test_host_lists_expand_as_slurm_reads_them(expression, names):
+    assert expand(expression) == names
+
+
+@pytest.mark.parametrize("expression", ["gpu[1-", "gpu]", "gpu[3-1]", "gpu[a]", "gpu[1-9999999999]", "g[" + "9" * 5000 + "]"])
+def test_a_bad_host_list_is_a_usage_error_of_one_short_line(tmp_path, expression):
+    _write(str(tmp_path), "gpu1", H200)
+    result = CliRunner().invoke(app, ["compare", str(tmp_path), "--expect-hosts", expression])
+    assert result.exit_code == 2 and len(result.stderr) < 300 and result.stderr.count("\n") <= 2
+
+
+def _gpus(count: int) -> dict:
+    doc = copy.deepcopy(H200)
+    first = doc["facts"]["gpus"][0]
+    doc["facts"]["gpus"] = [{**first, "index": i, "pci_bus_id": f"00000000:{i:02x}:00.0"} for i in range(count)]
+    return doc
+
+
+def test_a_node_that_lost_one_of_its_eight_gpus_is_named_not_a_pool_of_its_own(tmp_path):
+    for i in range(1, 5):
+        _write(str(tmp_path), f"gpu{i:03d}", _gpus(7 if i == 3 else 8))
+    _write(str(tmp_path), "gpu005", _gpus(16))  # more GPUs than its peers: another machine, not a lost GPU
+    code, doc = _json([str(tmp_path)])
+    assert code == 1 and doc["outliers"] == ["gpu003"]
+    (pool,) = doc["pools"]
+    (diff,) = pool["differences"]
+    assert (diff["fact"], diff["expected"], diff["reason"]) == ("gpu_count", "8", "fewer GPUs than its peers")
+
+
+def test_a_node_without_a_report_and_a_stale_report_are_named(tmp_path):
+    for i in range(1, 4):
+        _write(str(tmp_path), f"gpu{i:03d}", H200)  # collected 2026-11-30T01:55:42Z
+    old = copy.deepcopy(H200)
+    old["facts"]["collected_at"] = "2026-11-20T01:55:42+00:00"
+    _write(str(tmp_path), "gpu004", old)
+    hosts = tmp_path / "hosts"
+    hosts.write_text("# the partition\ngpu[001-004]\ngpu099  # spare\n")
+    result = CliRunner().invoke(app, ["compare", str(tmp_path), "--expect-hosts", str(hosts), "--max-age", "30d"])
+    assert result.exit_code == 1 and "✗ no report: 1 node(s) gpu099" in result.stdout
+    assert "gpu004" not in result.stdout  # 30 days: not stale yet, whatever today is (the fixture is of 2026-11-30)
+    code, doc = _json([str(tmp_path), "--expect-hosts", "gpu[001-005]", "--max-age", "1h"])
+    flags = {f["reason"]: f["nodes"] for f in doc["flags"]}
+    assert flags == {"no report": "gpu005", "report older than 1h": "gpu[001-004]"} and doc["total"] == 5
+
+
+def test_max_age_counts_from_now(tmp_path):
+    import datetime as dt
+
+    from cudadoctor.compare.judge import judge
+    from cudadoctor.compare.load import load_nodes
+
+    fresh, stale = copy.deepcopy(H200), copy.deepcopy(H200)
+    now = dt.datetime(2026, 11, 30, 3, 0, tzinfo=dt.timezone.utc)
+    fresh["facts"]["collected_at"] = "2026-11-30T02:30:00+00:00"
+    stale["facts"]["collected_at"] = "2026-11-30T01:30:00Z"
+    paths = [_write(str(tmp_path), "fresh", fresh), _write(str(tmp_path), "stale", stale)]
+    verdict = judge(list(load_nodes(paths)), max_age=3600, now=now)
+    assert [(f.reason, f.nodes) for f in verdict.flags] == [("report older than 1h", ("stale",))]
+
+
+@pytest.mark.parametrize("age", ["0", "-1", "2w", "1.5h", ""])
+def test_a_bad_max_age_is_a_usage_error(tmp_path, age):
+    _write(str(tmp_path), "n1", H200)
+    assert CliRunner().invoke(app, ["compare", str(tmp_path), "--max-age", age]).exit_code == 2

@@ -344,3 +344,130 @@ def test_max_age_counts_from_now(tmp_path):
 def test_a_bad_max_age_is_a_usage_error(tmp_path, age):
     _write(str(tmp_path), "n1", H200)
     assert CliRunner().invoke(app, ["compare", str(tmp_path), "--max-age", age]).exit_code == 2
+
+
+# --- bounded input, accepted as check --from accepts it (issue #27 items 5 and 7) ----------------------------------
+
+
+def _nodes(tmp_path, count: int = 3) -> None:
+    for i in range(count):
+        _write(str(tmp_path), f"n{i}", H200)
+
+
+def test_a_huge_field_is_refused_not_echoed(tmp_path):
+    """A 60 MB GPU name was echoed into 62 MB of output."""
+    _nodes(tmp_path)
+    _write(str(tmp_path), "big", _variant(gpu="H" * 5_000_000))
+    result = CliRunner().invoke(app, ["compare", str(tmp_path)])
+    assert result.exit_code == 1 and len(result.stdout) < 2000, len(result.stdout)
+    assert "report refused: facts.gpus[0].name: 5,000,000 characters" in result.stdout
+
+
+def test_a_million_findings_are_refused_unparsed(tmp_path):
+    """1 M findings took 831 MiB: the document is refused before it is parsed, its node named."""
+    _nodes(tmp_path)
+    report = copy.deepcopy(H200)
+    report["kind"] = "cudadoctor-report"
+    report["findings"] = [{"code": "CD104", "status": "fail"}] * 250_000
+    _write(str(tmp_path), "many", report)
+    code, doc = _json([str(tmp_path)])
+    assert code == 1 and doc["outliers"] == ["many"] and "CD104" not in doc["findings"]
+    assert doc["flags"][0]["reason"].startswith("report refused: more than 200,000 objects")
+
+
+@pytest.mark.parametrize(
+    ("findings", "why"),
+    [
+        ([{"code": "CD104", "status": "fail"}] * 10_001, "findings: 10,001 items"),
+        ([{"code": "CD104\nfake ✓ line", "status": "fail"}], "findings[0]: not a check's code and status"),
+        ([{"code": "CD104", "status": "x" * 100}], "findings[0]: not a check's code and status"),
+    ],
+)
+def test_findings_are_bounded_and_must_be_check_codes(tmp_path, findings, why):
+    _nodes(tmp_path)
+    report = copy.deepcopy(H200)
+    report["kind"] = "cudadoctor-report"
+    report["findings"] = findings
+    _write(str(tmp_path), "odd", report)
+    code, doc = _json([str(tmp_path)])
+    assert code == 1 and doc["outliers"] == ["odd"] and doc["findings"] == {}
+    assert why in doc["flags"][0]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"schema_version": 99}, "written with facts schema 99"),
+        ({"schema_version": "1"}, "schema_version missing or not an integer"),
+        ({"schema_version": None}, "schema_version missing or not an integer"),
+    ],
+)
+def test_the_envelope_is_checked_as_check_from_checks_it(tmp_path, change, message):
+    _nodes(tmp_path)
+    _write(str(tmp_path), "odd", {**H200, **change})
+    result = CliRunner().invoke(app, ["compare", str(tmp_path)])
+    assert result.exit_code == 2 and message in result.stderr
+    from cudadoctor.app import read_snapshot
+    from cudadoctor.errors import SnapshotError
+
+    with pytest.raises(SnapshotError, match=message.split(" ")[0]):
+        read_snapshot(str(tmp_path / "odd.json"))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        (("nccl", 0, "version"), "9" * 5000, "facts.nccl[0].version"),
+        (("nccl", 0, "version"), "not a version", "facts.nccl[0].version: 'not a version' is not a version"),
+        (("driver", "kernel_module", "version"), 580, "facts.driver.kernel_module.version"),
+        (("gpus",), [{"index": 0}] * 10_001, "facts.gpus: 10,001 items"),
+        (("host", "env"), 7, "facts.host.env: expected a list"),
+    ],
+)
+def test_a_value_check_from_refuses_is_refused(tmp_path, field, value, why):
+    _nodes(tmp_path)
+    odd = copy.deepcopy(H200)
+    parent = odd["facts"]
+    for key in field[:-1]:
+        parent = parent[key]
+    parent[field[-1]] = value
+    _write(str(tmp_path), "odd", odd)
+    code, doc = _json([str(tmp_path)])
+    assert code == 1 and doc["outliers"] == ["odd"], doc
+    assert doc["flags"][0]["reason"].startswith(f"report refused: {why}")
+    from cudadoctor.app import read_snapshot
+    from cudadoctor.errors import SnapshotError
+
+    with pytest.raises(SnapshotError):  # check --from refuses the same document
+        read_snapshot(str(tmp_path / "odd.json"))
+
+
+def test_a_baseline_of_many_unknown_facts_gives_a_short_error(tmp_path):
+    """100 k unknown keys printed a 789 KB error."""
+    _nodes(tmp_path, 1)
+    bad = tmp_path / "b.json"
+    bad.write_text(json.dumps({f"key{i}": "x" for i in range(100_000)}))
+    result = CliRunner().invoke(app, ["compare", str(tmp_path / "n0.json"), "--baseline", str(bad)])
+    assert result.exit_code == 2 and len(result.stderr) < 1000 and "and 99,995 more" in result.stderr
+
+
+# --- what a node supplies is escaped (issue #27 item 7) -----------------------------------------------------------
+
+
+def test_control_characters_of_a_file_name_do_not_reach_the_terminal(tmp_path):
+    _nodes(tmp_path)
+    _write(str(tmp_path), "gpu9\x1b[2J\n✓ 4 node(s) agree", _variant(nccl="2.21.5"))
+    result = CliRunner().invoke(app, ["compare", str(tmp_path)])
+    assert result.exit_code == 1 and "\x1b" not in result.stdout
+    assert "gpu9\\x1b[2J\\n✓ 4 node(s) agree" in result.stdout
+    assert not any(line.startswith("✓") for line in result.stdout.splitlines())
+
+
+def test_markdown_and_html_from_a_node_are_escaped_in_the_table(tmp_path):
+    _nodes(tmp_path)
+    _write(str(tmp_path), "odd|<b>x", _variant(plugin="libnccl-net.so | <img src=x onerror=alert(1)> @admin"))
+    result = CliRunner().invoke(app, ["compare", str(tmp_path), "-f", "markdown"])
+    table = [line for line in result.stdout.splitlines() if line.startswith("| NCCL network plugin")]
+    assert len(table) == 1 and table[0].count(" | ") == 4  # five cells: no stray column separator
+    assert "<img" not in result.stdout and "<b>" not in result.stdout and "@admin" not in result.stdout
+    assert "&lt;img src=x onerror=alert(1)&gt;" in result.stdout and "&#64;admin" in result.stdout

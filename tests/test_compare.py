@@ -471,3 +471,99 @@ def test_markdown_and_html_from_a_node_are_escaped_in_the_table(tmp_path):
     assert len(table) == 1 and table[0].count(" | ") == 4  # five cells: no stray column separator
     assert "<img" not in result.stdout and "<b>" not in result.stdout and "@admin" not in result.stdout
     assert "&lt;img src=x onerror=alert(1)&gt;" in result.stdout and "&#64;admin" in result.stdout
+
+
+# --- compare what loads (issue #32 item 1) ------------------------------------------------------------------------
+# The H200 of the fixtures has the 2.28.9 wheel torch pins and the image's system NCCL 2.28.3 in
+# /usr/lib/x86_64-linux-gnu; one node of four preloads the system one.
+
+SYSTEM_NCCL = "/usr/lib/x86_64-linux-gnu/libnccl.so.2"
+DEEP = json.loads(fixture_text("h200-deep", "deep-healthy.json"))
+
+
+def _preloading(document: dict, *, deep: bool) -> dict:
+    doc = copy.deepcopy(document)
+    doc["facts"]["host"]["env"].append({"name": "LD_PRELOAD", "value": SYSTEM_NCCL, "claims": None})
+    if deep:  # what the frameworks' child processes mapped and reported, as they do under that LD_PRELOAD
+        for fw in doc["facts"]["runtime"]["frameworks"]:
+            fw["nccl"] = "2.28.3"
+            for lib in fw["libraries"]:
+                if lib["name"] == "nccl":
+                    lib.update(path=f"{SYSTEM_NCCL}.28.3", origin="system")
+        doc["findings"].append({"code": "CD804", "status": "warn"})
+    return doc
+
+
+@pytest.mark.parametrize("deep", [False, True], ids=["snapshots", "deep-reports"])
+def test_a_node_preloading_another_nccl_is_named_with_its_fix(tmp_path, deep):
+    """It said "✓ 4 node(s) agree on every compared fact" and exited 0."""
+    base = DEEP if deep else H200
+    for i in range(1, 5):
+        _write(str(tmp_path), f"gpu{i:03d}", _preloading(base, deep=deep) if i == 3 else base)
+    result = CliRunner().invoke(app, ["compare", str(tmp_path)])
+    assert result.exit_code == 1, result.stdout
+    assert "✗ NCCL that loads: expected 2.28.9 (pip) (majority); differs on gpu003" in result.stdout
+    assert "      2.28.3 (system): 1 node(s) gpu003" in result.stdout
+    assert "      fix on gpu003: unset LD_PRELOAD" in result.stdout
+    assert "✗ 1 of 4 node(s) differ: gpu003" in result.stdout
+
+
+def test_snapshots_and_deep_reports_of_one_fleet_compare_alike(tmp_path):
+    _write(str(tmp_path), "gpu001", H200)
+    _write(str(tmp_path), "gpu002", DEEP)
+    _write(str(tmp_path), "gpu003", H200)
+    _write(str(tmp_path), "gpu004", _preloading(DEEP, deep=True))
+    code, doc = _json([str(tmp_path)])
+    assert code == 1 and doc["outliers"] == ["gpu004"]
+    (pool,) = doc["pools"]
+    (diff,) = pool["differences"]
+    assert diff["fixes"] == [{"command": "unset LD_PRELOAD", "nodes": "gpu004"}]
+
+
+def test_the_fix_keeps_what_else_ld_preload_and_ld_library_path_hold(tmp_path):
+    preload = copy.deepcopy(H200)
+    preload["facts"]["host"]["env"].append(
+        {"name": "LD_PRELOAD", "value": f"/opt/hook/libhook.so {SYSTEM_NCCL}", "claims": None}
+    )
+    for i in range(3):
+        _write(str(tmp_path), f"n{i}", H200)
+    _write(str(tmp_path), "odd", preload)
+    code, doc = _json([str(tmp_path)])
+    assert doc["pools"][0]["differences"][0]["fixes"] == [
+        {"command": "export LD_PRELOAD=/opt/hook/libhook.so", "nodes": "odd"}
+    ]
+
+
+def test_the_loader_view_of_a_snapshot_says_which_copy_wins(tmp_path):
+    """A snapshot with the loader view: torch's libnccl.so.2 need resolved through LD_LIBRARY_PATH."""
+    odd = copy.deepcopy(H200)
+    env = odd["facts"]["host"]["env"]
+    ld = next(v for v in env if v["name"] == "LD_LIBRARY_PATH")
+    ld["value"] = "/usr/lib/x86_64-linux-gnu:" + ld["value"]
+    system = {"path": f"{SYSTEM_NCCL}.28.3", "via": "LD_LIBRARY_PATH", "version": "2.28.3"}
+    odd["facts"]["loader"] = {
+        "preloaded": [],
+        "needs": [{"package": "torch", "needer": "/venv/torch/lib/libtorch_cuda.so", "soname": "libnccl.so.2", "loaded": system}],
+        "cache": "",
+        "scanned": 1,
+    }
+    for i in range(3):
+        _write(str(tmp_path), f"n{i}", H200)
+    _write(str(tmp_path), "odd", odd)
+    code, doc = _json([str(tmp_path)])
+    (diff,) = doc["pools"][0]["differences"]
+    assert code == 1 and (diff["fact"], diff["outliers"]) == ("nccl", ["odd"])
+    assert diff["fixes"] == [
+        {"command": "export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/nvidia/lib", "nodes": "odd"}
+    ]
+
+
+def test_a_node_loading_the_compat_libcuda_is_named(tmp_path):
+    """deep-s1: LD_LIBRARY_PATH puts /usr/local/cuda/compat first; its child mapped the compat libcuda."""
+    for i in range(3):
+        _write(str(tmp_path), f"n{i}", DEEP)
+    _write(str(tmp_path), "odd", json.loads(fixture_text("h200-deep", "deep-s1.json")))
+    code, doc = _json([str(tmp_path)])
+    (diff,) = doc["pools"][0]["differences"]
+    assert (diff["fact"], diff["expected"], diff["outliers"]) == ("libcuda", "system", ["odd"])
+    assert {g["value"] for g in diff["groups"]} == {"system", "compat 580.95.05"}

@@ -567,3 +567,16 @@ def test_a_node_loading_the_compat_libcuda_is_named(tmp_path):
     (diff,) = doc["pools"][0]["differences"]
     assert (diff["fact"], diff["expected"], diff["outliers"]) == ("libcuda", "system", ["odd"])
     assert {g["value"] for g in diff["groups"]} == {"system", "compat 580.95.05"}
+
+
+def test_the_nfd_feature_file_of_a_refused_report_is_not_written(tmp_path, capsys):
+    """Its values were read as none: the feature file said healthy=true."""
+    from cudadoctor.compare.nfd import main
+
+    report = copy.deepcopy(H200)
+    report["kind"] = "cudadoctor-report"
+    report["findings"] = [{"code": "CD104", "status": "fail"}] * 10_001
+    path = _write(str(tmp_path), "gpu7", report)
+    assert main([path]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "findings: 10,001 items" in err

@@ -269,7 +269,7 @@ def test_the_total_counts_each_node_once(tmp_path):
 )
 def test_names_fold_across_a_digit_width_boundary(names, folded):
     assert fold(names) == folded
-    assert expand(folded) == sorted(set(names), key=lambda n: (expand(folded).index(n)))
+    assert expand(folded) == sorted(set(names), key=lambda n: expand(folded).index(n))
 
 
 @pytest.mark.parametrize(
@@ -284,7 +284,9 @@ def test_host_lists_expand_as_slurm_reads_them(expression, names):
     assert expand(expression) == names
 
 
-@pytest.mark.parametrize("expression", ["gpu[1-", "gpu]", "gpu[3-1]", "gpu[a]", "gpu[1-9999999999]", "g[" + "9" * 5000 + "]"])
+@pytest.mark.parametrize(
+    "expression", ["gpu[1-", "gpu]", "gpu[3-1]", "gpu[a]", "gpu[1-9999999999]", "g[" + "9" * 5000 + "]"]
+)
 def test_a_bad_host_list_is_a_usage_error_of_one_short_line(tmp_path, expression):
     _write(str(tmp_path), "gpu1", H200)
     result = CliRunner().invoke(app, ["compare", str(tmp_path), "--expect-hosts", expression])
@@ -323,6 +325,7 @@ def test_a_node_without_a_report_and_a_stale_report_are_named(tmp_path):
     code, doc = _json([str(tmp_path), "--expect-hosts", "gpu[001-005]", "--max-age", "1h"])
     flags = {f["reason"]: f["nodes"] for f in doc["flags"]}
     assert flags == {"no report": "gpu005", "report older than 1h": "gpu[001-004]"} and doc["total"] == 5
+    assert code == 1 and doc["pools"] == []  # the stale nodes do not vote
 
 
 def test_max_age_counts_from_now(tmp_path):
@@ -529,7 +532,7 @@ def test_the_fix_keeps_what_else_ld_preload_and_ld_library_path_hold(tmp_path):
         _write(str(tmp_path), f"n{i}", H200)
     _write(str(tmp_path), "odd", preload)
     code, doc = _json([str(tmp_path)])
-    assert doc["pools"][0]["differences"][0]["fixes"] == [
+    assert code == 1 and doc["pools"][0]["differences"][0]["fixes"] == [
         {"command": "export LD_PRELOAD=/opt/hook/libhook.so", "nodes": "odd"}
     ]
 
@@ -543,7 +546,14 @@ def test_the_loader_view_of_a_snapshot_says_which_copy_wins(tmp_path):
     system = {"path": f"{SYSTEM_NCCL}.28.3", "via": "LD_LIBRARY_PATH", "version": "2.28.3"}
     odd["facts"]["loader"] = {
         "preloaded": [],
-        "needs": [{"package": "torch", "needer": "/venv/torch/lib/libtorch_cuda.so", "soname": "libnccl.so.2", "loaded": system}],
+        "needs": [
+            {
+                "package": "torch",
+                "needer": "/venv/torch/lib/libtorch_cuda.so",
+                "soname": "libnccl.so.2",
+                "loaded": system,
+            }
+        ],
         "cache": "",
         "scanned": 1,
     }
@@ -565,7 +575,7 @@ def test_a_node_loading_the_compat_libcuda_is_named(tmp_path):
     _write(str(tmp_path), "odd", json.loads(fixture_text("h200-deep", "deep-s1.json")))
     code, doc = _json([str(tmp_path)])
     (diff,) = doc["pools"][0]["differences"]
-    assert (diff["fact"], diff["expected"], diff["outliers"]) == ("libcuda", "system", ["odd"])
+    assert code == 1 and (diff["fact"], diff["expected"], diff["outliers"]) == ("libcuda", "system", ["odd"])
     assert {g["value"] for g in diff["groups"]} == {"system", "compat 580.95.05"}
 
 

@@ -71,16 +71,16 @@ def fold(names: Iterable[str]) -> str:
             order.append(key)
         groups[key].add(int(digits))
     out = []
-    for item in order:
-        if isinstance(item, str):
-            out.append(item)
+    for group in order:
+        if isinstance(group, str):
+            out.append(group)
             continue
-        prefix, width = item
-        numbers = sorted(groups[item])
+        head, size = group
+        numbers = sorted(groups[group])
         if len(numbers) == 1:
-            out.append(f"{prefix}{numbers[0]:0{width}d}")
+            out.append(f"{head}{numbers[0]:0{size}d}")
         else:
-            out.append(f"{prefix}[{_ranges(numbers, width)}]")
+            out.append(f"{head}[{_ranges(numbers, size)}]")
     return ",".join(out)
 
 
@@ -95,7 +95,9 @@ def _shown(expression: str) -> str:
 
 def _split_top(text: str) -> list[str]:
     """``a[1-2],b,c[3,5]`` -> ``a[1-2]``, ``b``, ``c[3,5]``: commas and whitespace outside brackets separate."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         if char == "[":
             depth += 1

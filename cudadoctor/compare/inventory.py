@@ -22,7 +22,9 @@ def parse_age(text: str) -> float:
     """``--max-age``: seconds, or a number with ``s``, ``m``, ``h`` or ``d`` (``90m``, ``2h``)."""
     match = _AGE.match(text.strip())
     if match is None or int(match.group(1)) == 0:
-        raise UsageError(f"--max-age {text[:40]!r}: expected a positive number of seconds, or one with s, m, h or d (2h)")
+        raise UsageError(
+            f"--max-age {text[:40]!r}: expected a positive number of seconds, or one with s, m, h or d (2h)"
+        )
     return float(int(match.group(1)) * _UNITS[match.group(2)])
 
 

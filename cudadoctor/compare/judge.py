@@ -123,9 +123,7 @@ def _difference(
         command = by_name[name].fixes.get(fact)
         if command:
             fixes.setdefault(command, []).append(name)
-    return Difference(
-        fact, title, expected, frozen, outliers, basis, reason, {c: tuple(n) for c, n in fixes.items()}
-    )
+    return Difference(fact, title, expected, frozen, outliers, basis, reason, {c: tuple(n) for c, n in fixes.items()})
 
 
 def _pools(nodes: Sequence[Node]) -> dict[tuple[str | None, ...], list[Node]]:

@@ -208,5 +208,3 @@ def baseline_values(path: str) -> dict[str, str | None]:
     if bad:
         raise UsageError(f"--baseline {path}: {bad[0]}: expected a text of at most {MAX_TEXT} characters")
     return values
-
-

@@ -34,11 +34,11 @@ from typing import Any
 
 from cudadoctor.errors import SnapshotError
 from cudadoctor.facts import model
-from cudadoctor.facts.codec import decode_fast, field_types
 from cudadoctor.facts.codec import _MAX_ITEMS as MAX_ITEMS
+from cudadoctor.facts.codec import decode_fast, field_types
 from cudadoctor.record import record
 
-__all__ = ["FACTS", "MAX_TEXT", "CompareFact", "Policy", "Reading", "node_values", "read_node"]
+__all__ = ["FACTS", "MAX_ITEMS", "MAX_TEXT", "CompareFact", "Policy", "Reading", "node_values", "read_node"]
 
 #: The longest text compared or shown: a GPU name, a version, a path is far shorter; a 60 MB "version" is
 #: input to refuse (it would be echoed into every output, issue #27), not to compare.
@@ -225,7 +225,7 @@ class _Reader:
             return []
         paths = [(*path, i) for i in range(len(raw))]
         typed = (*self._typed(path), "#")
-        for item, value in zip(paths, raw):
+        for item, value in zip(paths, raw, strict=True):
             self.objects[item] = value
             self.typed[item] = typed
         return paths
@@ -434,7 +434,11 @@ def _libcuda(r: _Reader) -> str | None:
     loaded = r.text("driver", "loaded_libcuda")
     if loaded is None:
         loaded = next(
-            (r.text(*x, "real") for x in r.items("driver", "resolved_libcuda") if r.value(*x, "soname") == "libcuda.so.1"),
+            (
+                r.text(*x, "real")
+                for x in r.items("driver", "resolved_libcuda")
+                if r.value(*x, "soname") == "libcuda.so.1"
+            ),
             None,
         )
     if loaded is None:

@@ -70,7 +70,8 @@ def node_files(paths: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def _document(path: str, *, kinds: tuple[str, ...] = _KINDS) -> dict[str, Any]:
     data = read_named_file(path, SNAPSHOT_LIMIT, "a cudadoctor report", UsageError)
-    if data.count(b"{") + data.count(b"[") > MAX_CONTAINERS:
+    # every object or list takes two bytes at least: a smaller file cannot hold too many (and is not counted)
+    if len(data) > 2 * MAX_CONTAINERS and data.count(b"{") + data.count(b"[") > MAX_CONTAINERS:
         raise _Refused(f"more than {MAX_CONTAINERS:,} objects and lists, more than any report holds")
     try:
         document = json.loads(data)

@@ -124,7 +124,7 @@ def _type_at(path: tuple[str, ...]) -> Any:
             tp = typing.get_args(tp)[1]
         else:
             tp = typing.get_type_hints(tp, vars(model))[key]
-    return _strip_optional(tp) if _strip_optional(tp) is str else tp
+    return _strip_optional(tp)  # a null is absent before any decoding: the value, when there, has this type
 
 
 def _dotted(path: tuple[str | int, ...]) -> str:
@@ -132,6 +132,12 @@ def _dotted(path: tuple[str | int, ...]) -> str:
     for key in path:
         out += f"[{key}]" if isinstance(key, int) else f".{key}" if key.isprintable() else f"[{key!r}]"
     return out
+
+
+#: (model type, JSON text) -> the value the decoder built from it (versions, enums), across the nodes of one run
+_DECODED: dict[tuple[Any, str], Any] = {}
+_DECODED_MAX = 4096
+_TEXTS: dict[Any, str] = {}  #: a decoded value -> its text, likewise
 
 
 class _Reader:
@@ -143,6 +149,8 @@ class _Reader:
         self.env: dict[str, str | None] | None = None  #: host.env by name, read once
         self.objects: dict[tuple[str | int, ...], Any] = {}  #: list items by path, where reads start
         self.typed: dict[tuple[str | int, ...], tuple[str, ...]] = {}  #: their paths with ``#`` for indexes
+        self.dirs: dict[tuple[str | int, ...], set[str]] = {}  #: a library copy's directories, once read
+        self.lists: dict[tuple[str | int, ...], list[tuple[str | int, ...]]] = {}  #: items() by path, once read
         #: (framework, mapped file, its short name) of every GPU framework's child process (check --deep)
         self.mapped: list[tuple[tuple[str | int, ...], tuple[str | int, ...], Any]] | None = None
 
@@ -183,13 +191,23 @@ class _Reader:
 
     def value(self, *path: str | int) -> Any:
         """The value at ``path`` decoded to its model type (a Version, a str …), None when absent or refused."""
-        raw = self._raw(path)
+        parent = path[:-1]
+        item = self.objects.get(parent)
+        if item.__class__ is dict:  # the common read: a field of a list's item
+            raw = item.get(path[-1])
+            typed = (*self.typed[parent], path[-1])  # type: ignore[misc]
+        else:
+            raw = self._raw(path)
+            typed = self._typed(path)
         if raw is None:
             return None
-        typed = self._typed(path)
         tp = _type_at(typed)
-        if tp is str and raw.__class__ is str:  # what the decoder does for a text field, without its dispatch
-            return raw if len(raw) <= MAX_TEXT else self._too_long(path, raw)
+        if raw.__class__ is str:
+            if tp is str:  # what the decoder does for a text field, without its dispatch
+                return raw if len(raw) <= MAX_TEXT else self._too_long(path, raw)
+            known = _DECODED.get((tp, raw))  # a fleet's nodes hold the same versions: each is parsed once
+            if known is not None:
+                return known
         try:
             try:
                 value = decode_fast(tp, raw, "", max_items=MAX_ITEMS)
@@ -203,6 +221,10 @@ class _Reader:
             return None
         if isinstance(value, str) and len(value) > MAX_TEXT:
             return self._too_long(path, value)
+        if raw.__class__ is str and len(raw) <= MAX_TEXT:
+            if len(_DECODED) >= _DECODED_MAX:
+                _DECODED.clear()
+            _DECODED[(tp, raw)] = value
         return value
 
     def _too_long(self, path: tuple[str | int, ...], value: str) -> None:
@@ -210,10 +232,20 @@ class _Reader:
 
     def text(self, *path: str | int) -> str | None:
         value = self.value(*path)
-        return _clean(str(value)) if value is not None else None
+        if value is None or value.__class__ is str:
+            return _clean(value) if value is not None else None
+        shown = _TEXTS.get(value)  # str(Version) costs as much as parsing it
+        if shown is None:
+            if len(_TEXTS) >= _DECODED_MAX:
+                _TEXTS.clear()
+            shown = _TEXTS[value] = _clean(str(value)) or ""
+        return shown or None
 
     def items(self, *path: str | int) -> list[tuple[str | int, ...]]:
         """The paths of a list's items (the list bounded as ``check --from`` bounds it); [] when absent."""
+        known = self.lists.get(path)
+        if known is not None:
+            return known
         raw = self._raw(path)
         if raw is None:
             return []
@@ -228,6 +260,7 @@ class _Reader:
         for item, value in zip(paths, raw, strict=True):
             self.objects[item] = value
             self.typed[item] = typed
+        self.lists[path] = paths
         return paths
 
     def entry(self, path: tuple[str, ...], key: str) -> tuple[str, ...] | None:
@@ -278,7 +311,8 @@ def _canon_dir(path: str) -> str:
 class _Copy(typing.NamedTuple):
     version: str | None
     origin: str
-    directory: str  #: canonical directory of its library files
+    item: tuple[str | int, ...]  #: the LibraryCopy's path in the facts, to read its library files when needed
+    directory: str | None = None  #: canonical directory of its library files, when known without reading them
 
 
 def _copies(r: _Reader, library: str) -> list[_Copy]:
@@ -286,21 +320,35 @@ def _copies(r: _Reader, library: str) -> list[_Copy]:
     out: list[_Copy] = []
     if library in ("nccl", "cudnn"):
         for c in r.items(library):
-            version, origin = r.text(*c, "version"), r.text(*c, "origin") or "unknown"
-            dirs = {_canon_dir(p) for lp in r.items(*c, "lib_paths") if (p := r.text(*lp))}
-            out += [_Copy(version, origin, d) for d in sorted(dirs)] or [_Copy(version, origin, "")]
+            out.append(_Copy(r.text(*c, "version"), r.text(*c, "origin") or "unknown", c))
     elif library == "cublas":
         for c in r.items("cuda_wheels", "components"):
+            raw = r.objects[c]
+            if raw.__class__ is dict and not str(raw.get("distribution")).startswith("nvidia-cublas"):
+                continue  # only the cuBLAS wheel's fields are decoded
             name = r.text(*c, "distribution") or ""
             lib_dir = r.text(*c, "lib_dir")
             if name.startswith("nvidia-cublas"):
-                out.append(_Copy(r.text(*c, "version"), "pip", _canon_dir(f"{lib_dir}/x") if lib_dir else ""))
+                out.append(_Copy(r.text(*c, "version"), "pip", c, _canon_dir(f"{lib_dir}/x") if lib_dir else ""))
     return out
 
 
-def _copy_at(copies: list[_Copy], path: str) -> _Copy | None:
+def _copy_at(r: _Reader, copies: list[_Copy], path: str) -> _Copy | None:
+    """The copy whose library files are in ``path``'s directory (read only when a loaded file is matched)."""
     here = _canon_dir(path)
-    return next((c for c in copies if c.directory == here), None)
+    for copy in copies:
+        if copy.directory is not None:
+            if copy.directory == here:
+                return copy
+        else:
+            dirs = r.dirs.get(copy.item)
+            if dirs is None:
+                dirs = r.dirs[copy.item] = {
+                    _canon_dir(p) for lp in r.items(*copy.item, "lib_paths") if (p := r.text(*lp))
+                }
+            if here in dirs:
+                return copy
+    return None
 
 
 def _shown(version: str | None, origin: str) -> str:
@@ -309,6 +357,7 @@ def _shown(version: str | None, origin: str) -> str:
 
 _SONAME = {"nccl": "libnccl.so", "cudnn": "libcudnn.so", "cublas": "libcublas.so", "libcuda": "libcuda.so"}
 _MAPPED = {"nccl": "nccl", "cudnn": "cudnn", "cublas": "cublas", "libcuda": "cuda"}
+_MAPPED_NAMES = frozenset(_MAPPED.values())
 
 
 _ENV_READ = frozenset({"LD_PRELOAD", "LD_LIBRARY_PATH", "NCCL_NET_PLUGIN", "NCCL_NET"})
@@ -362,11 +411,13 @@ def _mapped(r: _Reader, library: str, copies: list[_Copy]) -> tuple[str | None, 
             for fw in r.items("runtime", "frameworks")
             if r.value(*fw, "gpu_build") is not False
             for lib in r.items(*fw, "libraries")
+            # only the libraries compared are decoded (a framework maps a dozen more)
+            if (raw := r.objects[lib]).__class__ is not dict or raw.get("name") in _MAPPED_NAMES
         ]
     seen: dict[str, str | None] = {}
     for fw, lib, name in r.mapped:
         if name == _MAPPED[library] and (path := r.text(*lib, "path")) is not None:
-            copy = _copy_at(copies, path)
+            copy = _copy_at(r, copies, path)
             origin = r.text(*lib, "origin") or "unknown"
             if library == "libcuda":
                 value = f"{origin} {r.text(*lib, 'suffix')}" if origin == "compat" else origin
@@ -395,7 +446,7 @@ def _loader_view(r: _Reader, library: str, copies: list[_Copy]) -> tuple[str | N
         preloaded = [(e, None) for e in _preload_entries(r) if posixpath.basename(e).startswith(soname)]
     if preloaded:
         path, version = preloaded[0]
-        copy = _copy_at(copies, path)
+        copy = _copy_at(r, copies, path)
         value = _shown(copy.version if copy else version, copy.origin if copy else "LD_PRELOAD")
         return value, _fix(r, path, soname)
     seen: dict[str, str | None] = {}
@@ -406,7 +457,7 @@ def _loader_view(r: _Reader, library: str, copies: list[_Copy]) -> tuple[str | N
         path = r.text(*need, "loaded", "path")
         if path is None:
             continue
-        copy = _copy_at(copies, path)
+        copy = _copy_at(r, copies, path)
         via = r.text(*need, "loaded", "via") or ""
         origin = copy.origin if copy else ("pip" if r.text(*need, "loaded", "distribution") else via)
         value = _shown(copy.version if copy else r.text(*need, "loaded", "version"), origin)

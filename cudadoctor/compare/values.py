@@ -195,7 +195,7 @@ class _Reader:
         item = self.objects.get(parent)
         if item.__class__ is dict:  # the common read: a field of a list's item
             raw = item.get(path[-1])
-            typed = (*self.typed[parent], path[-1])  # type: ignore[misc]
+            typed = (*self.typed[parent], path[-1])
         else:
             raw = self._raw(path)
             typed = self._typed(path)

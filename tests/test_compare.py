@@ -590,3 +590,53 @@ def test_the_nfd_feature_file_of_a_refused_report_is_not_written(tmp_path, capsy
     assert main([path]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "findings: 10,001 items" in err
+
+
+def test_a_200_node_fleet_names_exactly_its_odd_nodes(tmp_path):
+    """Issue #32's synthetic fleet: 200 eight-GPU nodes built from the H200 snapshot, one node per fault."""
+    import datetime as dt
+
+    from cudadoctor.compare.judge import judge
+    from cudadoctor.compare.load import load_nodes, node_files
+
+    healthy = _gpus(8)
+    old_branch, lost, stale = _gpus(8), copy.deepcopy(healthy), copy.deepcopy(healthy)
+    old_branch["facts"]["driver"] = _variant(driver="570.86.10")["facts"]["driver"]
+    lost["facts"]["gpus"], lost["facts"]["driver"] = [], None
+    stale["facts"]["collected_at"] = "2026-11-29T01:55:42+00:00"
+    faults = {
+        "gpu017": _preloading(healthy, deep=False),  # loads the system NCCL through LD_PRELOAD
+        "gpu042": old_branch,  # a driver branch left behind
+        "gpu099": lost,  # lost its driver and GPUs
+        "gpu100": _gpus(7),  # lost one of its eight GPUs
+        "gpu150": stale,  # a report a day and more old
+    }
+    for i in range(1, 201):
+        name = f"gpu{i:03d}"
+        if name != "gpu123":  # no report
+            _write(str(tmp_path / "reports"), name, faults.get(name, healthy))
+    _write(str(tmp_path / "other"), "gpu007", _variant(nccl="2.21.5"))  # a second, differing report of gpu007
+    reports = str(tmp_path / "reports")
+    files, notes = node_files([reports, str(tmp_path / "other"), os.path.join(reports, "gpu001.json")])
+    now = dt.datetime(2026, 11, 30, 3, 0, tzinfo=dt.timezone.utc)
+    hosts = expand("gpu[001-200]")
+    verdict = judge(list(load_nodes(files)), expected_hosts=hosts, max_age=86400, now=now, notes=notes)
+    assert verdict.outliers == ("gpu007", "gpu017", "gpu042", "gpu099", "gpu100", "gpu123", "gpu150")
+    assert verdict.total == 200
+    reasons = {d.fact: d.reason or d.outliers for p in verdict.pools for d in p.differences}
+    assert reasons == {
+        "gpus_visible": ("gpu099",),
+        "gpu_count": "fewer GPUs than its peers",
+        "driver_branch": ("gpu042",),
+        "nccl": ("gpu017",),
+    }
+    flags = {f.reason: f.nodes for f in verdict.flags}
+    assert flags == {
+        "several reports that differ": ("gpu007",),
+        "report older than 1d": ("gpu150",),
+        "no report": ("gpu123",),
+    }
+    (pool,) = [p for p in verdict.pools if p.key.get("gpu_model") == "NVIDIA H200"]
+    assert fold(pool.nodes) == "gpu[001-006,008-098,100-122,124-149,151-200]"
+    fixes = {c: n for p in verdict.pools for d in p.differences for c, n in d.fixes.items()}
+    assert fixes == {"unset LD_PRELOAD": ("gpu017",)}

@@ -590,6 +590,15 @@ def compare(
             "line; a node without one is named.",
         ),
     ] = None,
+    expect_gpus: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--expect-gpus",
+            metavar="COUNTxMODEL",
+            help="What each kind of node holds (8xH100; repeat for several kinds): a node with fewer GPUs, or a "
+            "model none names, is named. Default: the majority of its pool.",
+        ),
+    ] = None,
     max_age: Annotated[
         str | None,
         typer.Option(
@@ -609,7 +618,7 @@ def compare(
     pool's majority (with no majority, no node is named). A node named twice counts once. Exit status: 0 all
     agree, 1 a node differs, is missing or stale (or a report holds an error), 2 usage error.
     """
-    from cudadoctor.compare.inventory import expected_hosts, parse_age
+    from cudadoctor.compare.inventory import expected_gpus, expected_hosts, parse_age
     from cudadoctor.compare.judge import judge
     from cudadoctor.compare.load import baseline_values, load_nodes, node_files
     from cudadoctor.compare.render import FORMATS, exit_code
@@ -618,7 +627,10 @@ def compare(
     hosts = expected_hosts(expect_hosts) if expect_hosts is not None else None
     age = parse_age(max_age) if max_age is not None else None
     files, notes = node_files(paths)
-    verdict = judge(list(load_nodes(files)), expected, expected_hosts=hosts, max_age=age, notes=notes)
+    gpus = expected_gpus(expect_gpus) if expect_gpus else None
+    verdict = judge(
+        list(load_nodes(files)), expected, expected_hosts=hosts, max_age=age, notes=notes, expected_gpus=gpus
+    )
     sys.stdout.write(FORMATS[output_format.value](verdict))
     code = exit_code(verdict)
     if code:

@@ -640,3 +640,22 @@ def test_a_200_node_fleet_names_exactly_its_odd_nodes(tmp_path):
     assert fold(pool.nodes) == "gpu[001-006,008-098,100-122,124-149,151-200]"
     fixes = {c: n for p in verdict.pools for d in p.differences for c, n in d.fixes.items()}
     assert fixes == {"unset LD_PRELOAD": ("gpu017",)}
+
+
+def test_expect_gpus_replaces_the_majority(tmp_path):
+    """Half the nodes lost a GPU: no majority says which count is right; --expect-gpus does."""
+    for i in range(1, 5):
+        _write(str(tmp_path), f"gpu{i}", _gpus(7 if i > 2 else 8))
+    _write(str(tmp_path), "b1", _variant(gpu="NVIDIA B200"))
+    code, doc = _json([str(tmp_path), "--expect-gpus", "8xH200", "--expect-gpus", "1 x B200"])
+    flags = {f["reason"]: f["nodes"] for f in doc["flags"]}
+    assert code == 1 and flags == {"fewer GPUs than expected (7 of 8 NVIDIA H200)": "gpu[3-4]"}
+    code, doc = _json([str(tmp_path), "--expect-gpus", "8xH200"])
+    flags = {f["reason"]: f["nodes"] for f in doc["flags"]}
+    assert flags["GPU model NVIDIA B200 not expected (8xH200)"] == "b1" and len(flags) == 2
+
+
+@pytest.mark.parametrize("spec", ["H100", "0xH100", "8x", "x8"])
+def test_a_bad_expect_gpus_is_a_usage_error(tmp_path, spec):
+    _write(str(tmp_path), "n1", H200)
+    assert CliRunner().invoke(app, ["compare", str(tmp_path), "--expect-gpus", spec]).exit_code == 2

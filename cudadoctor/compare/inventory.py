@@ -10,7 +10,7 @@ from cudadoctor.compare.fold import HostlistError, expand
 from cudadoctor.errors import UsageError
 from cudadoctor.fileread import read_named_file
 
-__all__ = ["expected_hosts", "parse_age"]
+__all__ = ["expected_gpus", "expected_hosts", "parse_age"]
 
 _AGE = re.compile(r"^(\d{1,9})([smhd]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -45,3 +45,18 @@ def expected_hosts(text: str) -> list[str]:
     if not hosts:
         raise UsageError(f"{origin}: names no host")
     return hosts
+
+
+_GPUS = re.compile(r"^(\d{1,4})\s*[xX×]\s*(\S.{0,62})$")
+
+
+def expected_gpus(specs: list[str]) -> list[tuple[int, str]]:
+    """``--expect-gpus 8xH100`` (repeatable, one per kind of node): each node whose GPU model names ``H100``
+    must have 8 of them; a node whose model no spec names, or with fewer, is named."""
+    out: list[tuple[int, str]] = []
+    for spec in specs:
+        match = _GPUS.match(spec.strip())
+        if match is None or int(match.group(1)) == 0:
+            raise UsageError(f"--expect-gpus {spec[:40]!r}: expected COUNTxMODEL (8xH100)")
+        out.append((int(match.group(1)), match.group(2).strip()))
+    return out

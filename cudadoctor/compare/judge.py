@@ -204,6 +204,21 @@ def _age(seconds: float) -> str:
     return f"{int(seconds)}s"
 
 
+def _gpus_short(node: Node, expected: Sequence[tuple[int, str]]) -> str | None:
+    """Why a node does not have the GPUs ``--expect-gpus`` expects of its model; None when it has them."""
+    model = node.values.get("gpu_model")
+    count = _count(node.values.get("gpu_count"))
+    kinds = ", ".join(f"{n}x{m}" for n, m in expected)
+    if not model:
+        return f"no GPU visible (expected {kinds})"
+    wanted = [n for n, m in expected if m.casefold() in model.casefold()]
+    if not wanted:
+        return f"GPU model {model} not expected ({kinds})"
+    if count < max(wanted):
+        return f"fewer GPUs than expected ({count} of {max(wanted)} {model})"
+    return None
+
+
 def judge(
     nodes: Sequence[Node],
     baseline: Mapping[str, str | None] | None = None,
@@ -212,11 +227,14 @@ def judge(
     max_age: float | None = None,
     now: datetime.datetime | None = None,
     notes: Sequence[str] = (),
+    expected_gpus: Sequence[tuple[int, str]] | None = None,
 ) -> Verdict:
     """Every pool's differences, the nodes flagged, and the findings of every node aggregated by code.
 
     :param expected_hosts: the nodes that must have a report (``--expect-hosts``); None: whatever came
     :param max_age: seconds a report may be old (``--max-age``), against ``now``
+    :param expected_gpus: (count, model) of each kind of node (``--expect-gpus 8xH100``), replacing the pool's
+        majority as what a node's GPU count is judged against; None: the majority
     """
     kept, flagged, host_notes = _hosts(nodes)
     notes = [*notes, *host_notes]
@@ -231,6 +249,10 @@ def judge(
                 flagged.setdefault("report without a readable collection time (--max-age)", []).append(node.name)
             elif (now - moment).total_seconds() > max_age:
                 flagged.setdefault(f"report older than {_age(max_age)}", []).append(node.name)
+    if expected_gpus is not None:
+        for node in kept:
+            if node.problem is None and (why := _gpus_short(node, expected_gpus)) is not None:
+                flagged.setdefault(why, []).append(node.name)
     names = {n.name for n in kept}
     missing: list[str] = []
     if expected_hosts is not None:
@@ -251,6 +273,8 @@ def judge(
                 continue
             if fact.key in INFORMATIONAL and not (baseline and fact.key in baseline):
                 continue
+            if fact.policy is Policy.FEWER and expected_gpus is not None:
+                continue  # judged against --expect-gpus above
             diff = _difference(fact.key, fact.title, members, baseline, fact.policy)
             if diff is not None:
                 differences.append(diff)

@@ -659,3 +659,15 @@ def test_expect_gpus_replaces_the_majority(tmp_path):
 def test_a_bad_expect_gpus_is_a_usage_error(tmp_path, spec):
     _write(str(tmp_path), "n1", H200)
     assert CliRunner().invoke(app, ["compare", str(tmp_path), "--expect-gpus", spec]).exit_code == 2
+
+
+def test_a_node_whose_nvml_does_not_answer_is_named(tmp_path):
+    """Its GPUs were found through /proc (NVML unreachable): its peers' NVML answered."""
+    for i in range(3):
+        _write(str(tmp_path), f"n{i}", H200)
+    odd = copy.deepcopy(H200)
+    odd["facts"]["gpus"][0]["source"] = {"kind": "file", "where": "/proc/driver/nvidia/gpus/0000:00:06.0/information"}
+    _write(str(tmp_path), "odd", odd)
+    code, doc = _json([str(tmp_path)])
+    (diff,) = doc["pools"][0]["differences"]
+    assert code == 1 and (diff["fact"], diff["expected"], diff["outliers"]) == ("nvml", "yes", ["odd"])

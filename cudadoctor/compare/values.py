@@ -7,7 +7,7 @@ codec's decoder for its model type and every list read is bounded as ``check --f
 here too; a node holding one is named, not counted as agreeing. Each compared fact has a policy:
 
 * ``match``: every node of a pool must have the same value (the NCCL, cuDNN, cuBLAS and libcuda that load
-  and the NCCL network plugin, the torch build and its CUDA variant, the CUDA runtime major, Python X.Y);
+  and the NCCL network plugin, NVML answering for the GPUs, the torch build and its CUDA variant, the CUDA runtime major, Python X.Y);
 * ``branch``: the same driver branch (the major number: 550.54.15 and 550.90.07 are one branch);
 * ``fewer``: the GPU count: a node with fewer GPUs than the majority of its pool has lost some;
 * ``pool``: not judged but splitting nodes into pools compared separately (GPU model, MIG layout);
@@ -69,6 +69,9 @@ FACTS: tuple[CompareFact, ...] = (
     # its own (7x), and pass
     CompareFact("gpu_count", "GPU count", Policy.FEWER),
     CompareFact("mig_layout", "MIG layout", Policy.POOL),
+    # a node whose GPUs were found only by nvidia-smi or /proc while its peers' NVML answered: monitoring,
+    # health checks and DCGM see nothing there
+    CompareFact("nvml", "NVML answers", Policy.MATCH),
     CompareFact("driver_branch", "driver branch", Policy.BRANCH),
     CompareFact("driver", "driver version", Policy.MATCH),
     CompareFact("nccl", "NCCL that loads", Policy.MATCH),
@@ -293,7 +296,9 @@ def _gpus(r: _Reader) -> dict[str, str | None]:
     gpus = r.items("gpus")
     names = sorted({name for g in gpus if (name := r.text(*g, "name"))})
     mig = [g for g in gpus if r.value(*g, "mig_mode") == "Enabled"]
+    sources = {r.value(*g, "source", "where") for g in gpus}
     return {
+        "nvml": ("yes" if sources == {"nvml"} else "no") if gpus else None,
         "gpu_model": " + ".join(names) if names else None,
         "gpu_count": str(len(gpus)),
         "mig_layout": f"{len(mig)} GPU(s) in MIG mode" if mig else "MIG off",

@@ -7,7 +7,8 @@ codec's decoder for its model type and every list read is bounded as ``check --f
 here too; a node holding one is named, not counted as agreeing. Each compared fact has a policy:
 
 * ``match``: every node of a pool must have the same value (the NCCL, cuDNN, cuBLAS and libcuda that load
-  and the NCCL network plugin, NVML answering for the GPUs, the torch build and its CUDA variant, the CUDA runtime major, Python X.Y);
+  and the NCCL network plugin, NVML answering for the GPUs, the torch build and its CUDA variant, the CUDA
+  runtime major, Python X.Y);
 * ``branch``: the same driver branch (the major number: 550.54.15 and 550.90.07 are one branch);
 * ``fewer``: the GPU count: a node with fewer GPUs than the majority of its pool has lost some;
 * ``pool``: not judged but splitting nodes into pools compared separately (GPU model, MIG layout);

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -136,28 +137,46 @@ def _chunk(paths: Sequence[str]) -> list[Node]:
     return [_node(p) for p in paths]
 
 
-def _worker_start(parent: int | None) -> None:
+def _orphaned(parent: int) -> None:
+    """End this worker once its parent has gone (the kernel gives an orphan a new parent at once)."""
+    while os.getppid() == parent:
+        time.sleep(_WATCH_SECONDS)
+    os._exit(1)
+
+
+#: How often a worker looks whether compare (or the forkserver that started it) is still there.
+_WATCH_SECONDS = 0.1
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent of process ``pid`` (/proc/PID/stat, proc(5)); None where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return int(handle.read(4096).rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _worker_start(compare: int) -> None:
     """In each worker: die with compare, and hold none of its output.
 
     A worker outlived a SIGTERM to compare and kept its stdout open, so a reader of that pipe hung (issue
-    #27). PR_SET_PDEATHSIG makes the kernel send SIGKILL when the parent goes (prctl(2),
-    https://man7.org/linux/man-pages/man2/prctl.2.html); a parent gone before the call is caught by the
-    getppid check. Workers print nothing (results and errors travel back pickled), so their standard
-    streams are /dev/null: even a worker that lingers holds no pipe of compare's.
+    #27). Workers print nothing (results and errors travel back pickled), so their standard streams become
+    /dev/null: even a worker that lingers holds no pipe of compare's. And each watches its parent: compare
+    where workers are forked, else the forkserver (Python 3.14's default), which exits when compare does;
+    once it is gone the worker's parent changes (reparenting happens at the parent's exit, before anyone
+    reaps it: exit(2), https://man7.org/linux/man-pages/man2/exit.2.html) and the worker exits.
     """
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG = 1, SIGKILL = 9 (linux/prctl.h, signal(7))
-    except (OSError, AttributeError):  # not Linux: the streams below still free the pipe
-        pass
-    if parent is not None and os.getppid() != parent:
-        os._exit(1)
+    parent = os.getppid()
+    if parent != compare and _parent_of(parent) not in (compare, None):
+        os._exit(1)  # compare went before this worker started: it was given another parent already
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
+    import threading
+
+    threading.Thread(target=_orphaned, args=(parent,), name="cudadoctor-orphan-watch", daemon=True).start()
 
 
 def load_nodes(files: Sequence[str]) -> Iterator[Node]:
@@ -171,14 +190,7 @@ def load_nodes(files: Sequence[str]) -> Iterator[Node]:
 
     size = -(-len(files) // (workers * 4))
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
-    import multiprocessing
-
-    # fork where there is one, so that each worker's parent is this process (the forkserver, the default of
-    # Python 3.14, would be the workers' parent, and their death signal would follow it instead)
-    fork = "fork" in multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if fork else None)
-    parent = os.getpid() if fork else None
-    with ProcessPoolExecutor(workers, context, initializer=_worker_start, initargs=(parent,)) as pool:
+    with ProcessPoolExecutor(workers, initializer=_worker_start, initargs=(os.getpid(),)) as pool:
         for nodes in pool.map(_chunk, chunks):
             yield from nodes
 

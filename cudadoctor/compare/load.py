@@ -21,7 +21,7 @@ from cudadoctor.compare.judge import Node
 from cudadoctor.compare.values import FACTS, MAX_ITEMS, MAX_TEXT, Policy, read_node
 from cudadoctor.errors import SnapshotError, UsageError
 from cudadoctor.facts.codec import SNAPSHOT_LIMIT, check_envelope
-from cudadoctor.fileread import read_named_file
+from cudadoctor.fileread import read_file, read_named_file
 from cudadoctor.report.sanitize import terminal
 
 __all__ = ["baseline_values", "load_nodes", "node_files"]
@@ -151,8 +151,8 @@ _WATCH_SECONDS = 0.1
 def _parent_of(pid: int) -> int | None:
     """The parent of process ``pid`` (/proc/PID/stat, proc(5)); None where that cannot be read."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return int(handle.read(4096).rsplit(b")", 1)[1].split()[1])
+        stat = read_file(f"/proc/{pid}/stat", 4096)
+        return int(stat.rsplit(b")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return None
 

@@ -151,6 +151,7 @@ class _Reader:
         self.facts = facts
         self.problem: str | None = None
         self.env: dict[str, str | None] | None = None  #: host.env by name, read once
+        self.preload: list[str] | None = None  #: LD_PRELOAD's entries, split once
         self.objects: dict[tuple[str | int, ...], Any] = {}  #: list items by path, where reads start
         self.typed: dict[tuple[str | int, ...], tuple[str, ...]] = {}  #: their paths with ``#`` for indexes
         self.dirs: dict[tuple[str | int, ...], set[str]] = {}  #: a library copy's directories, once read
@@ -383,9 +384,11 @@ def _env(r: _Reader, name: str) -> str | None:
 
 
 def _preload_entries(r: _Reader) -> list[str]:
-    value = _env(r, "LD_PRELOAD")
-    # ld.so(8): LD_PRELOAD is a list separated by spaces or colons
-    return [e for e in re.split(r"[\s:]+", value or "") if e][:MAX_ITEMS]
+    if r.preload is None:
+        value = _env(r, "LD_PRELOAD")
+        # ld.so(8): LD_PRELOAD is a list separated by spaces or colons
+        r.preload = [e for e in re.split(r"[\s:]+", value) if e][:MAX_ITEMS] if value else []
+    return r.preload
 
 
 def _fix(r: _Reader, path: str, soname: str) -> str | None:

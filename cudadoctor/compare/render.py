@@ -104,7 +104,9 @@ def _pool_doc(pool: Pool) -> dict[str, object]:
 def render_json(verdict: Verdict) -> str:
     doc = {
         "kind": COMPARE_KIND,
-        "schema_version": 1,
+        # 2: pools keyed by GPU model and MIG layout only (the count is judged within), flags, notes, total,
+        # each difference's reason and fixes
+        "schema_version": 2,
         "pools": [_pool_doc(p) for p in verdict.pools],
         "flags": [{"reason": f.reason, "nodes": fold(f.nodes), "count": len(f.nodes)} for f in verdict.flags],
         "findings": {c: {s: fold(n) for s, n in by.items()} for c, by in verdict.findings.items()},

@@ -18,6 +18,10 @@ __all__ = ["HostlistError", "expand", "fold"]
 _SUFFIX = re.compile(r"^(.*?)(\d+)$")
 #: More names than any cluster has: an expression that expands past this is refused, not expanded.
 MAX_HOSTS = 1_000_000
+#: A host name is at most 253 characters (RFC 1035's 255 octets on the wire); a part of a host list, brackets
+#: and ranges included, at most this; a whole host list (or host file) at most MAX_EXPRESSION.
+MAX_NAME = 1024
+MAX_EXPRESSION = 8 << 20
 
 
 class HostlistError(ValueError):
@@ -149,7 +153,13 @@ def expand(expression: str) -> list[str]:
     """The names of a Slurm host list (``gpu[001-003,007],login1`` -> gpu001, gpu002, gpu003, gpu007, login1),
     in order, each once. :raises HostlistError: on what is not that notation."""
     names: dict[str, None] = {}
+    if len(expression) > MAX_EXPRESSION:
+        raise HostlistError(
+            f"{len(expression):,} characters, more than a host list of any cluster ({MAX_EXPRESSION:,})"
+        )
     for part in _split_top(expression):
+        if len(part) > MAX_NAME:
+            raise HostlistError(f"{_shown(part)}: longer than a host name ({MAX_NAME} characters)")
         names.update(dict.fromkeys(_expand_one(part, expression)))
         if len(names) > MAX_HOSTS:
             raise HostlistError(f"{_shown(expression)}: more than {MAX_HOSTS:,} names")

@@ -977,6 +977,26 @@ def _(tmp: str) -> Spec:
                 check=lambda p: "" if "unset LD_PRELOAD" in p.stdout else "the node preloading NCCL got no fix")  # fmt: skip
 
 
+@case("compare", "baseline-100000-unknown-keys")
+def _(tmp: str) -> Spec:
+    nodes, _doc = _nodes(tmp, 3)
+    baseline = write_json(os.path.join(tmp, "b.json"), {f"k{i}\x1b[2J": "x" for i in range(100_000)})
+    return Spec(["compare", nodes, "--baseline", baseline], ok_exits=(2,), check=_output_under(2_000))
+
+
+@case("compare", "expect-hosts-a-trillion-names")
+def _(tmp: str) -> Spec:
+    nodes, _doc = _nodes(tmp, 3)
+    return Spec(["compare", nodes, "--expect-hosts", "n[0-999999999999]"], ok_exits=(2,), check=_output_under(2_000))
+
+
+@case("compare", "expect-hosts-a-file-with-a-10-mb-name")
+def _(tmp: str) -> Spec:
+    nodes, _doc = _nodes(tmp, 3)
+    hosts = put(tmp, "hosts", "n[0-2]\n" + "x" * 10_000_000 + "\x1b[2J\n")
+    return Spec(["compare", nodes, "--expect-hosts", hosts], ok_exits=(2,), check=_output_under(2_000))
+
+
 def _baseline_case(name: str, data: Callable[[str], str]) -> None:
     @case("compare", name)
     def _(tmp: str) -> Spec:

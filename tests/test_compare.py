@@ -276,7 +276,8 @@ def test_host_lists_expand_as_slurm_reads_them(expression, names):
 
 
 @pytest.mark.parametrize(
-    "expression", ["gpu[1-", "gpu]", "gpu[3-1]", "gpu[a]", "gpu[1-9999999999]", "g[" + "9" * 5000 + "]"]
+    "expression",
+    ["gpu[1-", "gpu]", "gpu[3-1]", "gpu[a]", "gpu[1-9999999999]", "g[" + "9" * 5000 + "]", "n1," + "x" * 2000],
 )
 def test_a_bad_host_list_is_a_usage_error_of_one_short_line(tmp_path, expression):
     _write(str(tmp_path), "gpu1", H200)

@@ -645,6 +645,13 @@ def test_expect_gpus_replaces_the_majority(tmp_path):
     code, doc = _json([str(tmp_path), "--expect-gpus", "8xH200"])
     flags = {f["reason"]: f["nodes"] for f in doc["flags"]}
     assert flags["GPU model NVIDIA B200 not expected (8xH200)"] == "b1" and len(flags) == 2
+    # two kinds of H200 node: 4 and 8 GPUs; 7 is neither (one lost), 16 is another machine
+    _write(str(tmp_path), "big", _gpus(16))
+    _write(str(tmp_path), "half", _gpus(4))
+    code, doc = _json([str(tmp_path), "--expect-gpus", "8xH200", "--expect-gpus", "4xH200", "--expect-gpus", "1xB200"])
+    assert {f["reason"]: f["nodes"] for f in doc["flags"]} == {
+        "fewer GPUs than expected (7 of 8 NVIDIA H200)": "gpu[3-4]"
+    }
 
 
 @pytest.mark.parametrize("spec", ["H100", "0xH100", "8x", "x8"])

@@ -214,9 +214,9 @@ def _gpus_short(node: Node, expected: Sequence[tuple[int, str]]) -> str | None:
     wanted = [n for n, m in expected if m.casefold() in model.casefold()]
     if not wanted:
         return f"GPU model {model} not expected ({kinds})"
-    if count < max(wanted):
-        return f"fewer GPUs than expected ({count} of {max(wanted)} {model})"
-    return None
+    if count in wanted or count > max(wanted):  # more than expected is another machine, not a lost GPU
+        return None
+    return f"fewer GPUs than expected ({count} of {min(n for n in wanted if n > count)} {model})"
 
 
 def judge(

@@ -144,72 +144,71 @@ _DECODED_MAX = 4096
 _TEXTS: dict[Any, str] = {}  #: a decoded value -> its text, likewise
 
 
+class _At:
+    """An object or list item of the facts, where reads start: its path (for messages), the same path with ``#``
+    for indexes and dict keys (its model type), and the JSON value itself."""
+
+    __slots__ = ("path", "raw", "typed")
+
+    def __init__(self, path: tuple[str | int, ...], typed: tuple[str, ...], raw: Any) -> None:
+        self.path, self.typed, self.raw = path, typed, raw
+
+
+_ROOT_TYPED: tuple[str, ...] = ()
+
+
 class _Reader:
-    """The facts compare reads, each value decoded as ``check --from`` decodes it; the first refusal is kept."""
+    """The facts compare reads, each value decoded as ``check --from`` decodes it; the first refusal is kept.
+
+    A read names a path from the facts (``r.text("driver", "version")``) or from an item another read returned
+    (``r.text(gpu, "name")``, ``gpu`` from ``r.items("gpus")``).
+    """
 
     def __init__(self, facts: Mapping[str, Any]) -> None:
-        self.facts = facts
+        self.root = _At((), _ROOT_TYPED, facts)
         self.problem: str | None = None
         self.env: dict[str, str | None] | None = None  #: host.env by name, read once
         self.preload: list[str] | None = None  #: LD_PRELOAD's entries, split once
-        self.objects: dict[tuple[str | int, ...], Any] = {}  #: list items by path, where reads start
-        self.typed: dict[tuple[str | int, ...], tuple[str, ...]] = {}  #: their paths with ``#`` for indexes
-        self.dirs: dict[tuple[str | int, ...], set[str]] = {}  #: a library copy's directories, once read
-        self.lists: dict[tuple[str | int, ...], list[tuple[str | int, ...]]] = {}  #: items() by path, once read
+        self.dirs: dict[_At, set[str]] = {}  #: a library copy's directories, once read
+        self.lists: dict[tuple[Any, ...], list[_At]] = {}  #: items() by where they were asked, once read
         #: (framework, mapped file, its short name) of every GPU framework's child process (check --deep)
-        self.mapped: list[tuple[tuple[str | int, ...], tuple[str | int, ...], Any]] | None = None
+        self.mapped: list[tuple[_At, _At, Any]] | None = None
 
     def _refuse(self, message: str) -> None:
         if self.problem is None:
             self.problem = message
 
-    def _walk(self, value: Any, path: tuple[str | int, ...], start: int) -> Any:
-        for key in path[start:]:
-            if value.__class__ is dict and key.__class__ is str:
-                value = value.get(key)
-            elif value.__class__ is list and key.__class__ is int:
-                value = value[key]  # an index the caller took from items(): present
-            else:
-                self._refuse(f"{_dotted(path)}: its parent is not an object")
-                return None
-            if value is None:
-                return None
-        return value
+    def _find(self, args: tuple[Any, ...]) -> tuple[Any, _At, tuple[Any, ...]]:
+        """(the JSON value at ``args``, where the path started, the keys after it); the value None when absent."""
+        first = args[0]
+        start, keys = (first, args[1:]) if first.__class__ is _At else (self.root, args)
+        raw = start.raw
+        for key in keys:
+            if raw.__class__ is not dict:
+                self._refuse(f"{_dotted((*start.path, *keys))}: its parent is not an object")
+                return None, start, keys
+            raw = raw.get(key)
+            if raw is None:
+                break
+        return raw, start, keys
 
-    def _raw(self, path: tuple[str | int, ...]) -> Any:
-        # most reads are a field of a list's item (or of an object inside one): start from that item
-        for cut in (1, 2):
-            item = self.objects.get(path[:-cut])
-            if item is not None:
-                return self._walk(item, path, len(path) - cut)
-        return self._walk(self.facts, path, 0)
+    def present(self, *path: Any) -> bool:
+        return self._find(path)[0] is not None
 
-    def _typed(self, path: tuple[str | int, ...]) -> tuple[str, ...]:
-        for cut in (1, 2):
-            typed = self.typed.get(path[:-cut])
-            if typed is not None:
-                return typed + tuple(k if k.__class__ is str else "#" for k in path[len(path) - cut :])
-        return tuple(k if k.__class__ is str else "#" for k in path)
-
-    def present(self, *path: str | int) -> bool:
-        return self._raw(path) is not None
-
-    def value(self, *path: str | int) -> Any:
+    def value(self, *path: Any) -> Any:
         """The value at ``path`` decoded to its model type (a Version, a str …), None when absent or refused."""
-        parent = path[:-1]
-        item = self.objects.get(parent)
-        if item.__class__ is dict:  # the common read: a field of a list's item
-            raw = item.get(path[-1])
-            typed = (*self.typed[parent], path[-1])
+        first = path[0]
+        if first.__class__ is _At and len(path) == 2 and first.raw.__class__ is dict:
+            start, keys = first, (path[1],)  # the common read: a field of a list's item
+            raw = first.raw.get(path[1])
         else:
-            raw = self._raw(path)
-            typed = self._typed(path)
+            raw, start, keys = self._find(path)
         if raw is None:
             return None
-        tp = _type_at(typed)
+        tp = _type_at(start.typed + keys)
         if raw.__class__ is str:
             if tp is str:  # what the decoder does for a text field, without its dispatch
-                return raw if len(raw) <= MAX_TEXT else self._too_long(path, raw)
+                return raw if len(raw) <= MAX_TEXT else self._too_long(start, keys, raw)
             known = _DECODED.get((tp, raw))  # a fleet's nodes hold the same versions: each is parsed once
             if known is not None:
                 return known
@@ -217,25 +216,26 @@ class _Reader:
             try:
                 value = decode_fast(tp, raw, "", max_items=MAX_ITEMS)
             except SnapshotError:  # decoded again only to name the path in the message
-                value = decode_fast(_type_at(typed), raw, _dotted(path), max_items=MAX_ITEMS)
+                value = decode_fast(tp, raw, _dotted((*start.path, *keys)), max_items=MAX_ITEMS)
         except SnapshotError as exc:
             self._refuse(str(exc))
             return None
         except RecursionError:
-            self._refuse(f"{_dotted(path)}: nested too deeply")
+            self._refuse(f"{_dotted((*start.path, *keys))}: nested too deeply")
             return None
         if isinstance(value, str) and len(value) > MAX_TEXT:
-            return self._too_long(path, value)
+            return self._too_long(start, keys, value)
         if raw.__class__ is str and len(raw) <= MAX_TEXT:
             if len(_DECODED) >= _DECODED_MAX:
                 _DECODED.clear()
             _DECODED[(tp, raw)] = value
         return value
 
-    def _too_long(self, path: tuple[str | int, ...], value: str) -> None:
-        self._refuse(f"{_dotted(path)}: {len(value):,} characters, more than compare reads ({MAX_TEXT})")
+    def _too_long(self, start: _At, keys: tuple[Any, ...], value: str) -> None:
+        where = _dotted((*start.path, *keys))
+        self._refuse(f"{where}: {len(value):,} characters, more than compare reads ({MAX_TEXT})")
 
-    def text(self, *path: str | int) -> str | None:
+    def text(self, *path: Any) -> str | None:
         value = self.value(*path)
         if value is None or value.__class__ is str:
             return _clean(value) if value is not None else None
@@ -246,40 +246,40 @@ class _Reader:
             shown = _TEXTS[value] = _clean(str(value)) or ""
         return shown or None
 
-    def items(self, *path: str | int) -> list[tuple[str | int, ...]]:
-        """The paths of a list's items (the list bounded as ``check --from`` bounds it); [] when absent."""
+    def items(self, *path: Any) -> list[_At]:
+        """A list's items (the list bounded as ``check --from`` bounds it); [] when absent."""
         known = self.lists.get(path)
         if known is not None:
             return known
-        raw = self._raw(path)
+        raw, start, keys = self._find(path)
+        out: list[_At] = []
         if raw is None:
-            return []
-        if not isinstance(raw, list):
-            self._refuse(f"{_dotted(path)}: expected a list")
-            return []
-        if len(raw) > MAX_ITEMS:
-            self._refuse(f"{_dotted(path)}: {len(raw):,} items, more than any machine has ({MAX_ITEMS:,})")
-            return []
-        paths = [(*path, i) for i in range(len(raw))]
-        typed = (*self._typed(path), "#")
-        for item, value in zip(paths, raw, strict=True):
-            self.objects[item] = value
-            self.typed[item] = typed
-        self.lists[path] = paths
-        return paths
+            pass
+        elif raw.__class__ is not list:
+            self._refuse(f"{_dotted((*start.path, *keys))}: expected a list")
+        elif len(raw) > MAX_ITEMS:
+            where = _dotted((*start.path, *keys))
+            self._refuse(f"{where}: {len(raw):,} items, more than any machine has ({MAX_ITEMS:,})")
+        else:
+            base, typed = (*start.path, *keys), (*start.typed, *keys, "#")
+            out = [_At((*base, i), typed, item) for i, item in enumerate(raw)]
+        self.lists[path] = out
+        return out
 
-    def entry(self, path: tuple[str, ...], key: str) -> tuple[str, ...] | None:
-        """The path of a dict's entry ``key`` (the dict bounded), None when absent."""
-        raw = self._raw(path)
+    def entry(self, path: tuple[str, ...], key: str) -> _At | None:
+        """A dict's entry ``key`` (the dict bounded), None when absent."""
+        raw, start, keys = self._find(path)
         if raw is None:
             return None
-        if not isinstance(raw, Mapping):
-            self._refuse(f"{_dotted(path)}: expected an object")
+        if raw.__class__ is not dict:
+            self._refuse(f"{_dotted((*start.path, *keys))}: expected an object")
             return None
         if len(raw) > MAX_ITEMS:
-            self._refuse(f"{_dotted(path)}: {len(raw):,} entries, more than any machine has ({MAX_ITEMS:,})")
+            where = _dotted((*start.path, *keys))
+            self._refuse(f"{where}: {len(raw):,} entries, more than any machine has ({MAX_ITEMS:,})")
             return None
-        return (*path, key) if key in raw else None
+        value = raw.get(key)
+        return _At((*path, key), (*path, "#"), value) if value is not None else None
 
 
 def _clean(value: str) -> str | None:
@@ -296,9 +296,9 @@ def _clean(value: str) -> str | None:
 
 def _gpus(r: _Reader) -> dict[str, str | None]:
     gpus = r.items("gpus")
-    names = sorted({name for g in gpus if (name := r.text(*g, "name"))})
-    mig = [g for g in gpus if r.value(*g, "mig_mode") == "Enabled"]
-    sources = {r.value(*g, "source", "where") for g in gpus}
+    names = sorted({name for g in gpus if (name := r.text(g, "name"))})
+    mig = [g for g in gpus if r.value(g, "mig_mode") == "Enabled"]
+    sources = {r.value(g, "source", "where") for g in gpus}
     return {
         "nvml": ("yes" if sources == {"nvml"} else "no") if gpus else None,
         "gpu_model": " + ".join(names) if names else None,
@@ -318,7 +318,7 @@ def _canon_dir(path: str) -> str:
 class _Copy(typing.NamedTuple):
     version: str | None
     origin: str
-    item: tuple[str | int, ...]  #: the LibraryCopy's path in the facts, to read its library files when needed
+    item: _At  #: the LibraryCopy in the facts, to read its library files when needed
     directory: str | None = None  #: canonical directory of its library files, when known without reading them
 
 
@@ -327,16 +327,16 @@ def _copies(r: _Reader, library: str) -> list[_Copy]:
     out: list[_Copy] = []
     if library in ("nccl", "cudnn"):
         for c in r.items(library):
-            out.append(_Copy(r.text(*c, "version"), r.text(*c, "origin") or "unknown", c))
+            out.append(_Copy(r.text(c, "version"), r.text(c, "origin") or "unknown", c))
     elif library == "cublas":
         for c in r.items("cuda_wheels", "components"):
-            raw = r.objects[c]
+            raw = c.raw
             if raw.__class__ is dict and not str(raw.get("distribution")).startswith("nvidia-cublas"):
                 continue  # only the cuBLAS wheel's fields are decoded
-            name = r.text(*c, "distribution") or ""
-            lib_dir = r.text(*c, "lib_dir")
+            name = r.text(c, "distribution") or ""
+            lib_dir = r.text(c, "lib_dir")
             if name.startswith("nvidia-cublas"):
-                out.append(_Copy(r.text(*c, "version"), "pip", c, _canon_dir(f"{lib_dir}/x") if lib_dir else ""))
+                out.append(_Copy(r.text(c, "version"), "pip", c, _canon_dir(f"{lib_dir}/x") if lib_dir else ""))
     return out
 
 
@@ -351,7 +351,7 @@ def _copy_at(r: _Reader, copies: list[_Copy], path: str) -> _Copy | None:
             dirs = r.dirs.get(copy.item)
             if dirs is None:
                 dirs = r.dirs[copy.item] = {
-                    _canon_dir(p) for lp in r.items(*copy.item, "lib_paths") if (p := r.text(*lp))
+                    _canon_dir(p) for lp in r.items(copy.item, "lib_paths") if (p := r.text(lp))
                 }
             if here in dirs:
                 return copy
@@ -374,12 +374,12 @@ def _env(r: _Reader, name: str) -> str | None:
     if r.env is None:
         r.env = {}
         for var in r.items("host", "env"):
-            raw = r.objects[var]
+            raw = var.raw
             # only the variables compare reads are decoded (a node's env holds dozens)
             if raw.__class__ is not dict or raw.get("name") in _ENV_READ:
-                key = r.value(*var, "name")
+                key = r.value(var, "name")
                 if isinstance(key, str) and key not in r.env:
-                    r.env[key] = r.value(*var, "value")
+                    r.env[key] = r.value(var, "value")
     return r.env.get(name)
 
 
@@ -416,25 +416,25 @@ def _mapped(r: _Reader, library: str, copies: list[_Copy]) -> tuple[str | None, 
     """(value, fix) from the files the frameworks' child processes mapped (check --deep); (None, None) without."""
     if r.mapped is None:
         r.mapped = [
-            (fw, lib, r.value(*lib, "name"))
+            (fw, lib, r.value(lib, "name"))
             for fw in r.items("runtime", "frameworks")
-            if r.value(*fw, "gpu_build") is not False
-            for lib in r.items(*fw, "libraries")
+            if r.value(fw, "gpu_build") is not False
+            for lib in r.items(fw, "libraries")
             # only the libraries compared are decoded (a framework maps a dozen more)
-            if (raw := r.objects[lib]).__class__ is not dict or raw.get("name") in _MAPPED_NAMES
+            if (raw := lib.raw).__class__ is not dict or raw.get("name") in _MAPPED_NAMES
         ]
     seen: dict[str, str | None] = {}
     for fw, lib, name in r.mapped:
-        if name == _MAPPED[library] and (path := r.text(*lib, "path")) is not None:
+        if name == _MAPPED[library] and (path := r.text(lib, "path")) is not None:
             copy = _copy_at(r, copies, path)
-            origin = r.text(*lib, "origin") or "unknown"
+            origin = r.text(lib, "origin") or "unknown"
             if library == "libcuda":
-                value = f"{origin} {r.text(*lib, 'suffix')}" if origin == "compat" else origin
+                value = f"{origin} {r.text(lib, 'suffix')}" if origin == "compat" else origin
             elif copy is not None:
                 value, origin = _shown(copy.version, copy.origin), copy.origin
             else:
-                reported = r.text(*fw, library) if library in ("nccl", "cudnn") else None
-                value = _shown(reported or r.text(*lib, "suffix"), origin)
+                reported = r.text(fw, library) if library in ("nccl", "cudnn") else None
+                value = _shown(reported or r.text(lib, "suffix"), origin)
             seen.setdefault(value, _fix(r, path, _SONAME[library]) if _overridden(library, origin) else None)
     if not seen:
         return None, None
@@ -449,8 +449,8 @@ def _loader_view(r: _Reader, library: str, copies: list[_Copy]) -> tuple[str | N
     preloaded: list[tuple[str, str | None]] = []
     if r.present("loader"):
         for f in r.items("loader", "preloaded"):
-            if (path := r.text(*f, "path")) and posixpath.basename(path).startswith(soname):
-                preloaded.append((path, r.text(*f, "version")))
+            if (path := r.text(f, "path")) and posixpath.basename(path).startswith(soname):
+                preloaded.append((path, r.text(f, "version")))
     else:  # an older snapshot without the loader view: the variable itself
         preloaded = [(e, None) for e in _preload_entries(r) if posixpath.basename(e).startswith(soname)]
     if preloaded:
@@ -460,16 +460,16 @@ def _loader_view(r: _Reader, library: str, copies: list[_Copy]) -> tuple[str | N
         return value, _fix(r, path, soname)
     seen: dict[str, str | None] = {}
     for need in r.items("loader", "needs"):
-        package = r.text(*need, "package") or ""
-        if package.startswith("nvidia-") or not (r.text(*need, "soname") or "").startswith(soname):
+        package = r.text(need, "package") or ""
+        if package.startswith("nvidia-") or not (r.text(need, "soname") or "").startswith(soname):
             continue
-        path = r.text(*need, "loaded", "path")
+        path = r.text(need, "loaded", "path")
         if path is None:
             continue
         copy = _copy_at(r, copies, path)
-        via = r.text(*need, "loaded", "via") or ""
-        origin = copy.origin if copy else ("pip" if r.text(*need, "loaded", "distribution") else via)
-        value = _shown(copy.version if copy else r.text(*need, "loaded", "version"), origin)
+        via = r.text(need, "loaded", "via") or ""
+        origin = copy.origin if copy else ("pip" if r.text(need, "loaded", "distribution") else via)
+        value = _shown(copy.version if copy else r.text(need, "loaded", "version"), origin)
         overridden = via in ("LD_LIBRARY_PATH", "LD_PRELOAD") and _overridden(library, origin)
         seen.setdefault(value, _fix(r, path, soname) if overridden else None)
     if not seen:
@@ -495,18 +495,18 @@ def _libcuda(r: _Reader) -> str | None:
     if loaded is None:
         loaded = next(
             (
-                r.text(*x, "real")
+                r.text(x, "real")
                 for x in r.items("driver", "resolved_libcuda")
-                if r.value(*x, "soname") == "libcuda.so.1"
+                if r.value(x, "soname") == "libcuda.so.1"
             ),
             None,
         )
     if loaded is None:
         return None
     for f in r.items("driver", "libcuda_files"):
-        if r.text(*f, "path") == loaded:
-            kind = r.text(*f, "kind") or "unknown"
-            return "system" if kind == "driver" else f"compat {r.text(*f, 'version')}" if kind == "compat" else kind
+        if r.text(f, "path") == loaded:
+            kind = r.text(f, "kind") or "unknown"
+            return "system" if kind == "driver" else f"compat {r.text(f, 'version')}" if kind == "compat" else kind
     return "system"
 
 
@@ -526,15 +526,15 @@ def _torch(r: _Reader) -> str | None:
     torch = r.entry(("packages",), "torch")
     if torch is None:
         return None
-    build = r.text(*torch, "torch_build", "version") or r.text(*torch, "version")
-    variant = r.text(*torch, "cuda_variant")
+    build = r.text(torch, "torch_build", "version") or r.text(torch, "version")
+    variant = r.text(torch, "cuda_variant")
     return f"{build} ({variant})" if build and variant and "+" not in build else build
 
 
 def _cuda_major(r: _Reader) -> str | None:
     runtime = r.text("cuda_wheels", "runtime_version")
     if runtime is None and (torch := r.entry(("packages",), "torch")) is not None:
-        runtime = r.text(*torch, "cuda_build")
+        runtime = r.text(torch, "cuda_build")
     return runtime.split(".")[0] if runtime else None
 
 

@@ -43,21 +43,30 @@ class _Refused(UsageError):
 def node_files(paths: Sequence[str]) -> tuple[list[str], list[str]]:
     """(the ``*.json`` files named, directories expanded (sorted, not recursive), each real file once;
     notes on the files named more than once)."""
-    files: list[str] = []
+    found: list[tuple[str, str]] = []  # (as named, real path)
     for path in paths:
         if os.path.isdir(path):
-            files.extend(sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith(".json")))
+            real_dir = os.path.realpath(path)  # once a directory: only links among its entries need resolving
+            with os.scandir(path) as entries:
+                listed = sorted(
+                    (
+                        os.path.join(path, e.name),
+                        os.path.realpath(e.path) if e.is_symlink() else os.path.join(real_dir, e.name),
+                    )
+                    for e in entries
+                    if e.name.endswith(".json")
+                )
+            found.extend(listed)
         elif os.path.isfile(path):
-            files.append(path)
+            found.append((path, os.path.realpath(path)))
         else:
             raise UsageError(f"{path}: no such file or directory")
-    if not files:
+    if not found:
         raise UsageError("no node reports found (*.json files written by cudadoctor snapshot or check -f json)")
     seen: dict[str, str] = {}
     repeated: dict[str, int] = {}
     unique: list[str] = []
-    for path in files:
-        real = os.path.realpath(path)
+    for path, real in found:
         if real in seen:
             repeated[seen[real]] = repeated.get(seen[real], 1) + 1
             continue

@@ -154,7 +154,7 @@ def _orphaned(parent: int) -> None:
 
 
 #: How often a worker looks whether compare (or the forkserver that started it) is still there.
-_WATCH_SECONDS = 0.1
+_WATCH_SECONDS = 0.25
 
 
 def _parent_of(pid: int) -> int | None:

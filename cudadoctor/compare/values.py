@@ -3,7 +3,7 @@
 Values are read straight from a snapshot's or report's JSON document (``facts``), never by decoding
 the whole model: a fleet of 10,000 reports must compare in seconds. Every value read goes through the
 codec's decoder for its model type and every list read is bounded as ``check --from`` bounds it
-(:func:`cudadoctor.facts.codec.decode_fast`, ``_MAX_ITEMS``), so a value ``check --from`` refuses is refused
+(:func:`cudadoctor.facts.codec.decode_fast`, ``MAX_ITEMS``), so a value ``check --from`` refuses is refused
 here too; a node holding one is named, not counted as agreeing. Each compared fact has a policy:
 
 * ``match``: every node of a pool must have the same value (the NCCL, cuDNN, cuBLAS and libcuda that load
@@ -35,8 +35,7 @@ from typing import Any
 
 from cudadoctor.errors import SnapshotError
 from cudadoctor.facts import model
-from cudadoctor.facts.codec import _MAX_ITEMS as MAX_ITEMS
-from cudadoctor.facts.codec import decode_fast, field_types
+from cudadoctor.facts.codec import MAX_ITEMS, decode_fast, field_types
 from cudadoctor.record import record
 
 __all__ = ["FACTS", "MAX_ITEMS", "MAX_TEXT", "CompareFact", "Policy", "Reading", "node_values", "read_node"]

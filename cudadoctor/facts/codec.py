@@ -26,6 +26,7 @@ from cudadoctor.facts.model import SCHEMA_VERSION, Facts
 from cudadoctor.redact import Redactor
 
 __all__ = [
+    "MAX_ITEMS",
     "SNAPSHOT_KIND",
     "SNAPSHOT_LIMIT",
     "check_envelope",
@@ -276,6 +277,8 @@ def _decode_dataclass(
 #: loader's needs, capped at 2,000) stays far below; 60,000 GPUs in a snapshot is input to refuse at once,
 #: not to judge for a minute (an independent hostile run, issue #14).
 _MAX_ITEMS = 10_000
+#: the same bound, for the other readers of snapshots (``compare``), which must accept no more than ``--from``
+MAX_ITEMS = _MAX_ITEMS
 
 
 def _decode_tuple(item: Any, data: Any, path: str, depth: int, max_items: int | None) -> tuple[Any, ...]:

@@ -18,6 +18,7 @@ from cudadoctor.record import record
 from cudadoctor.report import Format
 
 if TYPE_CHECKING:
+    from cudadoctor.app import CheckRequest
     from cudadoctor.facts.model import Facts
     from cudadoctor.planning import HostFlags
     from cudadoctor.report.document import Report
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckOptions",
     "check_command",
+    "check_request",
     "closed_pipe",
     "err",
     "guard",
@@ -154,9 +156,9 @@ def render_report(report: Report, fmt: Format, *, verbose: bool, to_terminal: bo
     return render(report, fmt, options)
 
 
-def check_command(o: CheckOptions) -> int:
-    """``cudadoctor check``: gather, judge, print; the exit code of the report."""
-    from cudadoctor.app import CheckRequest, FactSource, run_check, stderr_notice
+def check_request(o: CheckOptions) -> CheckRequest:
+    """What ``check`` is asked by these options and the project settings (``why`` asks the same)."""
+    from cudadoctor.app import CheckRequest, FactSource
     from cudadoctor.config import find_settings
 
     if o.timeout <= 0 or o.timeout != o.timeout or o.timeout == float("inf"):
@@ -169,7 +171,7 @@ def check_command(o: CheckOptions) -> int:
         deep_timeout=o.timeout if o.deep else None, nccl=o.nccl, health=not o.no_health,
         dcgm_level=o.dcgm_diag, dcgm_timeout=o.dcgm_timeout,
     )  # fmt: skip
-    request = CheckRequest(
+    return CheckRequest(
         source=source,
         select=tuple(o.select or settings.select),
         ignore=(*settings.ignore, *(o.ignore or ())),
@@ -177,7 +179,13 @@ def check_command(o: CheckOptions) -> int:
         fail_on="warning" if o.strict else (o.fail_on or settings.fail_on or "error"),
         fail_on_unknown=o.fail_on_unknown,
     )
-    report = run_check(request, stderr_notice)
+
+
+def check_command(o: CheckOptions) -> int:
+    """``cudadoctor check``: gather, judge, print; the exit code of the report."""
+    from cudadoctor.app import run_check, stderr_notice
+
+    report = run_check(check_request(o), stderr_notice)
     snapshot = o.from_file is not None
     fmt = o.output_format
     if o.output is not None:

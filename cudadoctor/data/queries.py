@@ -29,6 +29,8 @@ from cudadoctor.data.rows import (
     CupyPackage,
     DriverBranch,
     DriverOpen,
+    ErrorCause,
+    ErrorMessage,
     FlashAttnRelease,
     ForwardCompat,
     ForwardCompatPackage,
@@ -562,6 +564,22 @@ class CompatMatrix:
     def cuda_errors_for_check(self, code: str) -> tuple[CudaError, ...]:
         """The error records whose cause a fast-path check (``CD111``) also looks at."""
         return tuple(e for e in self.cuda_errors if code in e.checks)
+
+    # --- error messages (compat/error_messages.toml) ---------------------------------------------------
+
+    @property
+    def error_messages(self) -> tuple[ErrorMessage, ...]:
+        """The catalogue of error messages, in the order they are tried (the more specific first)."""
+        return self._rows("error_messages", "message")
+
+    @property
+    def error_causes(self) -> dict[str, ErrorCause]:
+        return {c.id: c for c in self._rows("error_messages", "cause")}
+
+    @property
+    def error_sources(self) -> dict[str, str]:
+        """The catalogue's source ids and their public URLs."""
+        return {str(s["id"]): str(s["url"]) for s in self._table("error_messages").data["meta"]["sources"]}
 
     # --- the ecosystem (compat/ecosystem.toml) ------------------------------------------------------------
 

@@ -43,6 +43,8 @@ __all__ = [
     "CupyPackage",
     "DriverBranch",
     "DriverOpen",
+    "ErrorCause",
+    "ErrorMessage",
     "FlashAttnExclusion",
     "FlashAttnRelease",
     "ForwardCompat",
@@ -412,6 +414,34 @@ class CudaError(Row):
     checks: tuple[str, ...] = ()  #: the fast-path checks that look at the same cause
 
 
+# --- compat/error_messages.toml (error-messages) -----------------------------------------------------
+
+
+@row(kw_only=True)
+class ErrorCause(Row):
+    """A family of causes an error message can come from, and the checks whose problem is that cause."""
+
+    id: str  #: ``driver-too-old``
+    title: str  #: the cause in words
+    checks: tuple[str, ...] = ()  #: codes of the checks that decide it (empty: no check can)
+    decide: str  #: the one fact that decides it when the checks cannot (what to run, where)
+
+
+@row(kw_only=True)
+class ErrorMessage(Row):
+    """An error message as users meet it, its patterns, and the families of causes it comes from."""
+
+    id: str  #: ``cuda-insufficient-driver``
+    title: str  #: what the message means
+    library: str  #: who prints it: ``cuda-runtime``, ``ld.so``, ``nccl``, ``onnxruntime`` …
+    patterns: tuple[str, ...]  #: bounded regular expressions, searched case-insensitively
+    causes: tuple[str, ...]  #: ids of :class:`ErrorCause` rows, the likeliest first
+    example: str  #: the message as the library prints it: the entry must claim it (cudadoctor/why/catalogue.py)
+    cuda_error: int | None = None  #: its code in compat/cuda_errors.toml
+    xid: bool = False  #: the first group of the matching pattern is an Xid code of compat/xid.toml
+    sources: tuple[str, ...] = ()  #: the ``[[meta.sources]]`` ids it cites, kept to show their URLs
+
+
 # --- compat/xid.toml (xid-catalog) -------------------------------------------------------------------
 
 
@@ -768,6 +798,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
         ),
         "cuda-errors": Layout({"error": CudaError}),
         "xid-catalog": Layout({"xid": XidEntry}),
+        "error-messages": Layout({"cause": ErrorCause, "message": ErrorMessage}),
         "ecosystem": Layout(
             {
                 "jax": JaxRelease,

@@ -1,0 +1,83 @@
+"""What the compat data says a package index publishes: the releases of a package, and the builds of a torch
+release on PyTorch's own indexes. Read by :mod:`~cudadoctor.fixes.verify` and by the builders."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from cudadoctor.data import CompatMatrix
+from cudadoctor.data.rows import TorchRelease
+
+__all__ = ["PYTORCH_INDEX", "TORCH_STABLE", "index_variant", "known_versions", "torch_build_index"]
+
+#: PyTorch's per-build indexes: https://download.pytorch.org/whl/<variant> (compat/torch.toml ``[[variant]]``)
+PYTORCH_INDEX = "https://download.pytorch.org/whl/"
+#: the single page of links to every old build (``-f``), as the previous-versions page writes the 1.x commands:
+#: https://pytorch.org/get-started/previous-versions/
+TORCH_STABLE = "https://download.pytorch.org/whl/torch_stable.html"
+
+
+def _versions(items: Iterable[object]) -> tuple[Version, ...]:
+    out = []
+    for item in items:
+        try:
+            out.append(Version(str(item)))
+        except InvalidVersion:
+            continue
+    return tuple(out)
+
+
+def _pinned(wheels: Iterable[str], name: str) -> list[str]:
+    """``nvidia-cudnn-cu13==9.17.0.29`` lines of ``name``: their versions."""
+    return [w.split("==", 1)[1] for w in wheels if w.split("==", 1)[0] == name and "==" in w]
+
+
+def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | None:
+    """The releases of ``name`` the compat data lists (public versions); None: it has no release list."""
+    name = canonicalize_name(name)
+    torch = matrix.torch_releases
+    lists = {
+        "torch": lambda: [r.version for r in torch],
+        "torchvision": lambda: [r.torchvision for r in torch if r.torchvision],
+        "torchaudio": lambda: [r.torchaudio for r in torch if r.torchaudio],
+        "vllm": lambda: [r.version for r in matrix.vllm_releases],
+        "flash-attn": lambda: [r.version for r in matrix.flash_attn_releases],
+        "xformers": lambda: [r.version for r in matrix.xformers_releases],
+        "jax": lambda: [r.version for r in matrix.jax_releases],
+        "tensorflow": lambda: [r.version for r in matrix.tensorflow_releases],
+        "onnxruntime-gpu": lambda: [r.version for r in matrix.onnxruntime_releases],
+    }
+    if name in lists:
+        return _versions(lists[name]())
+    if name == "tensorrt" or re.fullmatch(r"tensorrt-cu\d+", name):
+        return _versions(r.version for r in matrix.tensorrt_releases if name == "tensorrt" or name in r.packages)
+    cupy = matrix.cupy_package(name)
+    if cupy is not None:
+        return _versions(v for v in (cupy.first_version, cupy.last_version) if v is not None)
+    if re.fullmatch(r"nvidia-(cudnn|nccl)-cu\d+", name):
+        rows = matrix.cudnn_releases if "cudnn" in name else matrix.nccl_releases
+        return _versions(v for r in rows for v in _pinned(r.wheels, name))
+    return None
+
+
+def index_variant(matrix: CompatMatrix, url: str) -> str | None:
+    """The torch variant whose index ``url`` is (``cu121``), None when it is no index the data knows."""
+    return next((v.tag for v in matrix.torch_variants.values() if v.index_url == url.rstrip("/")), None)
+
+
+def torch_build_index(matrix: CompatMatrix, release: TorchRelease, variant: str) -> tuple[bool, str | None]:
+    """Where the ``variant`` build of a torch release is published: (found, index URL; None = PyPI).
+
+    PyPI's wheel is the release's default build (``pypi_default_cuda``), without a local version; PyTorch's
+    own index of each variant the release lists has the ``+variant`` wheel."""
+    row = matrix.torch_variants.get(variant)
+    if variant in release.variants and row is not None and row.index_url:
+        return True, row.index_url
+    default = release.pypi_default_cuda
+    if default is not None and variant == f"cu{default.major}{default.minor}":
+        return True, None
+    return False, None

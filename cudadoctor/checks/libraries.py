@@ -33,6 +33,8 @@ from cudadoctor.facts.model import (
     ToolkitInstall,
 )
 from cudadoctor.facts.requires import exact_pins
+from cudadoctor.fixes.build import pip
+from cudadoctor.fixes.torch import installed_versions, torch_build_install, torch_default_tag
 from cudadoctor.rules.toolchain import JIT_BUILDERS, BuildToolkit, nvcc_matches_torch, nvcc_runs_on_driver
 
 __all__ = ["CD201", "CD202", "CD301", "CD302", "CD303"]
@@ -61,7 +63,11 @@ class CD201(Check):
     severity = Status.FAIL
 
     def check(
-        self, build_toolkit: BuildToolkit, torch: InstalledPackage, packages: dict[str, InstalledPackage]
+        self,
+        build_toolkit: BuildToolkit,
+        torch: InstalledPackage,
+        packages: dict[str, InstalledPackage],
+        matrix: CompatMatrix,
     ) -> Problem | None:
         build = torch.torch_build.cuda if torch.torch_build and torch.torch_build.cuda else torch.cuda_build
         if not build or not torch.cuda_variant or not torch.cuda_variant.startswith("cu"):
@@ -88,20 +94,32 @@ class CD201(Check):
             Remediation(
                 f"Install the torch build for CUDA {build_toolkit.release.major} (the toolkit's major), or put a "
                 f"CUDA {build.split('.')[0]}.x toolkit first on PATH and in CUDA_HOME.",
-                _torch_for_toolkit(torch, build_toolkit.release),
+                _torch_for_toolkit(matrix, torch, build_toolkit.release),
             ),
             status=None if builds_here else Status.WARN,
         )
 
 
-def _torch_for_toolkit(torch: InstalledPackage, release: Version) -> tuple[str, ...]:
-    """pip's command for this torch release built for the toolkit's CUDA (download.pytorch.org/whl/cuXY)."""
+def _torch_for_toolkit(matrix: CompatMatrix, torch: InstalledPackage, release: Version) -> tuple[str, ...]:
+    """pip's command for this torch release built for the toolkit's CUDA major, from where that build is
+    published (compat/torch.toml): the newest variant of that major no newer than the toolkit, else the
+    oldest of the major (torch.utils.cpp_extension refuses only another major). Nothing when the release has
+    no build of that major: the fix is then the toolkit, as the text says."""
     shown = torch.torch_build.version if torch.torch_build and torch.torch_build.version else torch.version
-    public = Version(str(shown)).public
-    tag = f"cu{release.major}{release.minor}"
-    return (
-        f"python -m pip install --force-reinstall 'torch=={public}' --index-url https://download.pytorch.org/whl/{tag}",
-    )
+    row = matrix.torch_release(Version(str(shown)))
+    if row is None:
+        return ()
+    builds = []
+    for tag in {*row.variants, *torch_default_tag(row)}:
+        variant = matrix.torch_variants.get(tag)
+        if variant is not None and variant.cuda is not None and variant.cuda.major == release.major:
+            builds.append((variant.cuda, tag))
+    if not builds:
+        return ()
+    fitting = [b for b in builds if b[0] <= release]
+    _cuda, tag = max(fitting) if fitting else min(builds)
+    command = torch_build_install(matrix, row, tag, installed_versions({"torch": torch}))
+    return (pip(command),) if command is not None else ()
 
 
 class CD202(Check):

@@ -13,7 +13,7 @@ uv's: https://docs.astral.sh/uv/reference/cli/#uv-pip-install (``--reinstall``, 
 from __future__ import annotations
 
 import shlex
-from typing import Literal, Union
+from typing import Literal
 
 from cudadoctor.record import record
 
@@ -86,7 +86,7 @@ class Steps:
     steps: tuple[Install | Uninstall, ...]
 
 
-Command = Union[Install, Uninstall, Steps]
+Command = Install | Uninstall | Steps
 
 
 def _install(c: Install) -> str:

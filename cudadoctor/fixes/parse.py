@@ -75,7 +75,7 @@ def _one(words: list[str]) -> Install | Uninstall | None:
     if found is None:
         return None
     tool, rest = found
-    if tool == "uv" and rest[:1] == ["uninstall"] or rest[:1] == ["uninstall"]:
+    if (tool == "uv" and rest[:1] == ["uninstall"]) or rest[:1] == ["uninstall"]:
         names = tuple(w for w in rest[1:] if w != "-y")
         if not names or any(n.startswith("-") for n in names):
             raise UnreadCommand(" ".join(words))

@@ -99,15 +99,13 @@ def _release_problems(matrix: CompatMatrix, pin: Pin) -> tuple[list[str], list[s
 
 def _torch_build_problems(
     matrix: CompatMatrix, pin: Pin, command: Install, python: Version | None, platform: str
-) -> tuple[list[str], list[str]]:
+) -> list[str]:
     """torch: the release has the build the command takes from where it takes it, for this Python."""
     version = _pin_version(pin)
-    if version is None:
-        return [], []
-    release = matrix.torch_release(version)
-    if release is None:
-        return [], []  # named by _release_problems
-    problems, unverified = [], []
+    release = matrix.torch_release(version) if version is not None else None
+    if version is None or release is None:
+        return []  # no release: named by _release_problems
+    problems: list[str] = []
     local = version.local
     indexes = [u for u in (command.index_url, *command.extra_index_urls) if u]
     variants = {v for u in indexes if (v := index_variant(matrix, u))}
@@ -119,14 +117,14 @@ def _torch_build_problems(
             problems.append(f"{pin.text}: the +{local} build is not on {where}")
         elif local not in release.variants:
             problems.append(f"{pin.text}: compat data lists no {local} build of torch {release.version}")
-    elif command.index_url is not None and (tag := index_variant(matrix, command.index_url)):
-        if tag not in release.variants:
-            known = ", ".join(release.variants) or "none listed"
-            problems.append(f"{pin.text} from {command.index_url}: torch {release.version}'s builds there: {known}")
-    if python is not None and platform in ("linux-x86_64", "linux-aarch64"):
-        if not matrix.torch_publishes_for_python(release, python, aarch64=platform == "linux-aarch64"):
-            problems.append(f"torch {release.version} has no wheel for Python {python.major}.{python.minor}")
-    return problems, unverified
+    elif command.index_url and (tag := index_variant(matrix, command.index_url)) and tag not in release.variants:
+        known = ", ".join(release.variants) or "none listed"
+        problems.append(f"{pin.text} from {command.index_url}: torch {release.version}'s builds there: {known}")
+    aarch64 = platform == "linux-aarch64"
+    linux = platform in ("linux-x86_64", "linux-aarch64")
+    if python is not None and linux and not matrix.torch_publishes_for_python(release, python, aarch64=aarch64):
+        problems.append(f"torch {release.version} has no wheel for Python {python.major}.{python.minor}")
+    return problems
 
 
 def _companion_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> list[str]:
@@ -164,9 +162,7 @@ def _install(
         unverified += unknown
         name = canonicalize_name(pin.name)
         if name == "torch":
-            found, unknown = _torch_build_problems(matrix, pin, command, python, platform)
-            problems += found
-            unverified += unknown
+            problems += _torch_build_problems(matrix, pin, command, python, platform)
         elif name in _COMPANIONS:
             problems += _companion_problems(matrix, pin, command)
         elif name == "xformers" and command.index_url and (tag := index_variant(matrix, command.index_url)):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import field
 
 from packaging.version import Version
@@ -20,7 +19,6 @@ __all__ = [
     "Plan",
     "Suggestion",
     "Upgrade",
-    "install_line",
     "pin",
     "short",
 ]
@@ -122,16 +120,3 @@ def short(version: Version) -> str:
 def pin(name: str, version: str) -> str:
     """``name==version``, or the bare name when the version is left to the resolver (``""``)."""
     return f"{name}=={version}" if version else name
-
-
-def install_line(tool: str, pins: Iterable[tuple[str, str]], index_url: str | None, *, reinstall: bool = False) -> str:
-    """One install command; ``reinstall``: replace what is installed even where its version matches.
-
-    pip: ``--force-reinstall`` (https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-force-reinstall);
-    uv: ``--reinstall`` (https://docs.astral.sh/uv/reference/cli/#uv-pip-install--reinstall).
-    """
-    head = "python -m pip install" if tool == "pip" else "uv pip install"
-    line = head + " " + " ".join(pin(name, version) for name, version in pins)
-    if reinstall:
-        line += " --force-reinstall" if tool == "pip" else " --reinstall"
-    return line + (f" --index-url {index_url}" if index_url else "")

@@ -13,7 +13,9 @@ from typing import NamedTuple
 from packaging.version import Version
 
 from cudadoctor.data.rows import TorchRelease
-from cudadoctor.suggest.constraints import Constraints, install_line
+from cudadoctor.fixes import Install as Command
+from cudadoctor.fixes.build import both_tools, pins_of
+from cudadoctor.suggest.constraints import Constraints
 
 __all__ = ["ECOSYSTEM", "Install", "configured_index_text", "torch_install", "torch_pins"]
 
@@ -93,7 +95,8 @@ def torch_install(c: Constraints, release: TorchRelease, variant: str, index_url
             f"--index-url replaces {configured_index_text(c.user_index)} for this command: "
             f"the {variant} build is published on PyTorch's own index"
         )
-    commands = tuple(install_line(tool, pins, index_url, reinstall=reinstall) for tool in ("pip", "uv"))
+    # pip's --force-reinstall, uv's --reinstall: https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-force-reinstall
+    commands = both_tools(Command(pins_of(pins), index_url, force_reinstall=reinstall))
     return Install(pins, commands, tuple(caveats), keeps)
 
 

@@ -14,6 +14,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
+from cudadoctor.fixes import Install
+from cudadoctor.fixes.build import both_tools
+from cudadoctor.fixes.parse import parse_pin
 from cudadoctor.rules.wheels import python_has_wheels
 from cudadoctor.suggest.advice import advice
 from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion
@@ -109,7 +112,7 @@ def _judge(
         how = basis if basis.startswith("forward") else "minor-version compatibility floor met"
         why.append(f"driver {c.driver} runs CUDA {major}.x builds ({how})")
     caveats = [f"{target}'s minimum GPU compute capability is not in compat data"] if c.gpus else []
-    commands = (f"python -m pip install '{install}=={version}'", f"uv pip install '{install}=={version}'")
+    commands = both_tools(Install((parse_pin(f"{install}=={version}"),)))
     pins = ((install, str(version)),)
     plan = Plan(target, pins, f"cuda{major}", cuda, None, commands, tuple(why), tuple(caveats))
     if target in _CUDA_FROM_PIP:

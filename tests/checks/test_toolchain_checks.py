@@ -42,8 +42,39 @@ def test_cd201_cuda_home_decides_over_path(h200):
     assert "nvcc CUDA 12.8 from /usr/local/cuda-12.8 (chosen by CUDA_HOME)" in finding.message
     assert finding.remediation is not None
     assert finding.remediation.commands == (
-        "python -m pip install --force-reinstall 'torch==2.11.0' --index-url https://download.pytorch.org/whl/cu128",
+        "python -m pip install torch==2.11.0+cu128 --index-url https://download.pytorch.org/whl/cu128",
     )
+
+
+def _with_torch(h200: Facts, version: str, cuda: str) -> Facts:
+    torch = h200.packages["torch"]
+    build = replace(torch.torch_build, version=Version(version), cuda=cuda) if torch.torch_build else None
+    variant = "cu" + cuda.replace(".", "")
+    pkg = replace(torch, version=Version(version), cuda_variant=variant, cuda_build=cuda, torch_build=build)
+    return replace(h200, packages={**h200.packages, "torch": pkg})
+
+
+def test_cd201_fix_takes_a_build_the_release_has(h200):
+    # torch 2.1.0 was never built for cu117 (compat/torch.toml: cu118, cu121): the CUDA 11 build it has is cu118;
+    # the command printed before named https://download.pytorch.org/whl/cu117, which has no torch 2.1.0
+    toolkit = _toolkit("/usr/local/cuda-11.7", "11.7.1", "nvcc on PATH")
+    facts = _machine(_with_torch(h200, "2.1.0+cu121", "12.1"), toolkit, nvcc=_nvcc("/usr/local/cuda-11.7", "11.7"))
+    finding = run_check("CD201", facts)
+    assert finding.remediation is not None
+    assert finding.remediation.commands == (
+        "python -m pip install torch==2.1.0+cu118 --index-url https://download.pytorch.org/whl/cu118",
+    )
+
+
+def test_cd201_no_command_for_a_build_that_does_not_exist(h200):
+    # torch 1.12.1 has no CUDA 12 build at all (https://download.pytorch.org/whl/cu122 never existed): the fix is
+    # the toolkit, and no pip command is printed
+    toolkit = _toolkit("/usr/local/cuda-12.2", "12.2.2", "nvcc on PATH")
+    facts = _machine(_with_torch(h200, "1.12.1+cu113", "11.3"), toolkit, nvcc=_nvcc("/usr/local/cuda-12.2", "12.2"))
+    finding = run_check("CD201", facts)
+    assert finding.status is Status.FAIL
+    assert finding.remediation is not None and finding.remediation.commands == ()
+    assert "CUDA 11.x toolkit" in finding.remediation.text
 
 
 def test_cd201_nvcc_on_path_is_an_error(h200):

@@ -1,0 +1,46 @@
+"""The command that installs one build of a torch release from where it is published.
+
+PyTorch's index of a variant (https://download.pytorch.org/whl/cu121) carries every wheel with its
+``+cu121`` local version, so a ``+variant`` pin takes that build whatever is installed; PyPI's wheel of the
+release's default build carries none, so replacing another build of the same version there needs a forced
+reinstall (its dependencies, the CUDA runtime wheels, may differ between builds, so not ``--no-deps``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from packaging.version import Version
+
+from cudadoctor.data import CompatMatrix
+from cudadoctor.data.rows import TorchRelease
+from cudadoctor.facts.model import InstalledPackage
+from cudadoctor.fixes.model import Install, Pin
+from cudadoctor.fixes.releases import torch_build_index
+from cudadoctor.fixes.verify import satisfied
+
+__all__ = ["installed_versions", "torch_build_install", "torch_default_tag"]
+
+
+def installed_versions(packages: Mapping[str, InstalledPackage]) -> dict[str, Version]:
+    """canonical name -> installed version, as the builders and the verifier take it."""
+    return {name: package.version for name, package in packages.items()}
+
+
+def torch_default_tag(release: TorchRelease) -> tuple[str, ...]:
+    """The variant tag of the release's default PyPI wheel (``cu121``), when the data says it."""
+    cuda = release.pypi_default_cuda
+    return (f"cu{cuda.major}{cuda.minor}",) if cuda is not None else ()
+
+
+def torch_build_install(
+    matrix: CompatMatrix, release: TorchRelease, variant: str, installed: Mapping[str, Version]
+) -> Install | None:
+    """``pip install`` of the ``variant`` build of ``release``; None when the data has no such build."""
+    found, index = torch_build_index(matrix, release, variant)
+    if not found:
+        return None
+    if index is not None:
+        return Install((Pin.exact("torch", f"{release.version}+{variant}"),), index)
+    pin = Pin.exact("torch", release.version)
+    return Install((pin,), force_reinstall=satisfied(pin, installed))

@@ -33,7 +33,8 @@ from cudadoctor.facts.model import (
     ToolkitInstall,
 )
 from cudadoctor.facts.requires import exact_pins
-from cudadoctor.fixes.build import pip
+from cudadoctor.fixes import Install, Pin, Uninstall
+from cudadoctor.fixes.build import pip, uninstall_then_install
 from cudadoctor.fixes.torch import installed_versions, torch_build_install, torch_default_tag
 from cudadoctor.rules.toolchain import JIT_BUILDERS, BuildToolkit, nvcc_matches_torch, nvcc_runs_on_driver
 
@@ -382,6 +383,12 @@ def _bundled_problems(
     return _needs_judged(loader, lambda need: _older_than_bundled(need, torch, matrix))
 
 
+def _reinstall(pin: Pin) -> Install:
+    """The pinned wheel installed again over the file another variant overwrote: its version is still recorded
+    as installed, so pip would keep it without --force-reinstall; --no-deps leaves the rest as it is."""
+    return Install((pin,), force_reinstall=True, no_deps=True)
+
+
 def _overwritten_pin(need: NeededLibrary, packages: dict[str, InstalledPackage]) -> tuple[str, str] | None:
     """(finding, fix) when the loaded wheel file belongs to another CUDA variant of the wheel the needer pins,
     installed over it: nvidia-nccl-cu11 and nvidia-nccl-cu12 both install ``nvidia/nccl/lib/libnccl.so.2``, and
@@ -404,8 +411,11 @@ def _overwritten_pin(need: NeededLibrary, packages: dict[str, InstalledPackage])
             f"{need.package}'s {posixpath.basename(need.needer)} loads {need.soname} {loaded.version} from "
             f"{posixpath.dirname(loaded.path)}: that file is {loaded.distribution} {loaded.version}'s, installed over "
             f"the {name} {pinned} that {need.package} pins (both wheels install the same path)",
-            f"python -m pip uninstall -y {loaded.distribution} && python -m pip install --force-reinstall --no-deps "
-            f"'{name}=={pinned}'",
+            pip(
+                uninstall_then_install(
+                    (loaded.distribution,), Install((Pin.exact(name, pinned),), force_reinstall=True, no_deps=True)
+                )
+            ),
         )
     return None
 
@@ -646,7 +656,7 @@ def _off_span_problem(
             None,
         )
         if target is not None and target.package != pkg.name:
-            commands += [f"python -m pip uninstall -y {pkg.name}", f"python -m pip install {target.package}"]
+            commands += [pip(Uninstall((pkg.name,))), pip(Install((Pin(target.package),)))]
     # Before CUDA 11 the runtime's soname carries the minor (libcudart.so.10.2): nothing else loads.
     hard = any(span[0].major < 11 for _p, span in off)
     return Problem(
@@ -779,6 +789,6 @@ class CD303(Check):
             {p.name: f"built for CUDA {m}" for p, m in missing},
             Remediation(
                 "Install the CUDA runtime of that major (cupy: the [ctk] extra) or the variant for your CUDA.",
-                tuple(f"python -m pip install '{p.name}[ctk]'" for p, _m in missing if p.name.startswith("cupy")),
+                tuple(pip(Install((Pin(p.name, extras=("ctk",)),))) for p, _m in missing if p.name.startswith("cupy")),
             ),
         )

@@ -19,6 +19,9 @@ from cudadoctor.errors import InvalidValue
 from cudadoctor.facts.derive import effective_cuda
 from cudadoctor.facts.model import Facts
 from cudadoctor.facts.names import canonical_name
+from cudadoctor.fixes import Install
+from cudadoctor.fixes.build import pip
+from cudadoctor.fixes.parse import parse_pin
 from cudadoctor.record import record
 
 __all__ = ["CD901", "CD902", "STALE_AFTER_DAYS", "Assertion", "parse_assertion"]
@@ -122,7 +125,7 @@ def _install_advice(assertion: Assertion, facts: Facts) -> tuple[str | None, str
     from cudadoctor.probes.packages import INTERESTING_NAMES
 
     if assertion.name in INTERESTING_NAMES or assertion.name in facts.packages:
-        return f"python -m pip install '{assertion.text}'", None
+        return pip(Install((parse_pin(assertion.text.replace(" ", "")),))), None
     known = sorted(INTERESTING_NAMES | set(facts.packages))
     close = difflib.get_close_matches(assertion.name, known, n=1, cutoff=0.75)
     if close:

@@ -26,6 +26,8 @@ from cudadoctor.data.rows import CudaError
 from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, VisibleDevices
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
+from cudadoctor.fixes import Install, Pin
+from cudadoctor.fixes.build import pip
 from cudadoctor.record import mutable_record
 from cudadoctor.rules.archs import covers
 
@@ -371,7 +373,7 @@ def _import_failure(
                 f"{head}: {dependent.name} {dependent.version} requires {req}, but "
                 f"{_installed(req, target, 'is ')}, and {fw.module} was compiled against the pinned {name}",
                 evidence,
-                (f"python -m pip install '{req.name}{req.specifier}'",),
+                (pip(Install((Pin(req.name, str(req.specifier)),))),),
                 f"install the {name} version {dependent.name} pins",
             )
         torch = packages.get("torch")
@@ -604,7 +606,7 @@ def _judge_pin(
                 found.commands.append(cmd)
     elif loaded_version is not None and req.specifier and not _satisfies(loaded_version, req.specifier):
         found.lines.append(f"{loaded} {loaded_version}, but {pin}")
-        found.commands.append(f"python -m pip install '{req.name}{req.specifier}'")
+        found.commands.append(pip(Install((Pin(req.name, str(req.specifier)),))))
 
 
 class CD803(Check):

@@ -24,12 +24,13 @@ def pins_of(pairs: Iterable[tuple[str, str]]) -> tuple[Pin, ...]:
     return tuple(Pin.exact(name, version) for name, version in pairs)
 
 
-def taking_effect(command: Install, installed: Mapping[str, Version]) -> Install:
+def taking_effect(command: Install, installed: Mapping[str, Version], *, deps: bool = False) -> Install:
     """``command``, made to take effect: where the installed version already satisfies one of its pins, a
-    forced reinstall of just the pinned packages (``--force-reinstall --no-deps``)."""
+    forced reinstall of the pinned packages, without their dependencies (``--no-deps``) unless ``deps``: a
+    torch of another build needs its own CUDA runtime wheels."""
     if command.force_reinstall or not any(satisfied(p, installed) for p in command.pins):
         return command
-    return replace(command, force_reinstall=True, no_deps=True)
+    return replace(command, force_reinstall=True, no_deps=not deps or command.no_deps)
 
 
 def uninstall_then_install(names: Iterable[str], then: Install) -> Steps:

@@ -90,8 +90,8 @@ def reinstall_over(command: str, torch: InstalledPackage) -> str:
     """A plan's pip command that replaces the installed torch even where its version matches the pin."""
     from cudadoctor.fixes import Install
     from cudadoctor.fixes.build import pip, taking_effect
+    from cudadoctor.fixes.machine import installed_versions
     from cudadoctor.fixes.parse import parse
-    from cudadoctor.fixes.torch import installed_versions
 
     parsed = parse(command)
     if not isinstance(parsed, Install):

@@ -16,7 +16,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import InstalledPackage
 from cudadoctor.fixes import Install, Pin
 from cudadoctor.fixes.build import pip, taking_effect
-from cudadoctor.fixes.torch import installed_versions
+from cudadoctor.fixes.machine import installed_versions
 
 __all__ = ["CD420", "CD421", "parse_flash_attn_local"]
 

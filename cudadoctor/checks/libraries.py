@@ -35,7 +35,8 @@ from cudadoctor.facts.model import (
 from cudadoctor.facts.requires import exact_pins
 from cudadoctor.fixes import Install, Pin, Uninstall
 from cudadoctor.fixes.build import pip, uninstall_then_install
-from cudadoctor.fixes.torch import installed_versions, torch_build_install, torch_default_tag
+from cudadoctor.fixes.machine import installed_versions
+from cudadoctor.fixes.torch import torch_build_install, torch_default_tag
 from cudadoctor.rules.toolchain import JIT_BUILDERS, BuildToolkit, nvcc_matches_torch, nvcc_runs_on_driver
 
 __all__ = ["CD201", "CD202", "CD301", "CD302", "CD303"]

@@ -14,17 +14,11 @@ from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
-from cudadoctor.facts.model import InstalledPackage
 from cudadoctor.fixes.model import Install, Pin
 from cudadoctor.fixes.releases import torch_build_index
 from cudadoctor.fixes.verify import satisfied
 
-__all__ = ["installed_versions", "torch_build_install", "torch_default_tag"]
-
-
-def installed_versions(packages: Mapping[str, InstalledPackage]) -> dict[str, Version]:
-    """canonical name -> installed version, as the builders and the verifier take it."""
-    return {name: package.version for name, package in packages.items()}
+__all__ = ["torch_build_install", "torch_default_tag"]
 
 
 def torch_default_tag(release: TorchRelease) -> tuple[str, ...]:

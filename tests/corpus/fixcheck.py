@@ -27,6 +27,23 @@ from cudadoctor.fixes.releases import index_variant
 from cudadoctor.fixes.verify import Verification
 from tests.corpus.replay import Outcome
 
+#: packages whose releases compat data does not list, each with why a command naming it is still printed;
+#: a printed command naming any other package the data cannot verify fails the corpus test
+UNVERIFIABLE = {
+    r"nvidia-[a-z-]+-cu\d+": "NVIDIA's CUDA runtime wheels: compat/runtime_libraries.toml names the wheel that "
+    "ships each soname, not its releases; a bare name or a major (==11.*) leaves the version to pip, and an "
+    "exact pin is copied from an installed package's own Requires-Dist",
+    r"triton|cuda-bindings|cuda-toolkit": "pinned by an installed torch's own Requires-Dist (its METADATA, "
+    "published with it): the release exists where that torch does",
+}
+
+
+def allowed(unverified: str) -> str | None:
+    """Why a could-not-verify part is allowed (its package is on :data:`UNVERIFIABLE`), else None."""
+    name = unverified.split(":", 1)[0]
+    return next((why for pattern, why in UNVERIFIABLE.items() if re.fullmatch(pattern, name)), None)
+
+
 #: a pip/uv command inside prose, up to where the prose goes on
 _COMMAND = re.compile(r"(?:[A-Z_]+=\S+\s+)*(?:python3? -m pip|pip3?|uv pip) (?:install|uninstall)\b[^()]*")
 _PROSE = re.compile(r"\s(?:and|or|so|for|from|into|as|until|before|then|which|with)\s|[;,]\s|\.\s|\.$")
@@ -161,3 +178,17 @@ def fix_equivalent(case: dict[str, Any], outcome: Outcome, matrix: CompatMatrix)
     """The case's verdict: its recorded override (``fix_equivalent``), else the mechanical comparison."""
     recorded = case["case"].get("fix_equivalent")
     return bool(recorded) if recorded is not None else compare(case, outcome, matrix)[0]
+
+
+def counts(case: dict[str, Any], outcome: Outcome, matrix: CompatMatrix) -> tuple[bool, str]:
+    """(whether the case counts as diagnosed in the figure, why not): its expected codes with a fix, every
+    pip/uv command printed for them verified, and a fix the accepted one is equivalent to."""
+    if not outcome.diagnosed:
+        return False, f"expected {', '.join(outcome.missing)}; reported {', '.join(outcome.errors) or 'no error'}"
+    codes = {str(e["code"]) for e in case.get("expect", [])}
+    for item in printed(outcome, matrix, codes):
+        if item.verification is None or item.verification.problems:
+            return False, f"{item.code} prints {item.command}: {item.unread or '; '.join(item.verification.problems)}"
+    if fix_equivalent(case, outcome, matrix) is False:
+        return False, str(case["case"].get("fix_note") or compare(case, outcome, matrix)[1])
+    return True, ""

@@ -27,23 +27,6 @@ from cudadoctor.fixes.releases import index_variant
 from cudadoctor.fixes.verify import Verification
 from tests.corpus.replay import Outcome
 
-#: packages whose releases compat data does not list, each with why a command naming it is still printed;
-#: a printed command naming any other package the data cannot verify fails the corpus test
-UNVERIFIABLE = {
-    r"nvidia-[a-z-]+-cu\d+": "NVIDIA's CUDA runtime wheels: compat/runtime_libraries.toml names the wheel that "
-    "ships each soname, not its releases; a bare name or a major (==11.*) leaves the version to pip, and an "
-    "exact pin is copied from an installed package's own Requires-Dist",
-    r"triton|cuda-bindings|cuda-toolkit": "pinned by an installed torch's own Requires-Dist (its METADATA, "
-    "published with it): the release exists where that torch does",
-}
-
-
-def allowed(unverified: str) -> str | None:
-    """Why a could-not-verify part is allowed (its package is on :data:`UNVERIFIABLE`), else None."""
-    name = unverified.split(":", 1)[0]
-    return next((why for pattern, why in UNVERIFIABLE.items() if re.fullmatch(pattern, name)), None)
-
-
 #: a pip/uv command inside prose, up to where the prose goes on
 _COMMAND = re.compile(r"(?:[A-Z_]+=\S+\s+)*(?:python3? -m pip|pip3?|uv pip) (?:install|uninstall)\b[^()]*")
 _PROSE = re.compile(r"\s(?:and|or|so|for|from|into|as|until|before|then|which|with)\s|[;,]\s|\.\s|\.$")

@@ -1,7 +1,7 @@
 """Every pip/uv command printed over the corpus works (issue #28): read back into the command model, it names
 a version, build, index and Python compat data has, and pip would change something given what the case has
 installed (cudadoctor.fixes.verify). A package whose releases the data does not list is could-not-verify: it
-is allowed only when named in ``fixcheck.UNVERIFIABLE`` with its reason, and each case holding one is
+is allowed only when named in ``tests/unverifiable.py`` with its reason, and each case holding one is
 reported as skipped with what could not be verified (``-rs`` output), never passed silently.
 
 The accepted-fix comparison (``fixcheck.compare``) is held to each case's record: a case whose printed
@@ -18,8 +18,9 @@ import pytest
 
 from cudadoctor.data import CompatMatrix
 from tests.corpus.builder import case_paths, load_case
-from tests.corpus.fixcheck import allowed, compare, printed
+from tests.corpus.fixcheck import compare, printed
 from tests.corpus.replay import replay
+from tests.unverifiable import allowed
 
 MATRIX = CompatMatrix()
 
@@ -40,7 +41,7 @@ def test_printed_commands_verify(path: str) -> None:
     assert [u for u in unverified if allowed(u) is None] == []
     if unverified:
         names = ", ".join(u.split(":", 1)[0] for u in unverified)
-        pytest.skip(f"checked; could not verify (allowed by fixcheck.UNVERIFIABLE, with its reason): {names}")
+        pytest.skip(f"checked; could not verify (allowed by tests/unverifiable.py, with its reason): {names}")
 
 
 @pytest.mark.parametrize("path", case_paths("cases"), ids=_id)

@@ -69,15 +69,19 @@ def index_variant(matrix: CompatMatrix, url: str) -> str | None:
     return next((v.tag for v in matrix.torch_variants.values() if v.index_url == url.rstrip("/")), None)
 
 
-def torch_build_index(matrix: CompatMatrix, release: TorchRelease, variant: str) -> tuple[bool, str | None]:
-    """Where the ``variant`` build of a torch release is published: (found, index URL; None = PyPI).
+def torch_build_index(matrix: CompatMatrix, release: TorchRelease, variant: str) -> tuple[bool, str | None, bool]:
+    """Where the ``variant`` build of a torch release is published: (found, index URL or None for PyPI,
+    whether it is taken from the links page of old builds instead, :data:`TORCH_STABLE` with ``-f``).
 
     PyPI's wheel is the release's default build (``pypi_default_cuda``), without a local version; PyTorch's
-    own index of each variant the release lists has the ``+variant`` wheel."""
+    own index of each variant the release lists has the ``+variant`` wheel; a variant the release lists
+    without an index of its own (the 1.x builds) is on the links page."""
     row = matrix.torch_variants.get(variant)
-    if variant in release.variants and row is not None and row.index_url:
-        return True, row.index_url
+    if variant in release.variants:
+        if row is not None and row.index_url:
+            return True, row.index_url, False
+        return True, None, True
     default = release.pypi_default_cuda
     if default is not None and variant == f"cu{default.major}{default.minor}":
-        return True, None
-    return False, None
+        return True, None, False
+    return False, None, False

@@ -1,7 +1,10 @@
 """The command that installs one build of a torch release from where it is published.
 
 PyTorch's index of a variant (https://download.pytorch.org/whl/cu121) carries every wheel with its
-``+cu121`` local version, so a ``+variant`` pin takes that build whatever is installed; PyPI's wheel of the
+``+cu121`` local version, so a ``+variant`` pin takes that build whatever is installed (the 1.x builds
+without an index of their own from the links page, ``-f``
+https://download.pytorch.org/whl/torch_stable.html, as https://pytorch.org/get-started/previous-versions/
+writes them); PyPI's wheel of the
 release's default build carries none, so replacing another build of the same version there needs a forced
 reinstall (its dependencies, the CUDA runtime wheels, may differ between builds, so not ``--no-deps``).
 """
@@ -15,7 +18,7 @@ from packaging.version import Version
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
 from cudadoctor.fixes.model import Install, Pin
-from cudadoctor.fixes.releases import torch_build_index
+from cudadoctor.fixes.releases import TORCH_STABLE, torch_build_index
 from cudadoctor.fixes.verify import satisfied
 
 __all__ = ["torch_build_install", "torch_default_tag"]
@@ -31,10 +34,13 @@ def torch_build_install(
     matrix: CompatMatrix, release: TorchRelease, variant: str, installed: Mapping[str, Version]
 ) -> Install | None:
     """``pip install`` of the ``variant`` build of ``release``; None when the data has no such build."""
-    found, index = torch_build_index(matrix, release, variant)
+    found, index, links = torch_build_index(matrix, release, variant)
     if not found:
         return None
+    tagged = Pin.exact("torch", f"{release.version}+{variant}")
     if index is not None:
-        return Install((Pin.exact("torch", f"{release.version}+{variant}"),), index)
+        return Install((tagged,), index)
+    if links:
+        return Install((tagged,), find_links=(TORCH_STABLE,))
     pin = Pin.exact("torch", release.version)
     return Install((pin,), force_reinstall=satisfied(pin, installed))

@@ -5,6 +5,7 @@ Shared by the corpus test and the figure script (``python -m tests.corpus.figure
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,17 +42,18 @@ class Outcome:
         return not self.missing
 
 
-#: replays already made in this process, by case id: the corpus test and the fix-command test share them
-_REPLAYED: dict[tuple[str, int], Outcome] = {}
+#: replays already made in this process, by the case's content: the corpus test and the fix-command test
+#: share them (a test that edits a case replays the edited one)
+_REPLAYED: dict[tuple[str, int], tuple[CompatMatrix, Outcome]] = {}
 
 
 def replay(case: dict[str, Any], matrix: CompatMatrix) -> Outcome:
     """Probe the case's machine (built under pyfakefs, nothing real touched) and run every check (once per
     case and matrix in a process)."""
-    key = (str(case["case"]["id"]), id(matrix))
-    if key not in _REPLAYED:
-        _REPLAYED[key] = _replay(case, matrix)
-    return _REPLAYED[key]
+    key = (json.dumps(case, sort_keys=True, default=str), id(matrix))
+    if key not in _REPLAYED:  # the matrix is kept with it, so that its id is not another matrix's later
+        _REPLAYED[key] = (matrix, _replay(case, matrix))
+    return _REPLAYED[key][1]
 
 
 def _replay(case: dict[str, Any], matrix: CompatMatrix) -> Outcome:

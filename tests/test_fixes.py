@@ -111,3 +111,12 @@ def test_torch_builds_come_from_where_the_data_says():
     old = TorchRelease(Version("1.10.1"), python=("3.9",), variants=("cu102", "cu111"))
     links = torch_build_install(M, old, "cu111", {})
     assert links is not None and links.find_links == (TORCH_STABLE,) and links.pins[0].spec == "==1.10.1+cu111"
+
+
+def test_a_release_without_wheels_for_the_python_is_a_problem():
+    # tensorflow 2.15.0's Linux wheels are for CPython 3.9 to 3.11 (compat/ecosystem.toml): none installs on 3.12;
+    # vllm 0.6.3's one abi3 wheel installs on any Python from 3.8
+    command = Install((Pin.exact("tensorflow", "2.15.0"),))
+    assert verify(command, M, {}, python=Version("3.11")).problems == ()
+    assert any("no wheel for Python 3.12" in p for p in verify(command, M, {}, python=Version("3.12")).problems)
+    assert verify(Install((Pin.exact("vllm", "0.6.3"),)), M, {}, python=Version("3.13")).problems == ()

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
 
-__all__ = ["PYTORCH_INDEX", "TORCH_STABLE", "index_variant", "known_versions", "torch_build_index"]
+__all__ = ["PYTORCH_INDEX", "TORCH_STABLE", "index_variant", "known_versions", "torch_build_index", "wheel_pythons"]
 
 #: PyTorch's per-build indexes: https://download.pytorch.org/whl/<variant> (compat/torch.toml ``[[variant]]``)
 PYTORCH_INDEX = "https://download.pytorch.org/whl/"
@@ -62,6 +64,29 @@ def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | Non
         rows = matrix.cudnn_releases if "cudnn" in name else matrix.nccl_releases
         return _versions(v for r in rows for v in _pinned(r.wheels, name))
     return None
+
+
+def wheel_pythons(
+    matrix: CompatMatrix, name: str, version: Version, platform: str
+) -> tuple[tuple[str, ...], SpecifierSet | None, bool] | None:
+    """(the CPython versions of a release's wheels, its Requires-Python, whether they are abi3) for the
+    packages whose releases the data lists with them; the wheel list only for Linux x86_64, the platform the
+    lists are read for. None: the data says neither."""
+    name = canonicalize_name(name)
+    linux = platform == "linux-x86_64"
+    if name == "vllm" and (vllm := matrix.vllm_release(version)) is not None:
+        return (vllm.python if linux else ()), vllm.requires_python, vllm.abi3
+    if name == "tensorflow":
+        tf = next((r for r in matrix.tensorflow_releases if r.version == version), None)
+        return ((tf.python if linux else ()), tf.requires_python, False) if tf is not None else None
+    rows: dict[str, Iterable[Any]] = {
+        "xformers": matrix.xformers_releases,
+        "jax": matrix.jax_releases,
+        "onnxruntime-gpu": matrix.onnxruntime_releases,
+        "flash-attn": matrix.flash_attn_releases,
+    }
+    row = next((r for r in rows.get(name, ()) if r.version == version), None)
+    return ((), row.requires_python, False) if row is not None else None
 
 
 def index_variant(matrix: CompatMatrix, url: str) -> str | None:

@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.fixes.model import Command, Install, Pin, Steps, Uninstall
-from cudadoctor.fixes.releases import TORCH_STABLE, index_variant, known_versions
+from cudadoctor.fixes.releases import TORCH_STABLE, index_variant, known_versions, wheel_pythons
 from cudadoctor.record import record
 
 __all__ = ["Verification", "changes", "satisfied", "verify"]
@@ -127,6 +127,21 @@ def _torch_build_problems(
     return problems
 
 
+def _python_problems(matrix: CompatMatrix, pin: Pin, python: Version | None, platform: str) -> list[str]:
+    """A release whose wheels the data says do not install on this Python (its tags, its Requires-Python)."""
+    from cudadoctor.rules.wheels import python_has_wheels
+
+    version = _pin_version(pin)
+    found = wheel_pythons(matrix, pin.name, Version(version.public), platform) if version and python else None
+    if found is None or python is None:
+        return []
+    pythons, requires, abi3 = found
+    verdict = python_has_wheels(python, pythons=pythons, requires_python=requires, abi3=abi3)
+    if not verdict.is_problem:
+        return []
+    return [f"{pin.text}: no wheel for Python {python.major}.{python.minor} ({verdict.required})"]
+
+
 def _companion_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> list[str]:
     """torchvision/torchaudio from PyTorch's index: the release paired with a torch that has that build
     (*inferred*: the companions are published on the same indexes as the torch they pair with)."""
@@ -163,7 +178,9 @@ def _install(
         name = canonicalize_name(pin.name)
         if name == "torch":
             problems += _torch_build_problems(matrix, pin, command, python, platform)
-        elif name in _COMPANIONS:
+        else:
+            problems += _python_problems(matrix, pin, python, platform)
+        if name in _COMPANIONS:
             problems += _companion_problems(matrix, pin, command)
         elif name == "xformers" and command.index_url and (tag := index_variant(matrix, command.index_url)):
             version = _pin_version(pin)

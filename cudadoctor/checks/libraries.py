@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
+from cudadoctor.data.rows import TorchRelease
 from cudadoctor.facts.derive import effective_cuda
 from cudadoctor.facts.model import (
     CudaWheels,
@@ -29,6 +30,7 @@ from cudadoctor.facts.model import (
     LinkedFile,
     LoaderView,
     NeededLibrary,
+    PythonEnv,
     SubLibrary,
     ToolkitInstall,
 )
@@ -70,6 +72,7 @@ class CD201(Check):
         torch: InstalledPackage,
         packages: dict[str, InstalledPackage],
         matrix: CompatMatrix,
+        python: PythonEnv | None = None,
     ) -> Problem | None:
         build = torch.torch_build.cuda if torch.torch_build and torch.torch_build.cuda else torch.cuda_build
         if not build or not torch.cuda_variant or not torch.cuda_variant.startswith("cu"):
@@ -88,6 +91,8 @@ class CD201(Check):
         }
         if builders:
             evidence["builds CUDA extensions at run time"] = ", ".join(builders)
+        interpreter = python.version if python is not None else None
+        nearest, commands = _torch_for_toolkit(matrix, torch, packages, interpreter, build_toolkit.release)
         return Problem(
             f"torch builds CUDA extensions with nvcc CUDA {build_toolkit.release} from {build_toolkit.root} "
             f"(chosen by {build_toolkit.chosen_by}) but torch was built with CUDA {build}: building an "
@@ -95,33 +100,57 @@ class CD201(Check):
             evidence,
             Remediation(
                 f"Install the torch build for CUDA {build_toolkit.release.major} (the toolkit's major), or put a "
-                f"CUDA {build.split('.')[0]}.x toolkit first on PATH and in CUDA_HOME.",
-                _torch_for_toolkit(matrix, torch, build_toolkit.release),
+                f"CUDA {build.split('.')[0]}.x toolkit first on PATH and in CUDA_HOME." + nearest,
+                commands,
             ),
             status=None if builds_here else Status.WARN,
         )
 
 
-def _torch_for_toolkit(matrix: CompatMatrix, torch: InstalledPackage, release: Version) -> tuple[str, ...]:
-    """pip's command for this torch release built for the toolkit's CUDA major, from where that build is
-    published (compat/torch.toml): the newest variant of that major no newer than the toolkit, else the
-    oldest of the major (torch.utils.cpp_extension refuses only another major). Nothing when the release has
-    no build of that major: the fix is then the toolkit, as the text says."""
-    shown = torch.torch_build.version if torch.torch_build and torch.torch_build.version else torch.version
-    row = matrix.torch_release(Version(str(shown)))
-    if row is None:
-        return ()
+def _toolkit_build(matrix: CompatMatrix, row: TorchRelease, toolkit: Version) -> str | None:
+    """The build of a torch release for the toolkit's CUDA major (compat/torch.toml): the newest variant of
+    that major no newer than the toolkit, else the oldest of the major (torch.utils.cpp_extension refuses
+    only another major); None when the release has none."""
     builds = []
     for tag in {*row.variants, *torch_default_tag(row)}:
         variant = matrix.torch_variants.get(tag)
-        if variant is not None and variant.cuda is not None and variant.cuda.major == release.major:
+        if variant is not None and variant.cuda is not None and variant.cuda.major == toolkit.major:
             builds.append((variant.cuda, tag))
-    if not builds:
-        return ()
-    fitting = [b for b in builds if b[0] <= release]
-    _cuda, tag = max(fitting) if fitting else min(builds)
-    command = torch_build_install(matrix, row, tag, installed_versions({"torch": torch}))
-    return (pip(command),) if command is not None else ()
+    fitting = [b for b in builds if b[0] <= toolkit]
+    return (max(fitting) if fitting else min(builds))[1] if builds else None
+
+
+def _torch_for_toolkit(
+    matrix: CompatMatrix,
+    torch: InstalledPackage,
+    packages: dict[str, InstalledPackage],
+    python: Version | None,
+    toolkit: Version,
+) -> tuple[str, tuple[str, ...]]:
+    """(what the text adds, pip's command) for a torch built for the toolkit's CUDA major: this release's
+    build, else the nearest newer release that has one and wheels for this Python. Nothing when none does:
+    the fix is then the toolkit, as the text says."""
+    shown = torch.torch_build.version if torch.torch_build and torch.torch_build.version else torch.version
+    row = matrix.torch_release(Version(str(shown)))
+    if row is None:
+        return "", ()
+    newer = sorted((r for r in matrix.torch_releases if r.version > row.version), key=lambda r: r.version)
+    for candidate in (row, *newer):
+        if python is not None and not matrix.torch_publishes_for_python(candidate, python):
+            continue
+        tag = _toolkit_build(matrix, candidate, toolkit)
+        command = torch_build_install(matrix, candidate, tag, installed_versions(packages)) if tag else None
+        if command is None:
+            continue
+        if candidate is row:
+            return "", (pip(command),)
+        here = f" for Python {python.major}.{python.minor}" if python is not None else ""
+        return (
+            f" torch {row.version} has no CUDA {toolkit.major} build{here}; {candidate.version} is the nearest "
+            "release that has one (compat/torch.toml).",
+            (pip(command),),
+        )
+    return "", ()
 
 
 class CD202(Check):

@@ -33,14 +33,20 @@ def torch_default_tag(release: TorchRelease) -> tuple[str, ...]:
 def torch_build_install(
     matrix: CompatMatrix, release: TorchRelease, variant: str, installed: Mapping[str, Version]
 ) -> Install | None:
-    """``pip install`` of the ``variant`` build of ``release``; None when the data has no such build."""
+    """``pip install`` of the ``variant`` build of ``release``, with the torchvision and torchaudio of that
+    release where they are installed (a companion of another release or build no longer loads into it); None
+    when the data has no such build."""
     found, index, links = torch_build_index(matrix, release, variant)
     if not found:
         return None
-    tagged = Pin.exact("torch", f"{release.version}+{variant}")
+    local = f"+{variant}" if index is not None or links else ""
+    pins = [Pin.exact("torch", f"{release.version}{local}")]
+    for name in ("torchvision", "torchaudio"):
+        companion = getattr(release, name)
+        if name in installed and companion is not None:
+            pins.append(Pin.exact(name, f"{companion}{local}"))
     if index is not None:
-        return Install((tagged,), index)
+        return Install(tuple(pins), index)
     if links:
-        return Install((tagged,), find_links=(TORCH_STABLE,))
-    pin = Pin.exact("torch", release.version)
-    return Install((pin,), force_reinstall=satisfied(pin, installed))
+        return Install(tuple(pins), find_links=(TORCH_STABLE,))
+    return Install(tuple(pins), force_reinstall=any(satisfied(p, installed) for p in pins))

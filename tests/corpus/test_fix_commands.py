@@ -55,3 +55,6 @@ def test_fix_comparison_is_recorded(path: str) -> None:
         assert recorded is not None, f"the printed fix is not the accepted one ({why}): record fix_equivalent"
     if recorded is False:
         assert equivalent is False, f"the printed fix is the accepted one now ({why}): update fix_equivalent"
+        note = str(case["case"]["fix_note"])
+        if note.startswith("not the accepted fix: "):  # a recorded mechanical reason stays the current one
+            assert note == f"not the accepted fix: {why}"

@@ -14,7 +14,6 @@ from dataclasses import replace
 from packaging.version import Version
 
 from cudadoctor.fixes.model import Install, Pin, Steps, Tool, Uninstall, render
-from cudadoctor.fixes.verify import satisfied
 
 __all__ = ["both_tools", "pins_of", "pip", "taking_effect", "uninstall_then_install"]
 
@@ -28,6 +27,8 @@ def taking_effect(command: Install, installed: Mapping[str, Version], *, deps: b
     """``command``, made to take effect: where the installed version already satisfies one of its pins, a
     forced reinstall of the pinned packages, without their dependencies (``--no-deps``) unless ``deps``: a
     torch of another build needs its own CUDA runtime wheels."""
+    from cudadoctor.fixes.verify import satisfied  # the verifier's data queries: only where a fix is built
+
     if command.force_reinstall or not any(satisfied(p, installed) for p in command.pins):
         return command
     return replace(command, force_reinstall=True, no_deps=not deps or command.no_deps)

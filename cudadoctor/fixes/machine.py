@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import Facts, InstalledPackage
 from cudadoctor.fixes.model import Command
-from cudadoctor.fixes.verify import Verification, verify
+
+if TYPE_CHECKING:
+    from cudadoctor.fixes.verify import Verification
 
 __all__ = ["installed_versions", "verify_on"]
 
@@ -21,6 +24,7 @@ def installed_versions(packages: Mapping[str, InstalledPackage]) -> dict[str, Ve
 
 def verify_on(command: Command, matrix: CompatMatrix, facts: Facts) -> Verification:
     """:func:`~cudadoctor.fixes.verify.verify` with what ``facts`` say is installed, the Python and the platform."""
+    from cudadoctor.fixes.verify import verify
     from cudadoctor.rules.wheels import wheel_platform
 
     python = facts.python.version if facts.python is not None else None

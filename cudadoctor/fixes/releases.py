@@ -8,11 +8,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
+from cudadoctor.facts.names import canonical_name
 
 __all__ = ["PYTORCH_INDEX", "TORCH_STABLE", "index_variant", "known_versions", "torch_build_index", "wheel_pythons"]
 
@@ -40,7 +40,7 @@ def _pinned(wheels: Iterable[str], name: str) -> list[str]:
 
 def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | None:
     """The releases of ``name`` the compat data lists (public versions); None: it has no release list."""
-    name = canonicalize_name(name)
+    name = canonical_name(name)
     torch = matrix.torch_releases
     lists = {
         "torch": lambda: [r.version for r in torch],
@@ -72,7 +72,7 @@ def wheel_pythons(
     """(the CPython versions of a release's wheels, its Requires-Python, whether they are abi3) for the
     packages whose releases the data lists with them; the wheel list only for Linux x86_64, the platform the
     lists are read for. None: the data says neither."""
-    name = canonicalize_name(name)
+    name = canonical_name(name)
     linux = platform == "linux-x86_64"
     if name == "vllm" and (vllm := matrix.vllm_release(version)) is not None:
         return (vllm.python if linux else ()), vllm.requires_python, vllm.abi3

@@ -18,8 +18,6 @@ from packaging.version import Version
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
 from cudadoctor.fixes.model import Install, Pin
-from cudadoctor.fixes.releases import TORCH_STABLE, torch_build_index
-from cudadoctor.fixes.verify import satisfied
 
 __all__ = ["torch_build_install", "torch_default_tag"]
 
@@ -36,6 +34,9 @@ def torch_build_install(
     """``pip install`` of the ``variant`` build of ``release``, with the torchvision and torchaudio of that
     release where they are installed (a companion of another release or build no longer loads into it); None
     when the data has no such build."""
+    from cudadoctor.fixes.releases import TORCH_STABLE, torch_build_index
+    from cudadoctor.fixes.verify import satisfied
+
     found, index, links = torch_build_index(matrix, release, variant)
     if not found:
         return None

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data import CompatMatrix
+from cudadoctor.facts.names import canonical_name
 from cudadoctor.fixes.model import Command, Install, Pin, Steps, Uninstall
 from cudadoctor.fixes.releases import TORCH_STABLE, index_variant, known_versions, wheel_pythons
 from cudadoctor.record import record
@@ -64,7 +64,7 @@ def _pin_version(pin: Pin) -> Version | None:
 
 def satisfied(pin: Pin, installed: Mapping[str, Version]) -> bool:
     """Whether pip would keep what is installed for this pin ("Requirement already satisfied")."""
-    have = installed.get(canonicalize_name(pin.name))
+    have = installed.get(canonical_name(pin.name))
     if have is None:
         return False
     if pin.url is not None:
@@ -175,7 +175,7 @@ def _install(
         found, unknown = _release_problems(matrix, pin)
         problems += found
         unverified += unknown
-        name = canonicalize_name(pin.name)
+        name = canonical_name(pin.name)
         if name == "torch":
             problems += _torch_build_problems(matrix, pin, command, python, platform)
         else:
@@ -188,7 +188,7 @@ def _install(
             if row is not None and tag not in matrix.xformers_indexes(row):
                 problems.append(f"{pin.text}: xformers's README names no {tag} index for it")
     if not changes(command, installed):
-        held = ", ".join(f"{p.name} {installed[canonicalize_name(p.name)]}" for p in command.pins)
+        held = ", ".join(f"{p.name} {installed[canonical_name(p.name)]}" for p in command.pins)
         problems.append(f"pip would change nothing: {held} already satisfies it")
     return Verification(tuple(problems), tuple(unverified))
 
@@ -210,7 +210,7 @@ def verify(
     for step in steps:
         if isinstance(step, Uninstall):
             for name in step.names:
-                if have.pop(canonicalize_name(name), None) is None:
+                if have.pop(canonical_name(name), None) is None:
                     problems.append(f"uninstall {name}: it is not installed")
             continue
         found = _install(matrix, step, have, python, platform)
@@ -218,5 +218,5 @@ def verify(
         unverified += found.unverified
         for pin in step.pins:
             if (version := _pin_version(pin)) is not None:
-                have[canonicalize_name(pin.name)] = version
+                have[canonical_name(pin.name)] = version
     return Verification(tuple(problems), tuple(unverified))

@@ -16,10 +16,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data import CompatMatrix
+from cudadoctor.facts.names import canonical_name
 from cudadoctor.fixes import Install, Steps, Uninstall
 from cudadoctor.fixes.machine import verify_on
 from cudadoctor.fixes.parse import UnreadCommand, parse
@@ -119,8 +119,8 @@ def _version(spec: str) -> Version | None:
 def _match(matrix: CompatMatrix, accepted: Install, command: Install) -> str | None:
     """Why ``command`` does not make ``accepted``'s first install; None when it does."""
     want = accepted.pins[0]
-    name = canonicalize_name(want.name)
-    have = next((p for p in command.pins if canonicalize_name(p.name) == name), None)
+    name = canonical_name(want.name)
+    have = next((p for p in command.pins if canonical_name(p.name) == name), None)
     if have is None:
         return f"installs no {name}"
     want_v = _version(want.spec)

@@ -120,3 +120,19 @@ def test_a_release_without_wheels_for_the_python_is_a_problem():
     assert verify(command, M, {}, python=Version("3.11")).problems == ()
     assert any("no wheel for Python 3.12" in p for p in verify(command, M, {}, python=Version("3.12")).problems)
     assert verify(Install((Pin.exact("vllm", "0.6.3"),)), M, {}, python=Version("3.13")).problems == ()
+
+
+def test_the_gate_withholds_a_command_that_cannot_work_and_says_why():
+    # the H200 runs Python 3.12, for which torch 2.1.0 has no wheel: the command is withheld, the rest kept
+    from cudadoctor.checks.findings import Remediation
+    from cudadoctor.facts.codec import facts_from_json
+    from cudadoctor.fixes.gate import WITHHELD, withhold_unworkable
+    from tests.conftest import fixture_text
+
+    facts = facts_from_json(fixture_text("h200-device", "snapshot.json"))
+    remediation = Remediation("Install it.", ("python -m pip install torch==2.1.0", "sudo reboot"))
+    gated = withhold_unworkable(remediation, M, facts)
+    assert gated is not None and gated.commands == ("sudo reboot",)
+    assert WITHHELD in gated.text and "torch 2.1.0 has no wheel for Python 3.12" in gated.text
+    fine = Remediation("Install it.", ("python -m pip install torch==2.2.0",))
+    assert withhold_unworkable(fine, M, facts) is fine

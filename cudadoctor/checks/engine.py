@@ -20,6 +20,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import Facts
 from cudadoctor.facts.registry import absent_reason, fact_of_error, injectables
+from cudadoctor.fixes.gate import withhold_unworkable
 
 __all__ = ["check_values", "run_check", "run_checks"]
 
@@ -126,12 +127,16 @@ def run_check(check: Check, values: dict[str, Any], *, live: bool = True) -> Fin
     if result is None:
         return _finding(check, Status.OK)
     problem: Problem = result
+    facts, matrix = values.get("facts"), values.get("matrix")
+    remediation = problem.remediation
+    if isinstance(facts, Facts) and isinstance(matrix, CompatMatrix):
+        remediation = withhold_unworkable(remediation, matrix, facts)
     return _finding(
         check,
         problem.status or check.severity,
         message=problem.message,
         evidence=dict(problem.evidence),
-        remediation=problem.remediation,
+        remediation=remediation,
     )
 
 

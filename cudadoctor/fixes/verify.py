@@ -81,8 +81,8 @@ def changes(command: Install, installed: Mapping[str, Version]) -> bool:
     return any(p.extras or not satisfied(p, installed) for p in command.pins)
 
 
-def _release_problems(matrix: CompatMatrix, pin: Pin) -> tuple[list[str], list[str]]:
-    """Whether some release of the pin's package the data lists matches it."""
+def _release_problems(matrix: CompatMatrix, pin: Pin, installed: Mapping[str, Version]) -> tuple[list[str], list[str]]:
+    """Whether some release of the pin's package the data lists, or the installed one, matches it."""
     known = known_versions(matrix, pin.name)
     if known is None:
         return [], [f"{pin.name}: compat data has no release list"]
@@ -90,6 +90,8 @@ def _release_problems(matrix: CompatMatrix, pin: Pin) -> tuple[list[str], list[s
         return [], []
     wanted = _pin_version(pin)
     spec = SpecifierSet(f"=={wanted.public}") if wanted is not None else _spec(pin)
+    have = installed.get(canonical_name(pin.name))
+    known = (*known, Version(have.public)) if have is not None else known  # what is installed was released
     if spec is None:
         return [f"{pin.text}: not a version specifier pip reads"], []
     if not any(spec.contains(v, prereleases=True) for v in known):
@@ -172,7 +174,7 @@ def _install(
 ) -> Verification:
     problems, unverified = _index_problems(matrix, command)
     for pin in command.pins:
-        found, unknown = _release_problems(matrix, pin)
+        found, unknown = _release_problems(matrix, pin, installed)
         problems += found
         unverified += unknown
         name = canonical_name(pin.name)

@@ -354,7 +354,10 @@ def test_cd803_pinned_copy_but_another_version(h200):
     finding = run(CD803(), h200, rt(None, _torch_with(cudnn=V("9.18.0"))))
     assert finding.status is Status.WARN
     assert "loaded cuDNN 9.18.0, but torch pins nvidia-cudnn-cu13==9.19.0.56" in finding.message
-    assert finding.remediation.commands == ("python -m pip install nvidia-cudnn-cu13==9.19.0.56",)
+    # the wheel of 9.19.0.56 is what is recorded as installed: a plain install would change nothing
+    assert finding.remediation.commands == (
+        "python -m pip install --force-reinstall --no-deps nvidia-cudnn-cu13==9.19.0.56",
+    )
 
 
 def test_cd803_two_copies_in_one_process(h200):

@@ -25,6 +25,7 @@ from cudadoctor import __version__
 from cudadoctor.commands import CheckOptions, check_command, closed_pipe, guard
 from cudadoctor.errors import UsageError
 from cudadoctor.report import Format
+from cudadoctor.terminal import ColorMode, set_color_mode
 
 if TYPE_CHECKING:
     from cudadoctor.planning import HostFlags
@@ -323,7 +324,8 @@ def usage(
     from cudadoctor.usage import usage_command
 
     text, code = usage_command(RealHealthSource(), sample, output_format.value)
-    sys.stdout.write(text)
+    # A view that could not be made is an error, and errors go to stderr; JSON stays on stdout for its reader.
+    (sys.stderr if code and output_format is UsageFormat.TEXT else sys.stdout).write(text)
     return code
 
 
@@ -604,6 +606,36 @@ def compare(
         raise typer.Exit(code)
 
 
+class Shell(str, enum.Enum):
+    BASH = "bash"
+    ZSH = "zsh"
+    FISH = "fish"
+    POWERSHELL = "powershell"
+
+
+#: The variable a completion script sets when it asks for the words that may follow (cudadoctor.entry routes
+#: such a call here, past the fast path).
+COMPLETE_VAR = "_CUDADOCTOR_COMPLETE"
+
+
+@app.command()
+@_guarded
+def completion(shell: Annotated[Shell, typer.Argument(help="bash, zsh, fish or powershell.")]) -> None:
+    """Print the shell completion script for SHELL: commands, options and their values complete on Tab.
+
+    Load it from your shell's start-up file:
+
+      bash:  echo 'eval "$(cudadoctor completion bash)"' >> ~/.bashrc
+
+      zsh:   echo 'eval "$(cudadoctor completion zsh)"' >> ~/.zshrc
+
+      fish:  cudadoctor completion fish > ~/.config/fish/completions/cudadoctor.fish
+    """
+    from typer._completion_shared import get_completion_script
+
+    sys.stdout.write(get_completion_script(prog_name="cudadoctor", complete_var=COMPLETE_VAR, shell=shell.value))
+
+
 def _version_callback(value: bool) -> None:
     if value:
         print(f"cudadoctor {__version__}")
@@ -613,19 +645,37 @@ def _version_callback(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version.")
+        bool,
+        typer.Option("--version", "-V", callback=_version_callback, is_eager=True, help="Print the version."),
     ] = False,
+    color: Annotated[
+        ColorMode,
+        typer.Option(
+            "--color",
+            help="Colour the output: auto (on a terminal, unless NO_COLOR is set or TERM=dumb; FORCE_COLOR forces "
+            "it), always or never. Taken before or after the command's name, like --no-color.",
+        ),
+    ] = ColorMode.AUTO,
+    no_color: Annotated[bool, typer.Option("--no-color", help="The same as --color never.")] = False,
 ) -> None:
     """A CUDA environment doctor."""
+    # Reached only when typer is driven directly (tests, an embedding program): the entry point takes both
+    # options out of the command line before typer parses it, wherever they stand.
+    if no_color or color is not ColorMode.AUTO:
+        set_color_mode(ColorMode.NEVER if no_color else color)
 
 
 def main() -> None:
-    """Entry point of the ``cudadoctor`` command."""
-    # A report reaches stdout whatever it holds: a file name or variable that is not UTF-8 (a surrogate
-    # escape) or a terminal that cannot show "✓" prints "?" there, instead of an internal error (exit 3).
-    if hasattr(sys.stdout, "reconfigure"):
-        sys.stdout.reconfigure(errors="replace")
+    """Entry point of the ``cudadoctor`` command through typer (:func:`cudadoctor.entry.main` has already taken the
+    colour options and prepared the streams when it is the caller; doing it again changes nothing)."""
+    from cudadoctor.entry import _prepare
+
+    _prepare(sys.argv)
+    if COMPLETE_VAR in os.environ:  # a completion script asking: typer answers once its shells are registered
+        from typer._completion_classes import completion_init
+
+        completion_init()
     try:
-        app()
+        app(prog_name="cudadoctor", complete_var=COMPLETE_VAR)
     except BrokenPipeError:
         closed_pipe()

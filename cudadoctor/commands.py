@@ -62,8 +62,10 @@ class CheckOptions:
 
 
 def err(message: str) -> None:
-    """One error line on stderr (red on a terminal unless NO_COLOR)."""
-    color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
+    """One error line on stderr (red where :func:`cudadoctor.terminal.wants_color` says so)."""
+    from cudadoctor.terminal import wants_color
+
+    color = wants_color(sys.stderr)
     prefix = "\x1b[31mcudadoctor: error:\x1b[0m " if color else "cudadoctor: error: "
     print(prefix + message, file=sys.stderr)
 
@@ -123,18 +125,14 @@ def guard(call: Callable[[], int | None], passthrough: tuple[type[BaseException]
 def render_report(report: Report, fmt: Format, *, verbose: bool, to_terminal: bool, snapshot: bool) -> str:
     from cudadoctor.report.options import RenderOptions
     from cudadoctor.report.render import render
+    from cudadoctor.terminal import terminal_width, wants_color
 
-    color = to_terminal and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    width = min(max(_terminal_width(), 60), 160) if to_terminal else 100
-    options = RenderOptions(verbose=verbose, color=color, width=width, from_snapshot=snapshot)
+    color = to_terminal and wants_color(sys.stdout)
+    width = terminal_width(sys.stdout) if to_terminal else None
+    options = RenderOptions(
+        verbose=verbose, color=color, width=None if width is None else max(width, 60), from_snapshot=snapshot
+    )
     return render(report, fmt, options)
-
-
-def _terminal_width() -> int:
-    try:
-        return os.get_terminal_size(sys.stdout.fileno()).columns
-    except (OSError, ValueError):
-        return 100
 
 
 def check_command(o: CheckOptions) -> int:

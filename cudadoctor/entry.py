@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
+from cudadoctor.errors import UsageError
+
 if TYPE_CHECKING:
     from cudadoctor.commands import CheckOptions
 
@@ -116,13 +118,10 @@ def main(*, hard_exit: bool = False) -> None:
     and the NVML threads cost ~10 ms of a 110 ms run (measured); nothing of the fast path is left to clean up
     (its caches are written and closed, its child processes waited for, its threads daemons).
     """
-    # A report reaches stdout whatever it holds: a file name or variable that is not UTF-8 (a surrogate
-    # escape) or a terminal that cannot show "✓" prints "?" there, instead of an internal error (exit 3).
-    if hasattr(sys.stdout, "reconfigure"):
-        sys.stdout.reconfigure(errors="replace")
-    values = _fast_values(sys.argv[1:])
+    argv = _prepare(sys.argv)
+    values = None if _COMPLETING in os.environ else _fast_values(argv)
     if values is None:
-        suggest = fast_suggest_args(sys.argv[1:])
+        suggest = None if _COMPLETING in os.environ else fast_suggest_args(argv)
         if suggest is None:
             from cudadoctor.cli import main as cli_main
 
@@ -130,6 +129,29 @@ def main(*, hard_exit: bool = False) -> None:
             return
         _exit(_probing(lambda: _suggest(*suggest), health=False), hard_exit=hard_exit)
     _exit(_probing(lambda: _check(values), health=not values.get("no_health", False)), hard_exit=hard_exit)
+
+
+#: The variable a shell's completion script sets when it asks for the words that may follow (click's protocol:
+#: https://click.palletsprojects.com/en/stable/shell-completion/); typer answers it.
+_COMPLETING = "_CUDADOCTOR_COMPLETE"
+
+
+def _prepare(argv: list[str]) -> list[str]:
+    """The arguments after the program's name without the colour options, which are taken here for every command
+    (:func:`cudadoctor.terminal.take_color_options`); stdout and stderr print what any report holds (ASCII stand-ins
+    for what their encoding cannot show). ``sys.argv`` is left with the rest, for typer."""
+    from cudadoctor.terminal import prepare_streams, take_color_options
+
+    prepare_streams()
+    try:
+        rest = take_color_options(argv[1:])
+    except UsageError as exc:
+        from cudadoctor.commands import err
+
+        err(str(exc))
+        sys.exit(exc.exit_code)
+    sys.argv[1:] = rest
+    return rest
 
 
 def _check(values: dict[str, object]) -> int:

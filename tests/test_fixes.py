@@ -108,9 +108,20 @@ def test_torch_builds_come_from_where_the_data_says():
     pypi_only = TorchRelease(Version("2.1.0"), python=("3.10",), pypi_default_cuda=Version("12.1"))
     pypi = torch_build_install(M, pypi_only, "cu121", {"torch": Version("2.1.0+cu118")})
     assert pypi is not None and pypi.index_url is None and pypi.force_reinstall  # 2.1.0+cu118 satisfies ==2.1.0
-    old = TorchRelease(Version("1.10.1"), python=("3.9",), variants=("cu102", "cu111"))
-    links = torch_build_install(M, old, "cu111", {})
-    assert links is not None and links.find_links == (TORCH_STABLE,) and links.pins[0].spec == "==1.10.1+cu111"
+    # 1.x builds install as compat/torch.toml's [[install_form]] says: 1.10.1 from its variant's links page,
+    # 1.9.0 from the one page of every build; torchaudio untagged, as PyTorch's own commands write it
+    old = M.torch_release(Version("1.10.1"))
+    assert old is not None
+    links = torch_build_install(M, old, "cu111", {"torchaudio": Version("0.10.0")})
+    assert links is not None and render(links) == (
+        "python -m pip install torch==1.10.1+cu111 torchaudio==0.10.1 "
+        "-f https://download.pytorch.org/whl/cu111/torch_stable.html"
+    )
+    assert verify(links, M, {}, python=Version("3.9")).problems == ()
+    older = M.torch_release(Version("1.9.0"))
+    assert older is not None
+    stable = torch_build_install(M, older, "cu111", {})
+    assert stable is not None and stable.find_links == (TORCH_STABLE,)
 
 
 def test_a_release_without_wheels_for_the_python_is_a_problem():

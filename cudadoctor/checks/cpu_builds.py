@@ -70,33 +70,14 @@ def reinstall_commands(matrix: CompatMatrix, facts: Facts, torch: InstalledPacka
     """A command that really replaces a CPU torch with a CUDA build fitting this machine.
 
     The plan comes from `suggest` (the same rules: driver floor, GPU arch lists, Python wheels), for the
-    installed release when the data has one that fits, else the best release. ``--force-reinstall`` where
-    the pin is satisfied by what is installed: ``torch==2.1.2`` by ``2.1.2+cpu`` (PEP 440: a local label is
-    ignored when the specifier has none), so pip would otherwise keep the CPU build.
+    installed release when the data has one that fits, else the nearest release that fits
+    (cudadoctor.checks.torchfix). ``--force-reinstall`` because ``torch==2.1.2`` is already satisfied by
+    ``2.1.2+cpu`` (PEP 440: a local label is ignored when the specifier has none), so pip would otherwise keep
+    the CPU build.
     """
-    from cudadoctor.planning import constraints_from_facts
-    from cudadoctor.suggest.torch import suggest_torch
+    from cudadoctor.checks.torchfix import torch_fix_commands
 
-    constraints = constraints_from_facts(matrix, facts)
-    public = (torch.torch_build.version if torch.torch_build and torch.torch_build.version else torch.version).public
-    for requirement in (f"torch=={public}", ""):
-        suggestion = suggest_torch(matrix, constraints, requirement, limit=1)
-        if suggestion.plans:
-            return (reinstall_over(suggestion.plans[0].commands[0], torch),)
-    return ("cudadoctor suggest --target torch",)
-
-
-def reinstall_over(command: str, torch: InstalledPackage) -> str:
-    """A plan's pip command that replaces the installed torch even where its version matches the pin."""
-    from cudadoctor.fixes import Install
-    from cudadoctor.fixes.build import pip, taking_effect
-    from cudadoctor.fixes.machine import installed_versions
-    from cudadoctor.fixes.parse import parse
-
-    parsed = parse(command)
-    if not isinstance(parsed, Install):
-        return command
-    return pip(taking_effect(parsed, installed_versions({"torch": torch}), deps=True))
+    return torch_fix_commands(matrix, facts, torch, reinstall=True)
 
 
 def _jax_commands(matrix: CompatMatrix, facts: Facts) -> tuple[str, ...]:

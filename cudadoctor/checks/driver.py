@@ -37,6 +37,7 @@ from cudadoctor.facts.derive import (
 from cudadoctor.facts.model import (
     DriverInfo,
     DriverVersion,
+    Facts,
     GpuInfo,
     HostInfo,
     InstalledPackage,
@@ -508,6 +509,7 @@ class CD111(Check):
         matrix: CompatMatrix,
         host: HostInfo,
         gpus: tuple[GpuInfo, ...] = (),
+        facts: Facts | None = None,
     ) -> Problem | None:
         if driver.version is None:
             raise CannotJudge("the driver version is unknown")
@@ -524,6 +526,7 @@ class CD111(Check):
         # The GPU table is read only where it decides something (the GPU probe reports it when broken).
         segments = gpu_segments(gpus) if forward is not None else ()
         failing: list[str] = []
+        at_fault: list[InstalledPackage] = []
         needed: list[DriverVersion] = []
         unknown: list[str] = []
         evidence = {"driver": f"{driver.version} (CUDA {cuda or 'unknown'}: {why})"}
@@ -541,6 +544,7 @@ class CD111(Check):
             if not verdict.is_problem or verdict.detail is None:
                 continue
             failing.append(f"{names} (built for CUDA {pkgs[0].cuda_build})")
+            at_fault += [p for p in pkgs if p.name == "torch"]
             floor = "minor-version compatibility floor" if minor is None else "the release notes' driver table"
             release = f"CUDA {major}.x" if minor is None else f"CUDA {major}.{minor}"
             evidence[release] = f"needs driver >= {verdict.detail} ({floor})"
@@ -562,7 +566,7 @@ class CD111(Check):
             Remediation(
                 f"Upgrade the NVIDIA driver to {max(needed)} or newer, or install builds of these packages for "
                 f"CUDA {cuda.major if cuda else 'the version your driver supports'}.x.",
-                (),
+                _torch_fix(matrix, facts, at_fault[0] if at_fault else None),
             ),
         )
 
@@ -585,7 +589,11 @@ class CD112(Check):
     category = "gpus"
 
     def check(
-        self, gpus: tuple[GpuInfo, ...], packages: dict[str, InstalledPackage], matrix: CompatMatrix
+        self,
+        gpus: tuple[GpuInfo, ...],
+        packages: dict[str, InstalledPackage],
+        matrix: CompatMatrix,
+        facts: Facts | None = None,
     ) -> Problem | None:
         builds = frameworks_by_cuda_major(packages)
         if not builds:
@@ -596,6 +604,7 @@ class CD112(Check):
         unknown: list[str] = []
         evidence: dict[str, str] = {}
         last_major = None
+        at_fault: list[InstalledPackage] = []
         for gpu in gpus:
             for major, pkgs in sorted(builds.items()):
                 verdict = cuda_major_supports_arch(matrix, major, gpu.compute_capability, gpu.name)
@@ -605,6 +614,7 @@ class CD112(Check):
                 if not verdict.is_problem or arch is None:
                     continue
                 names = ", ".join(_label(p) for p in pkgs)
+                at_fault += [p for p in pkgs if p.name == "torch"]
                 problems.append(
                     f"{names} is built for CUDA {major}, which dropped compute capability "
                     f"{gpu.compute_capability} ({arch.name}) of GPU {gpu.index} {gpu.name}"
@@ -619,7 +629,10 @@ class CD112(Check):
         return Problem(
             "; ".join(problems),
             evidence,
-            Remediation(f"Install builds for CUDA {last_major}.x or older (e.g. torch from a cu12x index).", ()),
+            Remediation(
+                f"Install builds for CUDA {last_major}.x or older (e.g. torch from a cu12x index).",
+                _torch_fix(matrix, facts, at_fault[0] if at_fault else None),
+            ),
         )
 
 
@@ -641,14 +654,21 @@ class CD113(Check):
     installation".
 
     How to fix: install a build whose targets cover the GPU (torch: older GPUs cu126; Blackwell cu128 or
-    newer), e.g. with the command from `cudadoctor suggest --target torch`.
+    newer). For torch the finding prints the command, by the rules of `cudadoctor suggest --target torch`:
+    the installed release's build that fits when there is one (torch 1.10.1 on an RTX 3090:
+    torch==1.10.1+cu111 from PyTorch's find-links page), else the nearest release that fits.
     """
 
     name = "torch-build-covers-gpus"
     category = "gpus"
 
     def check(
-        self, packages: dict[str, InstalledPackage], gpus: tuple[GpuInfo, ...], matrix: CompatMatrix, host: HostInfo
+        self,
+        packages: dict[str, InstalledPackage],
+        gpus: tuple[GpuInfo, ...],
+        matrix: CompatMatrix,
+        host: HostInfo,
+        facts: Facts | None = None,
     ) -> Problem | None:
         builds = [p for p in packages.values() if _judged_build(p)]
         if not builds:
@@ -669,7 +689,8 @@ class CD113(Check):
             if missing:
                 raise CannotJudge("; ".join(dict.fromkeys(missing)))
             return None
-        return _no_kernel_problem(problems)
+        torch = next((pkg for pkg, _v, _g in problems if pkg.name == "torch"), None)
+        return _no_kernel_problem(problems, _torch_fix(matrix, facts, torch))
 
 
 #: Built by PyTorch's release scripts with torch's own TORCH_CUDA_ARCH_LIST: torch's verdict stands for them.
@@ -708,7 +729,19 @@ def _build_verdict(pkg: InstalledPackage, gpu: GpuInfo, matrix: CompatMatrix, *,
     return cannot_judge("gpu-arch-list", f"no arch list for {_label(pkg)} {pkg.cuda_variant} in compat data", gpu.name)
 
 
-def _no_kernel_problem(problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]]) -> Problem:
+def _torch_fix(matrix: CompatMatrix, facts: Facts | None, torch: InstalledPackage | None) -> tuple[str, ...]:
+    """The command replacing a torch build that does not fit (suggest's rules, keeping the installed release
+    when a build of it fits); nothing when torch is not the package at fault."""
+    if torch is None:
+        return ()
+    from cudadoctor.checks.torchfix import torch_fix_commands
+
+    return torch_fix_commands(matrix, facts, torch)
+
+
+def _no_kernel_problem(
+    problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]], torch_fix: tuple[str, ...] = ()
+) -> Problem:
     parts: list[str] = []
     evidence: dict[str, str] = {}
     for pkg, verdict, gpu in problems:
@@ -729,7 +762,7 @@ def _no_kernel_problem(problems: list[tuple[InstalledPackage, Verdict[object], G
         Remediation(
             "Install a build whose GPU targets cover the GPU (for torch, the command from "
             "`cudadoctor suggest --target torch`; older GPUs: cu126, Blackwell: cu128 or newer).",
-            ("cudadoctor suggest --target torch",),
+            torch_fix or ("cudadoctor suggest --target torch",),
         ),
     )
 

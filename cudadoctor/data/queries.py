@@ -51,6 +51,7 @@ from cudadoctor.data.rows import (
     TensorrtRelease,
     TorchArchList,
     TorchBundledCudnn,
+    TorchInstallForm,
     TorchRelease,
     TorchVariant,
     UvTorchBackend,
@@ -364,6 +365,17 @@ class CompatMatrix:
         if cuda is None or variant != f"cu{cuda.major}{cuda.minor}":
             return None, ""
         return release.inherited_archs, release.inherited
+
+    @property
+    def torch_install_forms(self) -> tuple[TorchInstallForm, ...]:
+        """Every ``[[install_form]]``: how the CUDA builds without an index URL of their own install."""
+        forms: tuple[TorchInstallForm, ...] = self._rows("torch", "install_form")
+        return forms
+
+    def torch_install_form(self, version: Version) -> TorchInstallForm | None:
+        """How the CUDA builds of a release without an index URL of their own install (``[[install_form]]``)."""
+        public = Version(version.public)
+        return next((f for f in self.torch_install_forms if f.releases.contains(public, prereleases=True)), None)
 
     def torch_publishes_for_python(self, release: TorchRelease, python: Version, *, aarch64: bool = False) -> bool:
         """Whether a torch release has wheels for a Python (its wheel list, else its Requires-Python)."""

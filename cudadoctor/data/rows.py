@@ -58,6 +58,7 @@ __all__ = [
     "TensorrtRelease",
     "TorchArchList",
     "TorchBundledCudnn",
+    "TorchInstallForm",
     "TorchRelease",
     "TorchVariant",
     "VllmImage",
@@ -237,6 +238,18 @@ class TorchArchList(Row):
     variant: str
     archs: tuple[str, ...]
     aarch64: bool = False  #: the list of the Linux aarch64 (SBSA) wheels; False: the Linux x86_64 ones
+
+
+@row(kw_only=True)
+class TorchInstallForm(Row):
+    """How the CUDA builds of a range of torch releases install when their variant has no index URL of its own
+    (torch 1.x): pip's option, its URL and the packages pinned with the build's local version."""
+
+    releases: SpecifierSet
+    option: str  #: ``find-links`` (pip's ``-f``) or ``extra-index-url``
+    url: str  #: ``{tag}`` stands for the variant tag (``cu111``)
+    #: the packages pinned ``==X+{tag}`` (PyTorch's commands leave torchaudio untagged)
+    local_tag: tuple[str, ...]
 
 
 @row(kw_only=True)
@@ -700,6 +713,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "release": TorchRelease,
                 "arch_list": TorchArchList,
                 "bundled_cudnn": TorchBundledCudnn,
+                "install_form": TorchInstallForm,
             },
             {"uv_torch_backend": UvTorchBackend},
         ),

@@ -13,8 +13,18 @@ from packaging.version import InvalidVersion, Version
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
 from cudadoctor.facts.names import canonical_name
+from cudadoctor.record import record
 
-__all__ = ["PYTORCH_INDEX", "TORCH_STABLE", "index_variant", "known_versions", "torch_build_index", "wheel_pythons"]
+__all__ = [
+    "PYTORCH_INDEX",
+    "TORCH_STABLE",
+    "TorchSource",
+    "index_variant",
+    "known_source",
+    "known_versions",
+    "torch_build_source",
+    "wheel_pythons",
+]
 
 #: PyTorch's per-build indexes: https://download.pytorch.org/whl/<variant> (compat/torch.toml ``[[variant]]``)
 PYTORCH_INDEX = "https://download.pytorch.org/whl/"
@@ -90,23 +100,50 @@ def wheel_pythons(
 
 
 def index_variant(matrix: CompatMatrix, url: str) -> str | None:
-    """The torch variant whose index ``url`` is (``cu121``), None when it is no index the data knows."""
-    return next((v.tag for v in matrix.torch_variants.values() if v.index_url == url.rstrip("/")), None)
+    """The torch variant whose index or links page ``url`` is (``cu121``): a ``[[variant]]``'s own index, or an
+    ``[[install_form]]`` URL filled with a variant's tag; None when it is none the data knows."""
+    url = url.rstrip("/")
+    for variant in matrix.torch_variants.values():
+        if variant.index_url == url or url in _form_urls(matrix, variant.tag):
+            return variant.tag
+    return None
 
 
-def torch_build_index(matrix: CompatMatrix, release: TorchRelease, variant: str) -> tuple[bool, str | None, bool]:
-    """Where the ``variant`` build of a torch release is published: (found, index URL or None for PyPI,
-    whether it is taken from the links page of old builds instead, :data:`TORCH_STABLE` with ``-f``).
+def _form_urls(matrix: CompatMatrix, tag: str) -> set[str]:
+    return {form.url.format(tag=tag) for form in matrix.torch_install_forms}
+
+
+def known_source(matrix: CompatMatrix, url: str) -> bool:
+    """Whether compat data names ``url`` as a place torch builds are published."""
+    return url.rstrip("/") == TORCH_STABLE or index_variant(matrix, url) is not None
+
+
+@record
+class TorchSource:
+    """Where one build of a torch release is published, and how pip is told so."""
+
+    option: str  #: ``index-url``, ``extra-index-url``, ``find-links``, or ``pypi`` (no option)
+    url: str | None = None
+    #: the packages pinned with the build's ``+variant`` local version (PyTorch's 1.x commands leave torchaudio
+    #: untagged); none on PyPI
+    local_tag: tuple[str, ...] = ("torch", "torchvision", "torchaudio")
+
+
+def torch_build_source(matrix: CompatMatrix, release: TorchRelease, variant: str) -> TorchSource | None:
+    """Where the ``variant`` build of a torch release is published; None when the data has no such build.
 
     PyPI's wheel is the release's default build (``pypi_default_cuda``), without a local version; PyTorch's
-    own index of each variant the release lists has the ``+variant`` wheel; a variant the release lists
-    without an index of its own (the 1.x builds) is on the links page."""
+    own index of each variant the release lists has the ``+variant`` wheels; a variant without an index of its
+    own (the 1.x builds) installs as the release's ``[[install_form]]`` says (``-f`` a links page, or an extra
+    index)."""
     row = matrix.torch_variants.get(variant)
     if variant in release.variants:
         if row is not None and row.index_url:
-            return True, row.index_url, False
-        return True, None, True
+            return TorchSource("index-url", row.index_url)
+        form = matrix.torch_install_form(release.version)
+        if form is not None:
+            return TorchSource(form.option, form.url.format(tag=variant), form.local_tag)
     default = release.pypi_default_cuda
     if default is not None and variant == f"cu{default.major}{default.minor}":
-        return True, None, False
-    return False, None, False
+        return TorchSource("pypi", local_tag=())
+    return None

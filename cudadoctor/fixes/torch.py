@@ -34,20 +34,23 @@ def torch_build_install(
     """``pip install`` of the ``variant`` build of ``release``, with the torchvision and torchaudio of that
     release where they are installed (a companion of another release or build no longer loads into it); None
     when the data has no such build."""
-    from cudadoctor.fixes.releases import TORCH_STABLE, torch_build_index
+    from cudadoctor.fixes.releases import torch_build_source
     from cudadoctor.fixes.verify import satisfied
 
-    found, index, links = torch_build_index(matrix, release, variant)
-    if not found:
+    source = torch_build_source(matrix, release, variant)
+    if source is None:
         return None
-    local = f"+{variant}" if index is not None or links else ""
-    pins = [Pin.exact("torch", f"{release.version}{local}")]
-    for name in ("torchvision", "torchaudio"):
-        companion = getattr(release, name)
-        if name in installed and companion is not None:
-            pins.append(Pin.exact(name, f"{companion}{local}"))
-    if index is not None:
-        return Install(tuple(pins), index)
-    if links:
-        return Install(tuple(pins), find_links=(TORCH_STABLE,))
+    pins = []
+    for name in ("torch", "torchvision", "torchaudio"):
+        version = release.version if name == "torch" else getattr(release, name)
+        if version is not None and (name == "torch" or name in installed):
+            local = f"+{variant}" if name in source.local_tag else ""
+            pins.append(Pin.exact(name, f"{version}{local}"))
+    where = (source.url,) if source.url else ()
+    if source.option == "index-url":
+        return Install(tuple(pins), source.url)
+    if source.option == "extra-index-url":
+        return Install(tuple(pins), extra_index_urls=where)
+    if source.option == "find-links":
+        return Install(tuple(pins), find_links=where)
     return Install(tuple(pins), force_reinstall=any(satisfied(p, installed) for p in pins))

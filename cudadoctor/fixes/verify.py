@@ -22,7 +22,14 @@ from packaging.version import InvalidVersion, Version
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.fixes.model import Command, Install, Pin, Steps, Uninstall
-from cudadoctor.fixes.releases import TORCH_STABLE, index_variant, known_versions, wheel_pythons
+from cudadoctor.fixes.releases import (
+    TORCH_STABLE,
+    index_variant,
+    known_source,
+    known_versions,
+    torch_build_source,
+    wheel_pythons,
+)
 from cudadoctor.record import record
 
 __all__ = ["Verification", "changes", "satisfied", "verify"]
@@ -109,16 +116,13 @@ def _torch_build_problems(
         return []  # no release: named by _release_problems
     problems: list[str] = []
     local = version.local
-    indexes = [u for u in (command.index_url, *command.extra_index_urls) if u]
-    variants = {v for u in indexes if (v := index_variant(matrix, u))}
+    named = [u.rstrip("/") for u in (command.index_url, *command.extra_index_urls, *command.find_links) if u]
     if local:
-        if TORCH_STABLE in command.find_links and local in release.variants:
-            pass
-        elif local not in variants:
-            where = ", ".join(indexes) or "PyPI"
-            problems.append(f"{pin.text}: the +{local} build is not on {where}")
-        elif local not in release.variants:
+        source = torch_build_source(matrix, release, local)
+        if source is None or source.url is None:
             problems.append(f"{pin.text}: compat data lists no {local} build of torch {release.version}")
+        elif source.url not in named and not (TORCH_STABLE in named and source.option == "find-links"):
+            problems.append(f"{pin.text}: the +{local} build is not on {', '.join(named) or 'PyPI'}")
     elif command.index_url and (tag := index_variant(matrix, command.index_url)) and tag not in release.variants:
         known = ", ".join(release.variants) or "none listed"
         problems.append(f"{pin.text} from {command.index_url}: torch {release.version}'s builds there: {known}")
@@ -161,10 +165,10 @@ def _index_problems(matrix: CompatMatrix, command: Install) -> tuple[list[str], 
     problems, unverified = [], []
     nvidia = {r.plain_tensorrt_index for r in matrix.tensorrt_releases if r.plain_tensorrt_index}
     for url in (command.index_url, *command.extra_index_urls):
-        if url and index_variant(matrix, url) is None and url not in nvidia:
+        if url and not known_source(matrix, url) and url not in nvidia:
             problems.append(f"{url}: no index compat data knows")
     for url in command.find_links:
-        if url != TORCH_STABLE:
+        if not known_source(matrix, url):
             unverified.append(f"-f {url}: a links page compat data does not list")
     return problems, unverified
 

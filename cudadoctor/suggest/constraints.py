@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import field
 
 from packaging.version import Version
@@ -88,6 +89,8 @@ class Plan:
     keeps_installed: bool = False
     #: container images that fit the plan and the host, each with why
     images: tuple[tuple[str, str], ...] = ()
+    #: how ``index_url`` is given to pip: ``index-url``, ``extra-index-url`` or ``find-links`` (torch 1.x)
+    index_option: str = "index-url"
 
 
 @record
@@ -120,3 +123,35 @@ def short(version: Version) -> str:
 def pin(name: str, version: str) -> str:
     """``name==version``, or the bare name when the version is left to the resolver (``""``)."""
     return f"{name}=={version}" if version else name
+
+
+def install_line(
+    tool: str,
+    pins: Iterable[tuple[str, str]],
+    index_url: str | None,
+    *,
+    reinstall: bool = False,
+    option: str = "index-url",
+) -> str:
+    """One install command, built and rendered by :mod:`cudadoctor.fixes` (the one place commands are made);
+    ``reinstall``: replace what is installed even where its version matches.
+
+    pip: ``--force-reinstall`` (https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-force-reinstall);
+    uv: ``--reinstall`` (https://docs.astral.sh/uv/reference/cli/#uv-pip-install--reinstall).
+    ``option``: how ``index_url`` is given: ``index-url`` (the index instead of PyPI), ``extra-index-url`` (beside
+    PyPI) or ``find-links`` (a page of wheel links, ``-f``: torch 1.x's ``torch_stable.html``,
+    https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-f).
+    """
+    from cudadoctor.fixes import Install, render
+    from cudadoctor.fixes.build import pins_of
+
+    where = (index_url,) if index_url else ()
+    command = Install(
+        pins_of(pins),
+        index_url if option == "index-url" else None,
+        where if option == "extra-index-url" else (),
+        where if option == "find-links" else (),
+        force_reinstall=reinstall,
+        tool="uv" if tool == "uv" else "pip",
+    )
+    return render(command)

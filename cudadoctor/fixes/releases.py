@@ -1,5 +1,6 @@
-"""What the compat data says a package index publishes: the releases of a package, and the builds of a torch
-release on PyTorch's own indexes. Read by :mod:`~cudadoctor.fixes.verify` and by the builders."""
+"""What the compat data says is published: the releases of a package (with their Pythons), and where each
+build of a torch release is (PyTorch's index of its variant, a 1.x links page or extra index, PyPI). Read by
+:mod:`~cudadoctor.fixes.verify` and by the builders."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from cudadoctor.facts.names import canonical_name
 from cudadoctor.record import record
 
 __all__ = [
-    "PYTORCH_INDEX",
     "TORCH_STABLE",
     "TorchSource",
     "index_variant",
@@ -26,8 +26,6 @@ __all__ = [
     "wheel_pythons",
 ]
 
-#: PyTorch's per-build indexes: https://download.pytorch.org/whl/<variant> (compat/torch.toml ``[[variant]]``)
-PYTORCH_INDEX = "https://download.pytorch.org/whl/"
 #: the single page of links to every old build (``-f``), as the previous-versions page writes the 1.x commands:
 #: https://pytorch.org/get-started/previous-versions/
 TORCH_STABLE = "https://download.pytorch.org/whl/torch_stable.html"

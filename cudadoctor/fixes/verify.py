@@ -34,8 +34,7 @@ from cudadoctor.record import record
 
 __all__ = ["Verification", "changes", "satisfied", "verify"]
 
-#: indexes the data names outside PyPI and PyTorch's: NVIDIA's, which plain ``tensorrt`` pulls from
-#: (compat/tensorrt.toml ``plain_tensorrt_index``)
+#: published with each torch release, on the same indexes
 _COMPANIONS = ("torchvision", "torchaudio")
 
 
@@ -163,6 +162,7 @@ def _companion_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> lis
 
 def _index_problems(matrix: CompatMatrix, command: Install) -> tuple[list[str], list[str]]:
     problems, unverified = [], []
+    # the index plain ``tensorrt`` pulls from, NVIDIA's (compat/tensorrt.toml ``plain_tensorrt_index``)
     nvidia = {r.plain_tensorrt_index for r in matrix.tensorrt_releases if r.plain_tensorrt_index}
     for url in (command.index_url, *command.extra_index_urls):
         if url and not known_source(matrix, url) and url not in nvidia:

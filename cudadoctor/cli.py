@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 import typer
 
 from cudadoctor import __version__
-from cudadoctor.commands import CheckOptions, check_command, closed_pipe, guard
+from cudadoctor.commands import CheckOptions, check_command, closed_pipe, guard, prepare_command_line
 from cudadoctor.errors import UsageError
 from cudadoctor.report import Format
 from cudadoctor.terminal import ColorMode, set_color_mode
@@ -103,6 +103,25 @@ AssumeGpuOpt = Annotated[
         "Repeat for several GPUs; overrides the probed GPUs. --assume-gpu is the same option.",
     ),
 ]
+
+
+class RootKindChoice(str, enum.Enum):
+    AUTO = "auto"
+    HOST = "host"
+    IMAGE = "image"
+
+
+RootKindOpt = Annotated[
+    RootKindChoice,
+    typer.Option(
+        "--root-kind",
+        help="What the examined root is, which decides the fixes: host (a machine's own system, or its disk mounted "
+        "under --root: a driver that differs from the kernel module is mended by a reboot) or image (a container or "
+        "an exported image: driver libraries baked into it are removed, the NVIDIA runtime mounts the host's). "
+        "auto decides from markers (/.dockerenv, /run/.containerenv, cgroups, a kernel in /boot) and, when they are "
+        "missing or disagree, gives a host's fixes, which delete nothing.",
+    ),
+]
 NoRedactOpt = Annotated[
     bool,
     typer.Option(
@@ -148,6 +167,7 @@ def check(
     python: PythonOpt = None,
     assume_driver: AssumeDriverOpt = None,
     assume_gpu: AssumeGpuOpt = None,
+    root_kind: RootKindOpt = RootKindChoice.AUTO,
     no_redact: NoRedactOpt = False,
     select: Annotated[
         list[str] | None,
@@ -252,8 +272,9 @@ def check(
     return check_command(
         CheckOptions(
             output_format=output_format, verbose=verbose, from_file=from_file, root=root, env_file=env_file,
-            python=python, assume_driver=assume_driver, assume_gpu=_tuple(assume_gpu), no_redact=no_redact,
-            select=_tuple(select), ignore=_tuple(ignore), require=_tuple(require), fail_on=fail_on, strict=strict,
+            python=python, assume_driver=assume_driver, assume_gpu=_tuple(assume_gpu), root_kind=root_kind.value,
+            no_redact=no_redact, select=_tuple(select), ignore=_tuple(ignore), require=_tuple(require), fail_on=fail_on,
+            strict=strict,
             fail_on_unknown=fail_on_unknown, output=output, deep=deep, timeout=timeout, nccl=nccl,
             no_health=no_health, dcgm_diag=dcgm_diag, dcgm_timeout=dcgm_timeout,
         )
@@ -275,6 +296,7 @@ def snapshot(
     python: PythonOpt = None,
     assume_driver: AssumeDriverOpt = None,
     assume_gpu: AssumeGpuOpt = None,
+    root_kind: RootKindOpt = RootKindChoice.AUTO,
     no_redact: NoRedactOpt = False,
 ) -> None:
     """Write every fact, with its source, as JSON: attach it to a bug report; replay it with check --from."""
@@ -284,7 +306,7 @@ def snapshot(
 
     source = FactSource(
         root=root, env_file=env_file, python=python, assume_driver=assume_driver,
-        assume_gpus=tuple(assume_gpu or ()), redact_home=not no_redact,
+        assume_gpus=tuple(assume_gpu or ()), root_kind=root_kind.value, redact_home=not no_redact,
     )  # fmt: skip
     text = facts_to_json(gather(source, stderr_notice)) + "\n"
     if output is None or output == "-":
@@ -320,7 +342,7 @@ def usage(
     activity, and says what one look can and cannot tell. Exit status: 0 shown, 2 usage error, 3 NVML did
     not answer.
     """
-    from cudadoctor.probes.nvml_health import RealHealthSource
+    from cudadoctor.probes.native import RealHealthSource
     from cudadoctor.usage import usage_command
 
     text, code = usage_command(RealHealthSource(), sample, output_format.value)
@@ -341,6 +363,7 @@ def _suggest_matrix(
     target: str, flags: HostFlags, output_format: SuggestFormat, *, matrix: bool, verbose: bool
 ) -> None:
     """``suggest --matrix``: the table of releases x builds, as text, JSON or Markdown."""
+    from cudadoctor.commands import this_machine
     from cudadoctor.planning import matrix_plan
     from cudadoctor.report.fit_matrix import render_matrix_json, render_matrix_markdown, render_matrix_text
 
@@ -348,7 +371,7 @@ def _suggest_matrix(
         raise UsageError("--format markdown: give --matrix (the plans themselves are text, json, commands, dockerfile)")
     if output_format in (SuggestFormat.COMMANDS, SuggestFormat.DOCKERFILE):
         raise UsageError(f"--matrix --format {output_format.value}: expected text, json or markdown")
-    found, constraints = matrix_plan(target, flags)
+    found, constraints = matrix_plan(target, flags, this_machine)
     if output_format is SuggestFormat.JSON:
         sys.stdout.write(render_matrix_json(found, constraints))
     elif output_format is SuggestFormat.MARKDOWN:
@@ -668,9 +691,7 @@ def _root(
 def main() -> None:
     """Entry point of the ``cudadoctor`` command through typer (:func:`cudadoctor.entry.main` has already taken the
     colour options and prepared the streams when it is the caller; doing it again changes nothing)."""
-    from cudadoctor.entry import _prepare
-
-    _prepare(sys.argv)
+    prepare_command_line(sys.argv)
     if COMPLETE_VAR in os.environ:  # a completion script asking: typer answers once its shells are registered
         from typer._completion_classes import completion_init
 

@@ -18,6 +18,7 @@ from cudadoctor.record import record
 from cudadoctor.report import Format
 
 if TYPE_CHECKING:
+    from cudadoctor.facts.model import Facts
     from cudadoctor.planning import HostFlags
     from cudadoctor.report.document import Report
 
@@ -29,6 +30,7 @@ __all__ = [
     "guard",
     "render_report",
     "suggest_command",
+    "this_machine",
 ]
 
 
@@ -45,6 +47,7 @@ class CheckOptions:
     python: str | None = None
     assume_driver: str | None = None
     assume_gpu: tuple[str, ...] | None = None
+    root_kind: str = "auto"
     no_redact: bool = False
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] | None = None
@@ -68,6 +71,22 @@ def err(message: str) -> None:
     color = wants_color(sys.stderr)
     prefix = "\x1b[31mcudadoctor: error:\x1b[0m " if color else "cudadoctor: error: "
     print(prefix + message, file=sys.stderr)
+
+
+def prepare_command_line(argv: list[str]) -> list[str]:
+    """The arguments after the program's name, without the colour options, which are taken here for every command
+    (:func:`cudadoctor.terminal.take_color_options`; a bad value ends the run: one line, exit 2); stdout and stderr
+    then print whatever a report holds (ASCII stand-ins for what their encoding cannot show). ``argv`` keeps the
+    program's name and the rest, for typer."""
+    from cudadoctor.terminal import prepare_streams, take_color_options
+
+    prepare_streams()
+    try:
+        argv[1:] = take_color_options(argv[1:])
+    except UsageError as exc:
+        err(str(exc))
+        sys.exit(exc.exit_code)
+    return argv[1:]
 
 
 def closed_pipe() -> NoReturn:
@@ -145,7 +164,7 @@ def check_command(o: CheckOptions) -> int:
     settings = find_settings()
     source = FactSource(
         from_file=o.from_file, root=o.root, env_file=o.env_file, python=o.python,
-        assume_driver=o.assume_driver, assume_gpus=tuple(o.assume_gpu or ()),
+        assume_driver=o.assume_driver, assume_gpus=tuple(o.assume_gpu or ()), root_kind=o.root_kind,
         redact_home=not o.no_redact or o.output_format is Format.MARKDOWN,
         deep_timeout=o.timeout if o.deep else None, nccl=o.nccl, health=not o.no_health,
         dcgm_level=o.dcgm_diag, dcgm_timeout=o.dcgm_timeout,
@@ -183,6 +202,14 @@ def _exit_code(report: Report, fmt: Format) -> int:
     return node_verdict(report).exit_code
 
 
+def this_machine() -> Facts:
+    """This machine's facts as ``suggest`` plans from them: never the hardware health, nor the toolkits (so
+    ``nvcc`` is not run)."""
+    from cudadoctor.probes.collect import collect_facts, live_context
+
+    return collect_facts(live_context(health=False), skip=("toolkits", "nvcc"))
+
+
 def suggest_command(target: str, flags: HostFlags, output_format: str, *, verbose: bool = False) -> int:
     """``cudadoctor suggest TARGET``: the plan written to stdout; 1 when nothing fits (the advice on stderr for the
     formats a script reads). The typer command and the entry's fast path both run this."""
@@ -194,7 +221,7 @@ def suggest_command(target: str, flags: HostFlags, output_format: str, *, verbos
         render_suggestion_text,
     )
 
-    result, constraints = plan(target, flags)
+    result, constraints = plan(target, flags, this_machine)
     if output_format == "json":
         sys.stdout.write(render_suggestion_json(result, constraints))
     elif output_format == "commands":

@@ -13,8 +13,6 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from cudadoctor.errors import UsageError
-
 if TYPE_CHECKING:
     from cudadoctor.commands import CheckOptions
 
@@ -30,6 +28,11 @@ _FLAGS = {
     "--no-redact": "no_redact",
 }
 _FORMATS = ("text", "json", "github", "markdown", "slurm", "npd", "health-json")
+#: ``--root-kind`` values (cudadoctor.assume.ROOT_KINDS, not imported here: the fast path imports nothing)
+_ROOT_KINDS = ("auto", "host", "image")
+#: Options with a value that the fast path takes: option -> (field, the values it accepts)
+_VALUED = {"-f": ("output_format", _FORMATS), "--format": ("output_format", _FORMATS),
+           "--root-kind": ("root_kind", _ROOT_KINDS)}  # fmt: skip
 
 
 def _fast_values(argv: Sequence[str]) -> dict[str, object] | None:
@@ -44,12 +47,15 @@ def _fast_values(argv: Sequence[str]) -> dict[str, object] | None:
         if token in _FLAGS:
             values[_FLAGS[token]] = True
             continue
-        fmt = token.partition("=")[2] if token.startswith("--format=") else None
-        if token in ("-f", "--format") and rest:
-            fmt = rest.pop(0)
-        if fmt not in _FORMATS:
-            return None  # a value typer must check, or an option the fast path does not take
-        values["output_format"] = fmt
+        name, equals, value = token.partition("=") if token.startswith("--") else (token, "", "")
+        if name not in _VALUED or not (equals or rest):
+            return None  # an option the fast path does not take, or one without its value
+        if not equals:
+            value = rest.pop(0)
+        field, accepted = _VALUED[name]
+        if value not in accepted:
+            return None  # a value typer must check and explain
+        values[field] = value
     return values
 
 
@@ -118,7 +124,9 @@ def main(*, hard_exit: bool = False) -> None:
     and the NVML threads cost ~10 ms of a 110 ms run (measured); nothing of the fast path is left to clean up
     (its caches are written and closed, its child processes waited for, its threads daemons).
     """
-    argv = _prepare(sys.argv)
+    from cudadoctor.commands import prepare_command_line
+
+    argv = prepare_command_line(sys.argv)
     values = None if _COMPLETING in os.environ else _fast_values(argv)
     if values is None:
         suggest = None if _COMPLETING in os.environ else fast_suggest_args(argv)
@@ -134,24 +142,6 @@ def main(*, hard_exit: bool = False) -> None:
 #: The variable a shell's completion script sets when it asks for the words that may follow (click's protocol:
 #: https://click.palletsprojects.com/en/stable/shell-completion/); typer answers it.
 _COMPLETING = "_CUDADOCTOR_COMPLETE"
-
-
-def _prepare(argv: list[str]) -> list[str]:
-    """The arguments after the program's name without the colour options, which are taken here for every command
-    (:func:`cudadoctor.terminal.take_color_options`); stdout and stderr print what any report holds (ASCII stand-ins
-    for what their encoding cannot show). ``sys.argv`` is left with the rest, for typer."""
-    from cudadoctor.terminal import prepare_streams, take_color_options
-
-    prepare_streams()
-    try:
-        rest = take_color_options(argv[1:])
-    except UsageError as exc:
-        from cudadoctor.commands import err
-
-        err(str(exc))
-        sys.exit(exc.exit_code)
-    sys.argv[1:] = rest
-    return rest
 
 
 def _check(values: dict[str, object]) -> int:

@@ -147,3 +147,17 @@ def test_the_gate_withholds_a_command_that_cannot_work_and_says_why():
     assert WITHHELD in gated.text and "torch 2.1.0 has no wheel for Python 3.12" in gated.text
     fine = Remediation("Install it.", ("python -m pip install torch==2.2.0",))
     assert withhold_unworkable(fine, M, facts) is fine
+
+
+def test_suggest_plans_no_tensorflow_without_a_wheel_for_the_python():
+    # tensorflow 2.19.0's Linux wheels stop at CPython 3.12 (compat/ecosystem.toml `python`), though its
+    # Requires-Python (>=3.9) admits 3.13: the planner read only the latter (found by verifying its commands)
+    from cudadoctor.suggest import Constraints
+    from cudadoctor.suggest.per_major import suggest_tensorflow
+
+    plans = suggest_tensorflow(M, Constraints(python=Version("3.13")), limit=10).plans
+    for plan in plans:
+        for line in plan.commands:
+            command = parse(line)
+            assert command is not None and verify(command, M, {}, python=Version("3.13")).problems == ()
+    assert "2.19.0" not in {version for _name, version in (p.packages[0] for p in plans)}

@@ -16,7 +16,6 @@ from cudadoctor.checks._base import Check
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import InvalidValue
-from cudadoctor.facts.derive import effective_cuda
 from cudadoctor.facts.model import Facts
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.fixes import Install
@@ -24,6 +23,7 @@ from cudadoctor.fixes.build import pip
 from cudadoctor.fixes.machine import verify_on
 from cudadoctor.fixes.parse import parse_pin
 from cudadoctor.record import record
+from cudadoctor.rules.driver import effective_cuda
 
 __all__ = ["CD901", "CD902", "STALE_AFTER_DAYS", "Assertion", "parse_assertion"]
 
@@ -125,7 +125,7 @@ def _install_advice(assertion: Assertion, facts: Facts, matrix: CompatMatrix) ->
     """
     import difflib
 
-    from cudadoctor.probes.packages import INTERESTING_NAMES
+    from cudadoctor.facts.names import INTERESTING_NAMES
 
     if assertion.name in INTERESTING_NAMES or assertion.name in facts.packages:
         command = Install((parse_pin(assertion.text.replace(" ", "")),))
@@ -146,8 +146,7 @@ def _cuda_holds(assertion: Assertion, facts: Facts, matrix: CompatMatrix) -> tup
     (https://docs.nvidia.com/deploy/cuda-compatibility/#minor-version-compatibility), and older CUDA
     code runs on newer drivers. The same rule as CD111 (:func:`cudadoctor.rules.driver.driver_runs_cuda`).
     """
-    from cudadoctor.facts.derive import forward_compat
-    from cudadoctor.rules.driver import driver_runs_cuda
+    from cudadoctor.rules.driver import driver_runs_cuda, forward_compat
 
     driver = facts.driver
     native = effective_cuda(driver, matrix)[0] if driver else None

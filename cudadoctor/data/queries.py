@@ -137,7 +137,7 @@ class CompatMatrix:
             cache_file(self._cache_dir if isinstance(self._cache_dir, str) else None)
         ):
             return None  # told to ignore it, or (the common case) no `cudadoctor update` yet: no update code imported
-        from cudadoctor.update.derive import read_index_data
+        from cudadoctor.data.indexed import read_index_data
 
         data, self.index_warning = read_index_data(self._cache_dir)
         return data
@@ -324,7 +324,7 @@ class CompatMatrix:
 
     @functools.cached_property
     def torch_releases(self) -> tuple[TorchRelease, ...]:
-        from cudadoctor.update.derive import derived_torch, inherit_torch_archs, new_records
+        from cudadoctor.data.indexed import derived_torch, inherit_torch_archs, new_records
 
         curated: tuple[TorchRelease, ...] = self._rows("torch", "release")
         records = new_records(self.index_data, "torch", (t.version for t in curated))
@@ -398,7 +398,7 @@ class CompatMatrix:
 
     @functools.cached_property
     def vllm_releases(self) -> tuple[VllmRelease, ...]:
-        from cudadoctor.update.derive import derived_vllm, inherit_vllm_floor, new_records
+        from cudadoctor.data.indexed import derived_vllm, inherit_vllm_floor, new_records
 
         curated: tuple[VllmRelease, ...] = self._rows("vllm", "release")
         records = new_records(self.index_data, "vllm", (v.version for v in curated))

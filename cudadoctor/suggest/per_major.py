@@ -206,9 +206,10 @@ def suggest_onnxruntime_gpu(
 
 def tensorflow_releases(matrix: CompatMatrix) -> list[Release]:
     """TensorFlow releases with the CUDA major each was tested with (compat/ecosystem.toml), those whose wheel
-    has the ``[and-cuda]`` extra only: without it (2.13 and older) the install brings no CUDA libraries."""
+    has the ``[and-cuda]`` extra only: without it (2.13 and older) the install brings no CUDA libraries. The
+    Pythons are those of its Linux x86_64 wheels (2.19.0 has none for 3.13 though its Requires-Python admits it)."""
     return [
-        Release(r.version, _spec(r.requires_python), (), [(r.cuda.major, "tensorflow[and-cuda]")])
+        Release(r.version, _spec(r.requires_python), tuple(r.python), [(r.cuda.major, "tensorflow[and-cuda]")])
         for r in matrix.tensorflow_releases
         if r.cuda is not None and r.and_cuda
     ]

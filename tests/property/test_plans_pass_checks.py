@@ -153,7 +153,11 @@ def _package(name: str, version: Version, cuda: Version | None, variant: str | N
 def _installed(plan: Plan) -> dict[str, InstalledPackage]:
     version, variant, cuda = _torch_of(plan)
     other_build = plan.target == "vllm" and plan.variant.startswith("cu")  # vLLM's wheel published outside PyPI
-    local = Version(f"{version}+{variant}") if (plan.target == "torch" or other_build) and plan.index_url else version
+    local = (
+        Version(f"{version.public}+{variant}")
+        if (plan.target == "torch" or other_build) and plan.index_url
+        else version
+    )
     packages = {"torch": _package("torch", local, cuda, variant)}
     if plan.target == "vllm":
         release = next(r for r in M.vllm_releases if str(r.version) == plan.packages[0][1])

@@ -136,8 +136,8 @@ def test_a_release_without_wheels_for_the_python_is_a_problem():
 def test_the_gate_withholds_a_command_that_cannot_work_and_says_why():
     # the H200 runs Python 3.12, for which torch 2.1.0 has no wheel: the command is withheld, the rest kept
     from cudadoctor.checks.findings import Remediation
+    from cudadoctor.checks.gate import WITHHELD, withhold_unworkable
     from cudadoctor.facts.codec import facts_from_json
-    from cudadoctor.fixes.gate import WITHHELD, withhold_unworkable
     from tests.conftest import fixture_text
 
     facts = facts_from_json(fixture_text("h200-device", "snapshot.json"))

@@ -17,11 +17,11 @@ from cudadoctor.checks import ALL_CHECKS, selected
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.derived import absent_reason, injectables
 from cudadoctor.checks.findings import Finding, Problem, Status
+from cudadoctor.checks.gate import withhold_unworkable
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import Facts
 from cudadoctor.facts.registry import fact_of_error
-from cudadoctor.fixes.gate import withhold_unworkable
 
 __all__ = ["check_values", "run_check", "run_checks"]
 

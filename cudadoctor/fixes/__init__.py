@@ -12,7 +12,7 @@ command cudadoctor prints (issue #28).
 - :mod:`~cudadoctor.fixes.verify`: whether a command names a version, build, index and Python the compat
   data has, and whether pip would change anything given what is installed; :mod:`~cudadoctor.fixes.machine`
   asks it for the examined machine;
-- :mod:`~cudadoctor.fixes.gate`: the engine's last step, withholding a command that cannot work.
+- :mod:`cudadoctor.checks.gate` (the engine's last step) withholds a command that cannot work.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ import os
 
 import pytest
 
+from cudadoctor.checks.gate import WITHHELD
 from cudadoctor.data import CompatMatrix
-from cudadoctor.fixes.gate import WITHHELD
 from tests.corpus.builder import case_paths, load_case
 from tests.corpus.fixcheck import compare, printed
 from tests.corpus.replay import replay
@@ -34,7 +34,7 @@ def _id(path: str) -> str:
 def test_printed_commands_verify(path: str) -> None:
     outcome = replay(load_case(path), MATRIX)
     withheld = [f.code for f in outcome.findings if f.remediation and WITHHELD in f.remediation.text]
-    assert withheld == [], "a check built a command the gate had to withhold (cudadoctor/fixes/gate.py)"
+    assert withheld == [], "a check built a command the gate had to withhold (cudadoctor/checks/gate.py)"
     unread = [(p.code, p.command, p.unread) for p in printed(outcome, MATRIX) if p.verification is None]
     assert unread == [], "a printed pip/uv command the model cannot read cannot be verified"
     items = [p for p in printed(outcome, MATRIX) if p.verification is not None]

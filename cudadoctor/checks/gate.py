@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from cudadoctor.checks.findings import Remediation
+
 if TYPE_CHECKING:
-    from cudadoctor.checks.findings import Remediation
     from cudadoctor.data import CompatMatrix
     from cudadoctor.facts.model import Facts
 

@@ -184,6 +184,15 @@ def test_require_a_misspelt_package_is_never_a_pip_command():
     assert "$ python -m pip install 'vllm>=0.9'" in known
 
 
+def test_require_prints_no_install_compat_data_says_has_no_wheel():
+    # torch 2.1.0 has no wheel for the H200's Python 3.12 (compat/torch.toml): `pip install torch==2.1.0` would
+    # fail there ("No matching distribution"), so no command is printed and the text says why
+    findings = {f.code: f for f in run_checks(_h200(), CompatMatrix(), requirements=("torch==2.1.0",))}
+    remediation = findings["CD901"].remediation
+    assert remediation is not None and remediation.commands == ()
+    assert "torch 2.1.0 has no wheel for Python 3.12" in remediation.text
+
+
 @pytest.mark.parametrize(
     ("driver", "requirement", "met"),
     [

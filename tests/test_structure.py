@@ -61,6 +61,7 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
     ("the compat data and the questions it answers", frozenset({"data"})),
     ("the GPU models table", frozenset({"gpu_models"})),
     ("the rules check and suggest both ask", frozenset({"rules"})),
+    ("the fix commands: their model, builders and verifier against the data", frozenset({"fixes"})),
     ("facts assumed from the command line (--assume-driver, --assume-gpu)", frozenset({"assume"})),
     ("the planners", frozenset({"suggest"})),
     ("the constraints a plan must fit", frozenset({"planning"})),

@@ -47,6 +47,8 @@ from cudadoctor.facts.model import (
     RootKind,
     VisibleDevices,
 )
+from cudadoctor.fixes import Install, Pin
+from cudadoctor.fixes.build import pip
 from cudadoctor.gpu_models import gpu_segments
 from cudadoctor.rules.archs import build_covers_gpu
 from cudadoctor.rules.driver import (
@@ -416,7 +418,7 @@ def _uuid_misread_by_torch(value: str, torch: InstalledPackage | None) -> Proble
         {"CUDA_VISIBLE_DEVICES": "GPU-<uuid> entries", "torch": str(torch.version)},
         Remediation(
             "Upgrade torch to 2.0 or newer, or have the scheduler export GPU indices instead of UUIDs.",
-            ("pip install --upgrade 'torch>=2.0'",),
+            (pip(Install((Pin("torch", ">=2.0"),), upgrade=True)),),
         ),
         status=Status.WARN,
     )

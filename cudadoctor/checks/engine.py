@@ -17,6 +17,7 @@ from cudadoctor.checks import ALL_CHECKS, selected
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.derived import absent_reason, injectables
 from cudadoctor.checks.findings import Finding, Problem, Status
+from cudadoctor.checks.gate import withhold_unworkable
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import Facts
@@ -127,12 +128,16 @@ def run_check(check: Check, values: dict[str, Any], *, live: bool = True) -> Fin
     if result is None:
         return _finding(check, Status.OK)
     problem: Problem = result
+    facts, matrix = values.get("facts"), values.get("matrix")
+    remediation = problem.remediation
+    if isinstance(facts, Facts) and isinstance(matrix, CompatMatrix):
+        remediation = withhold_unworkable(remediation, matrix, facts)
     return _finding(
         check,
         problem.status or check.severity,
         message=problem.message,
         evidence=dict(problem.evidence),
-        remediation=problem.remediation,
+        remediation=remediation,
     )
 
 

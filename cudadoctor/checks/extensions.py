@@ -14,6 +14,9 @@ from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import InstalledPackage
+from cudadoctor.fixes import Install, Pin
+from cudadoctor.fixes.build import pip, taking_effect
+from cudadoctor.fixes.machine import installed_versions
 
 __all__ = ["CD420", "CD421", "parse_flash_attn_local"]
 
@@ -21,11 +24,18 @@ __all__ = ["CD420", "CD421", "parse_flash_attn_local"]
 #: its .github/workflows/publish.yml, https://github.com/Dao-AILab/flash-attention).
 _LOCAL = re.compile(r"^cu(\d+)torch(\d+\.\d+)cxx11abi(true|false)$", re.IGNORECASE)
 
-#: Building from source against the installed torch (flash-attn's README:
-#: https://github.com/Dao-AILab/flash-attention#installation-and-features).
-_SOURCE_BUILD = (
-    "FLASH_ATTENTION_FORCE_BUILD=TRUE python -m pip install --no-build-isolation --no-cache-dir flash-attn=={v}"
-)
+
+def _source_build(version: str, installed: dict[str, Version]) -> str:
+    """Building flash-attn from source against the installed torch (flash-attn's README:
+    https://github.com/Dao-AILab/flash-attention#installation-and-features). The installed wheel of the same
+    version satisfies the pin, so the command forces the rebuild (pip otherwise says "already satisfied")."""
+    command = Install(
+        (Pin.exact("flash-attn", version),),
+        no_build_isolation=True,
+        no_cache_dir=True,
+        env=(("FLASH_ATTENTION_FORCE_BUILD", "TRUE"),),
+    )
+    return pip(taking_effect(command, installed))
 
 
 def parse_flash_attn_local(local: str | None) -> tuple[int, str, bool] | None:
@@ -126,7 +136,7 @@ class CD420(Check):
             },
             Remediation(
                 "Build flash-attn from source against this torch (or install the wheel made for it).",
-                (_SOURCE_BUILD.format(v=base),),
+                (_source_build(base, installed_versions(packages)),),
             ),
         )
 
@@ -147,28 +157,31 @@ def _xformers_build(xformers: InstalledPackage, matrix: CompatMatrix) -> tuple[V
     return wheel_cuda, f"the PyPI wheel {wheel_read}, built against torch {wheel_torch}"
 
 
-def _xformers_for(torch: InstalledPackage, major: int, matrix: CompatMatrix) -> tuple[str, ...]:
+def _xformers_for(
+    torch: InstalledPackage, major: int, matrix: CompatMatrix, installed: dict[str, Version]
+) -> tuple[str, ...]:
     """``pip install`` of the newest xformers whose PyPI wheel pins this torch and has its CUDA major, else of
-    the newest one pinning this torch whose README names the index of torch's own variant (``cu130``)."""
+    the newest one pinning this torch whose README names the index of torch's own variant (``cu130``). The
+    installed xformers may be that version (``0.0.23.post1+cu118`` satisfies ``==0.0.23.post1``): the command
+    then forces the reinstall, else pip says "already satisfied"."""
     for row in matrix.xformers_for_torch(torch.version):
         _t, cuda, _w = matrix.xformers_wheel_build(row)
         if cuda is not None and cuda.major == major and row.torch is not None:
-            return (f"python -m pip install 'xformers=={row.version}'",)
-    return _xformers_from_index(torch, matrix)
+            return (pip(taking_effect(Install((Pin.exact("xformers", row.version),)), installed)),)
+    return _xformers_from_index(torch, matrix, installed)
 
 
-def _xformers_from_index(torch: InstalledPackage, matrix: CompatMatrix) -> tuple[str, ...]:
+def _xformers_from_index(
+    torch: InstalledPackage, matrix: CompatMatrix, installed: dict[str, Version]
+) -> tuple[str, ...]:
     """The same from download.pytorch.org: xformers's README at each release tag lists the indexes it is on."""
     variant = matrix.torch_variants.get(torch.cuda_variant or "")
     if variant is None or variant.index_url is None:
         return ()
     for row in matrix.xformers_for_torch(torch.version):
         if row.torch is not None and variant.tag in matrix.xformers_indexes(row):
-            # the same version from PyPI is installed: without --force-reinstall pip says "already satisfied"
-            return (
-                f"python -m pip install --force-reinstall --no-deps 'xformers=={row.version}' "
-                f"--index-url {variant.index_url}",
-            )
+            command = Install((Pin.exact("xformers", row.version),), variant.index_url)
+            return (pip(taking_effect(command, installed)),)
     return ()
 
 
@@ -208,6 +221,6 @@ class CD421(Check):
             {"xformers": f"{xformers.version}: CUDA {built} ({where})", "torch": f"{torch.version}"},
             Remediation(
                 "Install the xformers build for torch's CUDA major, or the torch build xformers was made for.",
-                _xformers_for(torch, torch_major, matrix),
+                _xformers_for(torch, torch_major, matrix, installed_versions(packages)),
             ),
         )

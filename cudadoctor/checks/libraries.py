@@ -20,6 +20,7 @@ from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.hostfix import driver_fixed_by
 from cudadoctor.data import CompatMatrix
+from cudadoctor.data.rows import TorchRelease
 from cudadoctor.facts.derive import ld_library_path
 from cudadoctor.facts.model import (
     CudaWheels,
@@ -31,10 +32,15 @@ from cudadoctor.facts.model import (
     LoaderView,
     ManagedPlatform,
     NeededLibrary,
+    PythonEnv,
     SubLibrary,
     ToolkitInstall,
 )
 from cudadoctor.facts.requires import exact_pins
+from cudadoctor.fixes import Install, Pin, Uninstall
+from cudadoctor.fixes.build import pip, uninstall_then_install
+from cudadoctor.fixes.machine import installed_versions
+from cudadoctor.fixes.torch import torch_build_install, torch_default_tag
 from cudadoctor.rules.toolchain import JIT_BUILDERS, BuildToolkit, nvcc_matches_torch, nvcc_runs_on_driver
 
 __all__ = ["CD201", "CD202", "CD301", "CD302", "CD303"]
@@ -63,7 +69,12 @@ class CD201(Check):
     severity = Status.FAIL
 
     def check(
-        self, build_toolkit: BuildToolkit, torch: InstalledPackage, packages: dict[str, InstalledPackage]
+        self,
+        build_toolkit: BuildToolkit,
+        torch: InstalledPackage,
+        packages: dict[str, InstalledPackage],
+        matrix: CompatMatrix,
+        python: PythonEnv | None = None,
     ) -> Problem | None:
         build = torch.torch_build.cuda if torch.torch_build and torch.torch_build.cuda else torch.cuda_build
         if not build or not torch.cuda_variant or not torch.cuda_variant.startswith("cu"):
@@ -82,6 +93,8 @@ class CD201(Check):
         }
         if builders:
             evidence["builds CUDA extensions at run time"] = ", ".join(builders)
+        interpreter = python.version if python is not None else None
+        nearest, commands = _torch_for_toolkit(matrix, torch, packages, interpreter, build_toolkit.release)
         return Problem(
             f"torch builds CUDA extensions with nvcc CUDA {build_toolkit.release} from {build_toolkit.root} "
             f"(chosen by {build_toolkit.chosen_by}) but torch was built with CUDA {build}: building an "
@@ -89,21 +102,57 @@ class CD201(Check):
             evidence,
             Remediation(
                 f"Install the torch build for CUDA {build_toolkit.release.major} (the toolkit's major), or put a "
-                f"CUDA {build.split('.')[0]}.x toolkit first on PATH and in CUDA_HOME.",
-                _torch_for_toolkit(torch, build_toolkit.release),
+                f"CUDA {build.split('.')[0]}.x toolkit first on PATH and in CUDA_HOME." + nearest,
+                commands,
             ),
             status=None if builds_here else Status.WARN,
         )
 
 
-def _torch_for_toolkit(torch: InstalledPackage, release: Version) -> tuple[str, ...]:
-    """pip's command for this torch release built for the toolkit's CUDA (download.pytorch.org/whl/cuXY)."""
+def _toolkit_build(matrix: CompatMatrix, row: TorchRelease, toolkit: Version) -> str | None:
+    """The build of a torch release for the toolkit's CUDA major (compat/torch.toml): the newest variant of
+    that major no newer than the toolkit, else the oldest of the major (torch.utils.cpp_extension refuses
+    only another major); None when the release has none."""
+    builds = []
+    for tag in {*row.variants, *torch_default_tag(row)}:
+        variant = matrix.torch_variants.get(tag)
+        if variant is not None and variant.cuda is not None and variant.cuda.major == toolkit.major:
+            builds.append((variant.cuda, tag))
+    fitting = [b for b in builds if b[0] <= toolkit]
+    return (max(fitting) if fitting else min(builds))[1] if builds else None
+
+
+def _torch_for_toolkit(
+    matrix: CompatMatrix,
+    torch: InstalledPackage,
+    packages: dict[str, InstalledPackage],
+    python: Version | None,
+    toolkit: Version,
+) -> tuple[str, tuple[str, ...]]:
+    """(what the text adds, pip's command) for a torch built for the toolkit's CUDA major: this release's
+    build, else the nearest newer release that has one and wheels for this Python. Nothing when none does:
+    the fix is then the toolkit, as the text says."""
     shown = torch.torch_build.version if torch.torch_build and torch.torch_build.version else torch.version
-    public = Version(str(shown)).public
-    tag = f"cu{release.major}{release.minor}"
-    return (
-        f"python -m pip install --force-reinstall 'torch=={public}' --index-url https://download.pytorch.org/whl/{tag}",
-    )
+    row = matrix.torch_release(Version(str(shown)))
+    if row is None:
+        return "", ()
+    newer = sorted((r for r in matrix.torch_releases if r.version > row.version), key=lambda r: r.version)
+    for candidate in (row, *newer):
+        if python is not None and not matrix.torch_publishes_for_python(candidate, python):
+            continue
+        tag = _toolkit_build(matrix, candidate, toolkit)
+        command = torch_build_install(matrix, candidate, tag, installed_versions(packages)) if tag else None
+        if command is None:
+            continue
+        if candidate is row:
+            return "", (pip(command),)
+        here = f" for Python {python.major}.{python.minor}" if python is not None else ""
+        return (
+            f" torch {row.version} has no CUDA {toolkit.major} build{here}; {candidate.version} is the nearest "
+            "release that has one (compat/torch.toml).",
+            (pip(command),),
+        )
+    return "", ()
 
 
 class CD202(Check):
@@ -373,6 +422,12 @@ def _bundled_problems(
     return _needs_judged(loader, lambda need: _older_than_bundled(need, torch, matrix))
 
 
+def _reinstall(pin: Pin) -> Install:
+    """The pinned wheel installed again over the file another variant overwrote: its version is still recorded
+    as installed, so pip would keep it without --force-reinstall; --no-deps leaves the rest as it is."""
+    return Install((pin,), force_reinstall=True, no_deps=True)
+
+
 def _overwritten_pin(need: NeededLibrary, packages: dict[str, InstalledPackage]) -> tuple[str, str] | None:
     """(finding, fix) when the loaded wheel file belongs to another CUDA variant of the wheel the needer pins,
     installed over it: nvidia-nccl-cu11 and nvidia-nccl-cu12 both install ``nvidia/nccl/lib/libnccl.so.2``, and
@@ -395,8 +450,11 @@ def _overwritten_pin(need: NeededLibrary, packages: dict[str, InstalledPackage])
             f"{need.package}'s {posixpath.basename(need.needer)} loads {need.soname} {loaded.version} from "
             f"{posixpath.dirname(loaded.path)}: that file is {loaded.distribution} {loaded.version}'s, installed over "
             f"the {name} {pinned} that {need.package} pins (both wheels install the same path)",
-            f"python -m pip uninstall -y {loaded.distribution} && python -m pip install --force-reinstall --no-deps "
-            f"'{name}=={pinned}'",
+            pip(
+                uninstall_then_install(
+                    (loaded.distribution,), Install((Pin.exact(name, pinned),), force_reinstall=True, no_deps=True)
+                )
+            ),
         )
     return None
 
@@ -637,7 +695,7 @@ def _off_span_problem(
             None,
         )
         if target is not None and target.package != pkg.name:
-            commands += [f"python -m pip uninstall -y {pkg.name}", f"python -m pip install {target.package}"]
+            commands += [pip(Uninstall((pkg.name,))), pip(Install((Pin(target.package),)))]
     # Before CUDA 11 the runtime's soname carries the minor (libcudart.so.10.2): nothing else loads.
     hard = any(span[0].major < 11 for _p, span in off)
     return Problem(
@@ -770,6 +828,6 @@ class CD303(Check):
             {p.name: f"built for CUDA {m}" for p, m in missing},
             Remediation(
                 "Install the CUDA runtime of that major (cupy: the [ctk] extra) or the variant for your CUDA.",
-                tuple(f"python -m pip install '{p.name}[ctk]'" for p, _m in missing if p.name.startswith("cupy")),
+                tuple(pip(Install((Pin(p.name, extras=("ctk",)),))) for p, _m in missing if p.name.startswith("cupy")),
             ),
         )

@@ -13,6 +13,9 @@ from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import HostInfo, InstalledPackage, LoaderView, NeededLibrary
+from cudadoctor.fixes import Install
+from cudadoctor.fixes.build import pip
+from cudadoctor.fixes.parse import parse_pin
 
 __all__ = ["CD304", "CD306", "dlopen_commands", "wheel_dir", "wheel_for"]
 
@@ -80,7 +83,7 @@ def wheel_dir(needer: str, wheel: str) -> str | None:
 def dlopen_commands(need: NeededLibrary, wheel: str) -> tuple[str, ...]:
     """pip's command for ``wheel`` and, for a library opened by name (dlopen searches no wheel directory
     unless LD_LIBRARY_PATH names it), the export of its directory, as faster-whisper's README says."""
-    commands = [f"python -m pip install '{wheel}'"]
+    commands = [pip(Install((parse_pin(wheel),)))]
     directory = wheel_dir(need.needer, wheel)
     if need.how == "dlopen" and directory:
         commands.append(f"export LD_LIBRARY_PATH={directory}:$LD_LIBRARY_PATH")

@@ -18,6 +18,10 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import InvalidValue
 from cudadoctor.facts.model import Facts
 from cudadoctor.facts.names import canonical_name
+from cudadoctor.fixes import Install
+from cudadoctor.fixes.build import pip
+from cudadoctor.fixes.machine import verify_on
+from cudadoctor.fixes.parse import parse_pin
 from cudadoctor.record import record
 from cudadoctor.rules.driver import effective_cuda
 
@@ -91,7 +95,7 @@ class CD901(Check):
                 continue
             unmet.append(f"{assertion.text} (found: {found if found is not None else 'nothing'})")
             if assertion.name != "driver":
-                command, note = _install_advice(assertion, facts)
+                command, note = _install_advice(assertion, facts, matrix)
                 commands += [command] if command else []
                 notes += [note] if note else []
         if not unmet:
@@ -110,8 +114,10 @@ def _found(assertion: Assertion, facts: Facts) -> tuple[Version | None, str]:
     return (pkg.version if pkg else None), assertion.name
 
 
-def _install_advice(assertion: Assertion, facts: Facts) -> tuple[str | None, str | None]:
+def _install_advice(assertion: Assertion, facts: Facts, matrix: CompatMatrix) -> tuple[str | None, str | None]:
     """The pip command for a package known to exist, else a note (a typo must not become a pip command).
+    A command naming what compat data says is not there (a torch release without wheels for this Python)
+    is not printed: the note says why.
 
     A name cudadoctor cannot vouch for is never put in a command: ``pip install 'torhc'`` would install
     whatever a typo-squatter published under that name (https://pypi.org/help/#typosquatting is PyPI's
@@ -122,7 +128,9 @@ def _install_advice(assertion: Assertion, facts: Facts) -> tuple[str | None, str
     from cudadoctor.facts.names import INTERESTING_NAMES
 
     if assertion.name in INTERESTING_NAMES or assertion.name in facts.packages:
-        return f"python -m pip install '{assertion.text}'", None
+        command = Install((parse_pin(assertion.text.replace(" ", "")),))
+        problems = verify_on(command, matrix, facts).problems
+        return (None, f"No install command: {'; '.join(problems)}.") if problems else (pip(command), None)
     known = sorted(INTERESTING_NAMES | set(facts.packages))
     close = difflib.get_close_matches(assertion.name, known, n=1, cutoff=0.75)
     if close:

@@ -27,6 +27,9 @@ from cudadoctor.facts.derive import GpuEvidence
 from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, LibraryCopy, PythonEnv
 from cudadoctor.facts.names import canonical_name, is_interesting
 from cudadoctor.facts.requires import read_requirement
+from cudadoctor.fixes import Install, Pin
+from cudadoctor.fixes.build import pip
+from cudadoctor.fixes.parse import parse_pin
 from cudadoctor.rules.gpus import vllm_supports_gpu
 from cudadoctor.rules.jax import cudnn_meets_jaxlib_build, jaxlib_cudnn_build
 from cudadoctor.rules.verdict import Verdict
@@ -110,9 +113,15 @@ class CD401(Check):
             Remediation(
                 "Install the pinned versions, or upgrade the dependent package to the release built for the "
                 "installed one.",
-                ("python -m pip install " + " ".join(f"'{p}'" for p in pins),),
+                (pip(Install(tuple(parse_pin(p) for p in pins))),),
             ),
         )
+
+
+def _jax_upgrade(major: object) -> str:
+    """``pip install -U 'jax[cudaNN]'``: the extra brings the CUDA plugin and jaxlib of the newest jax
+    (https://docs.jax.dev/en/latest/installation.html)."""
+    return pip(Install((Pin("jax", extras=(f"cuda{major}",)),), upgrade=True))
 
 
 class CD403(Check):
@@ -172,7 +181,7 @@ class CD403(Check):
         return Problem(
             "; ".join(problems),
             {"jaxlib": str(jaxlib.version), **{p.name: str(p.version) for p in plugins}},
-            Remediation("Install matching JAX packages.", (f"python -m pip install -U 'jax[cuda{major}]'",)),
+            Remediation("Install matching JAX packages.", (_jax_upgrade(major),)),
         )
 
 
@@ -201,7 +210,7 @@ def _bundled_jaxlib_cudnn(jaxlib: InstalledPackage, cudnn: tuple[LibraryCopy, ..
         Remediation(
             f"Install a cuDNN {built.major}.x at least {built} where the loader finds it first, or reinstall JAX with "
             "its pip-packaged CUDA libraries in a fresh virtual environment.",
-            ("python -m pip install -U 'jax[cuda12]'",),
+            (_jax_upgrade(12),),
         ),
     )
 
@@ -410,5 +419,5 @@ def _wheel_fix(
         fitting = [r for r in _releases(matrix, name) if _wheels(r, python, platform, free).is_ok]
         if fitting:
             first = min(fitting, key=lambda r: r.version)
-            commands.append(f"python -m pip install '{name}>={first.version}'")
+            commands.append(pip(Install((Pin(name, f">={first.version}"),))))
     return tuple(commands)

@@ -27,6 +27,8 @@ from cudadoctor.facts.derive import GpuEvidence, ld_library_path
 from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, VisibleDevices
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
+from cudadoctor.fixes import Install, Pin
+from cudadoctor.fixes.build import pip, taking_effect
 from cudadoctor.record import mutable_record
 from cudadoctor.rules.archs import covers
 
@@ -370,7 +372,7 @@ def _import_failure(
                 f"{head}: {dependent.name} {dependent.version} requires {req}, but "
                 f"{_installed(req, target, 'is ')}, and {fw.module} was compiled against the pinned {name}",
                 evidence,
-                (f"python -m pip install '{req.name}{req.specifier}'",),
+                (pip(Install((Pin(req.name, str(req.specifier)),))),),
                 f"install the {name} version {dependent.name} pins",
             )
         torch = packages.get("torch")
@@ -603,7 +605,10 @@ def _judge_pin(
                 found.commands.append(cmd)
     elif loaded_version is not None and req.specifier and not _satisfies(loaded_version, req.specifier):
         found.lines.append(f"{loaded} {loaded_version}, but {pin}")
-        found.commands.append(f"python -m pip install '{req.name}{req.specifier}'")
+        # the pinned wheel's recorded version may satisfy the pin while its files load another version: the
+        # install is then a forced reinstall of that wheel (pip would say "already satisfied")
+        recorded = {wheel: pinned_copy.version} if pinned_copy.version is not None else {}
+        found.commands.append(pip(taking_effect(Install((Pin(req.name, str(req.specifier)),)), recorded)))
 
 
 class CD803(Check):

@@ -15,6 +15,8 @@ from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import InstalledPackage, LoaderView, NeededLibrary
 from cudadoctor.facts.requires import exact_pins
+from cudadoctor.fixes import Install, Pin
+from cudadoctor.fixes.build import pip
 from cudadoctor.record import record
 
 __all__ = ["CD601", "cudnn_minor_older"]
@@ -81,7 +83,8 @@ def _judge(need: NeededLibrary, packages: dict[str, InstalledPackage], matrix: C
     built = row.cudnn
     fix = None
     if loaded.distribution is not None and pin is None:
-        fix = f"python -m pip install -U '{loaded.distribution}>={built.major}.{built.minor},<{built.major + 1}'"
+        wanted = Pin(loaded.distribution, f">={built.major}.{built.minor},<{built.major + 1}")
+        fix = pip(Install((wanted,), upgrade=True))
     return _Judged(problem=text, fix=fix)
 
 

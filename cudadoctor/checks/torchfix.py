@@ -19,8 +19,9 @@ _ASK_SUGGEST = ("cudadoctor suggest --target torch",)
 def torch_fix_commands(
     matrix: CompatMatrix, facts: Facts | None, torch: InstalledPackage, *, reinstall: bool = False
 ) -> tuple[str, ...]:
-    """One pip command installing the torch build that fits; ``reinstall`` adds ``--force-reinstall`` (pip keeps
-    ``2.1.2+cpu`` as satisfying ``torch==2.1.2``: a local label is ignored when the specifier has none)."""
+    """One pip command installing the torch build that fits; ``reinstall``: with ``--force-reinstall`` where the
+    installed torch satisfies its pin (pip keeps ``2.1.2+cpu`` as satisfying ``torch==2.1.2``: a local label is
+    ignored when the specifier has none)."""
     from cudadoctor.planning import constraints_from_facts
     from cudadoctor.suggest.torch import plan_for_installed
 
@@ -29,6 +30,16 @@ def torch_fix_commands(
     if plan is None:
         return _ASK_SUGGEST
     command = plan.commands[0]
-    if reinstall and not plan.keeps_installed and "--force-reinstall" not in command:
-        command += " --force-reinstall"
+    if reinstall and not plan.keeps_installed:
+        command = _taking_effect(command, torch)
     return (command,)
+
+
+def _taking_effect(command: str, torch: InstalledPackage) -> str:
+    """The plan's command, forced where the installed torch satisfies its pin (cudadoctor.fixes.build)."""
+    from cudadoctor.fixes import Install
+    from cudadoctor.fixes.build import pip, taking_effect
+    from cudadoctor.fixes.parse import parse
+
+    parsed = parse(command)
+    return pip(taking_effect(parsed, {"torch": torch.version}, deps=True)) if isinstance(parsed, Install) else command

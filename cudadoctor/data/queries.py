@@ -389,11 +389,16 @@ class CompatMatrix:
             return None, ""
         return release.inherited_archs, release.inherited
 
+    @property
+    def torch_install_forms(self) -> tuple[TorchInstallForm, ...]:
+        """Every ``[[install_form]]``: how the CUDA builds without an index URL of their own install."""
+        forms: tuple[TorchInstallForm, ...] = self._rows("torch", "install_form")
+        return forms
+
     def torch_install_form(self, version: Version) -> TorchInstallForm | None:
         """How the CUDA builds of a release without an index URL of their own install (``[[install_form]]``)."""
         public = Version(version.public)
-        forms: tuple[TorchInstallForm, ...] = self._rows("torch", "install_form")
-        return next((f for f in forms if f.releases.contains(public, prereleases=True)), None)
+        return next((f for f in self.torch_install_forms if f.releases.contains(public, prereleases=True)), None)
 
     def torch_publishes_for_python(self, release: TorchRelease, python: Version, *, aarch64: bool = False) -> bool:
         """Whether a torch release has wheels for a Python (its wheel list, else its Requires-Python)."""

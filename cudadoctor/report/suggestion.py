@@ -140,7 +140,7 @@ def render_dockerfile(s: Suggestion, c: Constraints) -> str:
     head = f"# cudadoctor suggest {s.requirement} ({constraints_line(c)})\n"
     image = plan.images[0][0] if plan.images else f"python:{python}"
     if not image.split(":")[0].endswith("nvidia/cuda"):
-        pip = plan.commands[0].replace("python -m pip install", "python -m pip install --no-cache-dir")
+        pip = _no_cache(plan.commands[0])
         return head + f"FROM {image}\nRUN {pip}\n"
     need, _why = compiler_need(c, plan)
     distribution_python = os_python(CompatMatrix(cache_dir=False), image.rsplit("-", 1)[-1])
@@ -150,7 +150,7 @@ def render_dockerfile(s: Suggestion, c: Constraints) -> str:
         "RUN apt-get update && apt-get install -y --no-install-recommends software-properties-common \\\n"
         "    && add-apt-repository -y ppa:deadsnakes/ppa && rm -rf /var/lib/apt/lists/*\n"
     )  # fmt: skip
-    pip = plan.commands[0].replace("python -m pip install", "python -m pip install --no-cache-dir")
+    pip = _no_cache(plan.commands[0])
     return head + (
         f"FROM {image}\n{ppa}"
         f"RUN apt-get update && apt-get install -y --no-install-recommends {' '.join(packages)} \\\n"
@@ -159,3 +159,14 @@ def render_dockerfile(s: Suggestion, c: Constraints) -> str:
         'ENV PATH="/opt/venv/bin:$PATH"\n'
         f"RUN {pip}\n"
     )
+
+
+def _no_cache(command: str) -> str:
+    """The plan's pip command with ``--no-cache-dir``: an image keeps no pip cache (hadolint DL3042)."""
+    from dataclasses import replace
+
+    from cudadoctor.fixes import Install, render
+    from cudadoctor.fixes.parse import parse
+
+    parsed = parse(command)
+    return render(replace(parsed, no_cache_dir=True)) if isinstance(parsed, Install) else command

@@ -20,7 +20,6 @@ __all__ = [
     "Plan",
     "Suggestion",
     "Upgrade",
-    "install_line",
     "pin",
     "short",
 ]
@@ -126,11 +125,6 @@ def pin(name: str, version: str) -> str:
     return f"{name}=={version}" if version else name
 
 
-#: how ``install_line`` names where the packages come from: pip's and uv's options alike
-#: (https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-f, https://docs.astral.sh/uv/reference/cli/#uv-pip-install)
-_WHERE = {"index-url": "--index-url", "extra-index-url": "--extra-index-url", "find-links": "-f"}
-
-
 def install_line(
     tool: str,
     pins: Iterable[tuple[str, str]],
@@ -139,15 +133,25 @@ def install_line(
     reinstall: bool = False,
     option: str = "index-url",
 ) -> str:
-    """One install command; ``reinstall``: replace what is installed even where its version matches.
+    """One install command, built and rendered by :mod:`cudadoctor.fixes` (the one place commands are made);
+    ``reinstall``: replace what is installed even where its version matches.
 
     pip: ``--force-reinstall`` (https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-force-reinstall);
     uv: ``--reinstall`` (https://docs.astral.sh/uv/reference/cli/#uv-pip-install--reinstall).
     ``option``: how ``index_url`` is given: ``index-url`` (the index instead of PyPI), ``extra-index-url`` (beside
-    PyPI) or ``find-links`` (a page of wheel links, ``-f``: torch 1.x's ``torch_stable.html``).
+    PyPI) or ``find-links`` (a page of wheel links, ``-f``: torch 1.x's ``torch_stable.html``,
+    https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-f).
     """
-    head = "python -m pip install" if tool == "pip" else "uv pip install"
-    line = head + " " + " ".join(pin(name, version) for name, version in pins)
-    if reinstall:
-        line += " --force-reinstall" if tool == "pip" else " --reinstall"
-    return line + (f" {_WHERE[option]} {index_url}" if index_url else "")
+    from cudadoctor.fixes import Install, render
+    from cudadoctor.fixes.build import pins_of
+
+    where = (index_url,) if index_url else ()
+    command = Install(
+        pins_of(pins),
+        index_url if option == "index-url" else None,
+        where if option == "extra-index-url" else (),
+        where if option == "find-links" else (),
+        force_reinstall=reinstall,
+        tool="uv" if tool == "uv" else "pip",
+    )
+    return render(command)

@@ -14,6 +14,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
+from cudadoctor.fixes import Install
+from cudadoctor.fixes.build import both_tools
+from cudadoctor.fixes.parse import parse_pin
 from cudadoctor.rules.wheels import python_has_wheels
 from cudadoctor.suggest.advice import advice
 from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion
@@ -109,7 +112,7 @@ def _judge(
         how = basis if basis.startswith("forward") else "minor-version compatibility floor met"
         why.append(f"driver {c.driver} runs CUDA {major}.x builds ({how})")
     caveats = [f"{target}'s minimum GPU compute capability is not in compat data"] if c.gpus else []
-    commands = (f"python -m pip install '{install}=={version}'", f"uv pip install '{install}=={version}'")
+    commands = both_tools(Install((parse_pin(f"{install}=={version}"),)))
     pins = ((install, str(version)),)
     plan = Plan(target, pins, f"cuda{major}", cuda, None, commands, tuple(why), tuple(caveats))
     if target in _CUDA_FROM_PIP:
@@ -203,9 +206,10 @@ def suggest_onnxruntime_gpu(
 
 def tensorflow_releases(matrix: CompatMatrix) -> list[Release]:
     """TensorFlow releases with the CUDA major each was tested with (compat/ecosystem.toml), those whose wheel
-    has the ``[and-cuda]`` extra only: without it (2.13 and older) the install brings no CUDA libraries."""
+    has the ``[and-cuda]`` extra only: without it (2.13 and older) the install brings no CUDA libraries. The
+    Pythons are those of its Linux x86_64 wheels (2.19.0 has none for 3.13 though its Requires-Python admits it)."""
     return [
-        Release(r.version, _spec(r.requires_python), (), [(r.cuda.major, "tensorflow[and-cuda]")])
+        Release(r.version, _spec(r.requires_python), tuple(r.python), [(r.cuda.major, "tensorflow[and-cuda]")])
         for r in matrix.tensorflow_releases
         if r.cuda is not None and r.and_cuda
     ]

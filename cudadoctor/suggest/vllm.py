@@ -8,11 +8,13 @@ from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease, VllmRelease
+from cudadoctor.fixes import Install, Pin
+from cudadoctor.fixes.build import both_tools, pins_of
 from cudadoctor.record import record
 from cudadoctor.rules.gpus import vllm_supports_gpu
 from cudadoctor.rules.wheels import torch_has_wheels, vllm_has_wheels
 from cudadoctor.suggest.advice import advice
-from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion, install_line, short
+from cudadoctor.suggest.constraints import Constraints, Exclusion, Plan, Suggestion, short
 from cudadoctor.suggest.images import with_images
 from cudadoctor.suggest.judge import (
     DRIVER_RULES,
@@ -269,9 +271,9 @@ def _commands(pins: tuple[tuple[str, str], ...], build: _Build) -> tuple[str, ..
     """pip and uv commands: PyPI's wheel by its pin; another build by its URL with the torch index vLLM's own
     install docs pair it with (``--extra-index-url https://download.pytorch.org/whl/cu${CUDA_VERSION}``)."""
     if build.wheel is None:
-        return install_line("pip", pins, None), install_line("uv", pins, None)
-    extra = f" --extra-index-url {build.torch_index}" if build.torch_index else ""
-    return f"python -m pip install {build.wheel}{extra}", f"uv pip install {build.wheel}{extra}"
+        return both_tools(Install(pins_of(pins)))
+    extra = (build.torch_index,) if build.torch_index else ()
+    return both_tools(Install((Pin("vllm", url=build.wheel),), extra_index_urls=extra))
 
 
 def _derived(matrix: CompatMatrix, version: Version) -> bool:

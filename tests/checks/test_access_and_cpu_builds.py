@@ -147,8 +147,25 @@ def test_cd402_cpu_torch_gets_a_command_that_replaces_it(h200):
     assert finding.status is Status.FAIL
     command = finding.remediation.commands[0]  # type: ignore[union-attr]
     # the installed release (2.11.0 from data fits the H200 and driver 580) and a reinstall that replaces it
-    assert command.startswith("python -m pip install torch==2.11.0") and command.endswith("--force-reinstall")
+    assert command == "python -m pip install --force-reinstall torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0"
     assert command.split().count("--force-reinstall") == 1  # the plan's own flag, not a second one
+
+
+def test_cd402_command_is_not_kept_as_satisfied_by_the_cpu_build(h200):
+    # torch 2.11.0+cpu satisfies `torch==2.11.0` (a public pin admits any local version): without a forced
+    # reinstall or a +variant pin, pip keeps the CPU build (the verifier models pip's answer)
+    from packaging.version import Version
+
+    from cudadoctor.data import CompatMatrix
+    from cudadoctor.fixes.parse import parse
+    from cudadoctor.fixes.verify import verify
+
+    torch = replace(h200.packages["torch"], version=Version("2.11.0+cpu"), cuda_variant="cpu", cuda_build=None)
+    finding = run_check("CD402", replace(h200, packages={**h200.packages, "torch": torch}))
+    command = parse(finding.remediation.commands[0])  # type: ignore[union-attr]
+    assert command is not None
+    found = verify(command, CompatMatrix(), {"torch": torch.version}, python=Version("3.12"))
+    assert found.problems == ()
 
 
 def test_cd402_cuda_extension_beside_cpu_torch_is_evidence(h200):

@@ -150,7 +150,7 @@ def test_cd401_torchvision_built_for_another_torch(h200):
     finding = run_check("CD401", replace(h200, packages={**h200.packages, "torch": torch}))
     assert finding.status is Status.FAIL
     assert "torchvision 0.26.0 requires torch==2.11.0, but torch 2.10.0 is installed" in finding.message
-    assert finding.remediation.commands == ("python -m pip install 'torch==2.11.0'",)
+    assert finding.remediation.commands == ("python -m pip install torch==2.11.0",)
 
 
 def test_cd401_torch_pinned_cudnn_wheel_replaced(h200):

@@ -135,7 +135,7 @@ def test_nccl_cu11_installed_over_torchs_nccl_cu12(h200):
     assert finding.remediation is not None
     assert finding.remediation.commands[0] == (
         "python -m pip uninstall -y nvidia-nccl-cu11 && python -m pip install --force-reinstall --no-deps "
-        "'nvidia-nccl-cu12==2.19.3'"
+        "nvidia-nccl-cu12==2.19.3"
     )
 
 

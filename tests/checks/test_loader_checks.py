@@ -156,6 +156,20 @@ def test_cd420_cxx11abi_true_wheel_on_pre_cxx11_torch(h200):
     assert finding.remediation is not None and "FLASH_ATTENTION_FORCE_BUILD=TRUE" in finding.remediation.commands[0]
 
 
+def test_cd420_source_build_of_the_installed_version_is_forced(h200):
+    # `pip install flash-attn==2.5.5` with flash-attn 2.5.5+cu118torch2.2cxx11abiTRUE installed: pip answers
+    # "Requirement already satisfied" and builds nothing; the command must force the rebuild of that one package
+    facts = with_packages(
+        h200, torch("2.2.0+cu118", "11.8", False), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiTRUE")
+    )
+    finding = run_check("CD420", facts)
+    assert finding.remediation is not None
+    assert finding.remediation.commands == (
+        "FLASH_ATTENTION_FORCE_BUILD=TRUE python -m pip install --force-reinstall --no-deps --no-build-isolation "
+        "--no-cache-dir flash-attn==2.5.5",
+    )
+
+
 def test_cd420_matching_wheel(h200):
     facts = with_packages(
         h200, torch("2.2.0+cu118", "11.8", False), package("flash-attn", "2.5.5+cu118torch2.2cxx11abiFALSE")
@@ -202,7 +216,7 @@ def test_cd421_xformers_0_0_33_pypi_wheel_is_cuda_13_on_a_cuda_12_torch(h200):
     assert "xformers-0.0.33-cp39-abi3-manylinux_2_28_x86_64.whl" in finding.evidence["xformers"]
     # 0.0.33.post1 pins torch 2.9.0 and its wheel is a CUDA 12.8 build
     assert finding.remediation is not None
-    assert finding.remediation.commands == ("python -m pip install 'xformers==0.0.33.post1'",)
+    assert finding.remediation.commands == ("python -m pip install xformers==0.0.33.post1",)
     fixed = with_packages(h200, torch("2.9.0", "12.8", True), package("xformers", "0.0.33.post1"))
     assert run_check("CD421", fixed).status is Status.OK
 

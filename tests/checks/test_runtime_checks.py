@@ -244,7 +244,7 @@ def test_cd802_vllm_undefined_symbol_tied_to_the_torch_pin(h200):
         "requires torch==2.7.1, but torch 2.8.0 is installed, and vllm._C was compiled against the pinned torch"
     )
     assert finding.evidence["vllm 0.10.1.1"] == "requires torch==2.7.1 (Requires-Dist), torch 2.8.0 installed"
-    assert finding.remediation.commands == ("python -m pip install 'torch==2.7.1'",)
+    assert finding.remediation.commands == ("python -m pip install torch==2.7.1",)
     assert finding.remediation.text == "Install the torch version vllm pins."
 
 
@@ -260,7 +260,7 @@ def test_cd802_undefined_symbol_with_the_pinned_package_missing(h200):
         "requires torch==2.7.1, but torch is not installed, and vllm._C was compiled against the pinned torch"
     )
     assert finding.evidence["vllm 0.10.1.1"] == "requires torch==2.7.1 (Requires-Dist), torch not installed"
-    assert finding.remediation.commands == ("python -m pip install 'torch==2.7.1'",)
+    assert finding.remediation.commands == ("python -m pip install torch==2.7.1",)
     assert finding.remediation.text == "Install the torch version vllm pins."
 
 
@@ -357,7 +357,10 @@ def test_cd803_pinned_copy_but_another_version(h200):
     finding = run(CD803(), h200, rt(None, _torch_with(cudnn=V("9.18.0"))))
     assert finding.status is Status.WARN
     assert "loaded cuDNN 9.18.0, but torch pins nvidia-cudnn-cu13==9.19.0.56" in finding.message
-    assert finding.remediation.commands == ("python -m pip install 'nvidia-cudnn-cu13==9.19.0.56'",)
+    # the wheel of 9.19.0.56 is what is recorded as installed: a plain install would change nothing
+    assert finding.remediation.commands == (
+        "python -m pip install --force-reinstall --no-deps nvidia-cudnn-cu13==9.19.0.56",
+    )
 
 
 def test_cd803_two_copies_in_one_process(h200):

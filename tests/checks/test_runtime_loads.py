@@ -137,7 +137,7 @@ def test_cd303_fails_for_a_cuda_major_that_is_not_installed(h200):
     assert "ctranslate2 4.7.1 was built for CUDA 12 (libcublas.so.12), but only CUDA 13" in finding.message
     assert finding.remediation is not None
     assert finding.remediation.commands == (
-        "python -m pip install 'nvidia-cublas-cu12'",
+        "python -m pip install nvidia-cublas-cu12",
         f"export LD_LIBRARY_PATH={SITE}/nvidia/cublas/lib:$LD_LIBRARY_PATH",
     )
 

@@ -42,8 +42,59 @@ def test_cd201_cuda_home_decides_over_path(h200):
     assert "nvcc CUDA 12.8 from /usr/local/cuda-12.8 (chosen by CUDA_HOME)" in finding.message
     assert finding.remediation is not None
     assert finding.remediation.commands == (
-        "python -m pip install --force-reinstall 'torch==2.11.0' --index-url https://download.pytorch.org/whl/cu128",
+        # torch and the companions installed beside it, of the same release and build
+        "python -m pip install torch==2.11.0+cu128 torchvision==0.26.0+cu128 torchaudio==2.11.0+cu128 "
+        "--index-url https://download.pytorch.org/whl/cu128",
     )
+
+
+def _with_torch(h200: Facts, version: str, cuda: str) -> Facts:
+    """torch alone (no companions) on Python 3.10, which has wheels of torch 1.11 to 2.8."""
+    torch = h200.packages["torch"]
+    build = replace(torch.torch_build, version=Version(version), cuda=cuda) if torch.torch_build else None
+    variant = "cu" + cuda.replace(".", "")
+    pkg = replace(torch, version=Version(version), cuda_variant=variant, cuda_build=cuda, torch_build=build)
+    assert h200.python is not None
+    return replace(h200, packages={"torch": pkg}, python=replace(h200.python, version=Version("3.10.12")))
+
+
+def test_cd201_fix_takes_a_build_the_release_has(h200):
+    # torch 2.1.0 was never built for cu117 (compat/torch.toml: cu118, cu121): the CUDA 11 build it has is cu118;
+    # the command printed before named https://download.pytorch.org/whl/cu117, which has no torch 2.1.0
+    toolkit = _toolkit("/usr/local/cuda-11.7", "11.7.1", "nvcc on PATH")
+    facts = _machine(_with_torch(h200, "2.1.0+cu121", "12.1"), toolkit, nvcc=_nvcc("/usr/local/cuda-11.7", "11.7"))
+    finding = run_check("CD201", facts)
+    assert finding.remediation is not None
+    assert finding.remediation.commands == (
+        "python -m pip install torch==2.1.0+cu118 --index-url https://download.pytorch.org/whl/cu118",
+    )
+
+
+def test_cd201_a_release_without_that_major_gets_the_nearest_that_has_it(h200):
+    # torch 1.12.1 has no CUDA 12 build at all (https://download.pytorch.org/whl/cu122 never existed; the command
+    # printed before named it): the nearest release with one is 2.1.0 (cu121), and the text says so
+    toolkit = _toolkit("/usr/local/cuda-12.2", "12.2.2", "nvcc on PATH")
+    facts = _machine(_with_torch(h200, "1.12.1+cu113", "11.3"), toolkit, nvcc=_nvcc("/usr/local/cuda-12.2", "12.2"))
+    finding = run_check("CD201", facts)
+    assert finding.status is Status.FAIL and finding.remediation is not None
+    assert finding.remediation.commands == (
+        "python -m pip install torch==2.1.0+cu121 --index-url https://download.pytorch.org/whl/cu121",
+    )
+    text = finding.remediation.text
+    assert "torch 1.12.1 has no CUDA 12 build for Python 3.10; 2.1.0 is the nearest release that has one" in text
+
+
+def test_cd201_the_build_must_have_wheels_for_the_python(h200):
+    # the H200's Python 3.12 has no torch 2.1.0 wheel: its cu118 build is no fix there, 2.2.0's is
+    toolkit = _toolkit("/usr/local/cuda-11.7", "11.7.1", "nvcc on PATH")
+    facts = _with_torch(h200, "2.1.0+cu121", "12.1")
+    facts = replace(facts, python=h200.python)
+    finding = run_check("CD201", _machine(facts, toolkit, nvcc=_nvcc("/usr/local/cuda-11.7", "11.7")))
+    assert finding.remediation is not None
+    assert finding.remediation.commands == (
+        "python -m pip install torch==2.2.0+cu118 --index-url https://download.pytorch.org/whl/cu118",
+    )
+    assert "torch 2.1.0 has no CUDA 11 build for Python 3.12; 2.2.0 is the nearest" in finding.remediation.text
 
 
 def test_cd201_nvcc_on_path_is_an_error(h200):

@@ -1,5 +1,10 @@
-"""Print the corpus figure: per failure class, the cases diagnosed (expected codes at the expected
-severity, with a fix) out of the total, and the healthy configurations that stay clean.
+"""Print the corpus figure: per failure class, the cases diagnosed out of the total, and the healthy
+configurations that stay clean.
+
+A case counts as diagnosed when every expected code is reported at the expected severity with a fix, every
+pip/uv command printed for those codes verifies against compat data (tests/corpus/fixcheck.py), and the
+printed fix is the thread's accepted one where that holds a pip/uv install (compared mechanically, or as
+the case records it in ``fix_equivalent``, with its ``fix_note``). The codes-only count is shown beside it.
 
     python -m tests.corpus.figure            # the table
     python -m tests.corpus.figure --missed   # and every case still missed, with what was reported
@@ -15,7 +20,12 @@ import sys
 
 from cudadoctor.data import CompatMatrix
 from tests.corpus.builder import case_paths, load_case
+from tests.corpus.fixcheck import compare, counts
 from tests.corpus.replay import replay
+
+
+def _share(part: int, total: int) -> str:
+    return f"{part} / {total} ({100 * part // max(total, 1)} %)"
 
 
 def main() -> int:
@@ -24,21 +34,27 @@ def main() -> int:
     parser.add_argument("--why", action="store_true", help="add why's figure: the symptom as written, on the replay")
     args = parser.parse_args()
     matrix = CompatMatrix()
-    per_class: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
+    #: per class: [diagnosed with the accepted fix, codes only, total, why names the cause]
+    per_class: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0, 0])
     missed: list[str] = []
+    compared = equivalent = 0
     for path in case_paths("cases"):
         case = load_case(path)
         outcome = replay(case, matrix)
+        counted, reason = counts(case, outcome, matrix)
+        mechanical = compare(case, outcome, matrix)[0]
+        compared += mechanical is not None
+        equivalent += bool(mechanical) or bool(case["case"].get("fix_equivalent"))
         row = per_class[case["case"]["class"]]
-        row[1] += 1
-        row[0] += outcome.diagnosed
+        row[0] += counted
+        row[1] += outcome.diagnosed
+        row[2] += 1
         if args.why:
             from tests.corpus.why_replay import why_on
 
-            row[2] += why_on(case, outcome, matrix).named
-        if not outcome.diagnosed:
-            reported = ", ".join(outcome.errors) or "no error"
-            missed.append(f"{case['case']['id']}: expected {', '.join(outcome.missing)}; reported {reported}")
+            row[3] += why_on(case, outcome, matrix).named
+        if not counted:
+            missed.append(f"{case['case']['id']}: {reason}")
     clean = dirty = 0
     for path in case_paths("healthy"):
         outcome = replay(load_case(path), matrix)
@@ -48,15 +64,16 @@ def main() -> int:
         else:
             clean += 1
     why = args.why
-    print("| class | diagnosed |" + (" why names the cause |\n| --- | --- | --- |" if why else "\n| --- | --- |"))
-    for name, (ok, total, named) in sorted(per_class.items()):
-        print(f"| {name} | {ok} / {total} |" + (f" {named} / {total} |" if why else ""))
-    ok = sum(r[0] for r in per_class.values())
-    total = sum(r[1] for r in per_class.values())
-    named = sum(r[2] for r in per_class.values())
-    line = f"| **all cases** | **{ok} / {total} ({100 * ok // max(total, 1)} %)** |"
-    print(line + (f" **{named} / {total} ({100 * named // max(total, 1)} %)** |" if why else ""))
-    print(f"| healthy configurations without an error | {clean} / {clean + dirty} |" + (" |" if why else ""))
+    head = "| class | diagnosed, with the accepted fix | codes only |" + (" why names the cause |" if why else "")
+    print(head + "\n" + "| --- " * (4 if why else 3) + "|")
+    for name, (ok, codes, total, named) in sorted(per_class.items()):
+        print(f"| {name} | {ok} / {total} | {codes} / {total} |" + (f" {named} / {total} |" if why else ""))
+    ok, codes, total, named = (sum(r[i] for r in per_class.values()) for i in range(4))
+    line = f"| **all cases** | **{_share(ok, total)}** | {_share(codes, total)} |"
+    print(line + (f" {_share(named, total)} |" if why else ""))
+    print(f"| healthy configurations without an error | {clean} / {clean + dirty} | |" + (" |" if why else ""))
+    print(f"\nAccepted fixes holding a pip/uv install, compared with the printed ones: {compared}; ", end="")
+    print(f"equivalent: {equivalent} (the others are not compared).")
     if args.missed:
         print("\n" + "\n".join(missed))
     return 0

@@ -5,6 +5,7 @@ Shared by the corpus test and the figure script (``python -m tests.corpus.figure
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ from pyfakefs.fake_filesystem_unittest import Patcher
 from cudadoctor.checks.engine import run_checks
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.data import CompatMatrix
+from cudadoctor.facts.model import Facts
 from cudadoctor.probes.collect import collect_facts
 from cudadoctor.probes.registry import probe_function, probed
 from tests.conftest import make_ctx
@@ -33,14 +35,28 @@ class Outcome:
     findings: tuple[Finding, ...]
     missing: tuple[str, ...]  #: expected ``CODE:severity`` not reported as expected
     errors: tuple[str, ...]  #: ``CODE:status`` of every fail/error finding
+    facts: Facts | None = None  #: what the probes read (the fix commands are verified against its packages)
 
     @property
     def diagnosed(self) -> bool:
         return not self.missing
 
 
+#: replays already made in this process, by the case's content: the corpus test and the fix-command test
+#: share them (a test that edits a case replays the edited one)
+_REPLAYED: dict[tuple[str, int], tuple[CompatMatrix, Outcome]] = {}
+
+
 def replay(case: dict[str, Any], matrix: CompatMatrix) -> Outcome:
-    """Probe the case's machine (built under pyfakefs, nothing real touched) and run every check."""
+    """Probe the case's machine (built under pyfakefs, nothing real touched) and run every check (once per
+    case and matrix in a process)."""
+    key = (json.dumps(case, sort_keys=True, default=str), id(matrix))
+    if key not in _REPLAYED:  # the matrix is kept with it, so that its id is not another matrix's later
+        _REPLAYED[key] = (matrix, _replay(case, matrix))
+    return _REPLAYED[key][1]
+
+
+def _replay(case: dict[str, Any], matrix: CompatMatrix) -> Outcome:
     machine = build(case)
     with Patcher() as patcher:
         assert patcher.fs is not None
@@ -59,7 +75,7 @@ def replay(case: dict[str, Any], matrix: CompatMatrix) -> Outcome:
         if finding is None or finding.status is not wanted or not _has_fix(finding):
             missing.append(f"{expect['code']}:{expect.get('severity', 'fail')}")
     errors = tuple(f"{f.code}:{f.status.value}" for f in findings if f.status in (Status.FAIL, Status.ERROR))
-    return Outcome(findings, tuple(missing), errors)
+    return Outcome(findings, tuple(missing), errors, facts)
 
 
 def _system(machine: Replay) -> str:

@@ -32,6 +32,8 @@ from cudadoctor.facts.model import (
     SourceKind,
     TorchBuild,
 )
+from cudadoctor.fixes.parse import parse
+from cudadoctor.fixes.verify import verify
 from cudadoctor.planning import PLANNERS
 from cudadoctor.rules.driver import ForwardCompat, driver_runs_cuda, driver_supports_gpu
 from cudadoctor.rules.gpus import build_runs_on_gpu, vllm_supports_gpu
@@ -42,6 +44,7 @@ from cudadoctor.suggest import (
     Plan,
 )
 from tests.property.strategies import property_settings
+from tests.unverifiable import allowed
 
 M = CompatMatrix(cache_dir=False)
 MODELS = [m for m in gpu_models.load_models() if m.compute_capability]
@@ -150,7 +153,11 @@ def _package(name: str, version: Version, cuda: Version | None, variant: str | N
 def _installed(plan: Plan) -> dict[str, InstalledPackage]:
     version, variant, cuda = _torch_of(plan)
     other_build = plan.target == "vllm" and plan.variant.startswith("cu")  # vLLM's wheel published outside PyPI
-    local = Version(f"{version}+{variant}") if (plan.target == "torch" or other_build) and plan.index_url else version
+    local = (
+        Version(f"{version.public}+{variant}")
+        if (plan.target == "torch" or other_build) and plan.index_url
+        else version
+    )
     packages = {"torch": _package("torch", local, cuda, variant)}
     if plan.target == "vllm":
         release = next(r for r in M.vllm_releases if str(r.version) == plan.packages[0][1])
@@ -199,3 +206,16 @@ def test_every_plan_fits_by_the_rules_and_passes_check(machine: Machine, target:
             findings = run_checks(_facts(machine, plan), M)
             failing = [(f.code, f.message) for f in findings if f.status in (Status.FAIL, Status.ERROR)]
             assert not failing, (plan.packages, plan.variant, failing)
+        _assert_commands_verify(machine.constraints, plan)
+
+
+def _assert_commands_verify(c: Constraints, plan: Plan) -> None:
+    """Every command of the plan names a release, build, index and Python compat data has (issue #28); what the
+    data cannot verify is allowed only as tests/unverifiable.py says."""
+    installed = {"torch": c.installed_torch} if c.installed_torch is not None else {}
+    for line in plan.commands:
+        command = parse(line)
+        assert command is not None, line
+        found = verify(command, M, installed, python=c.python, platform=c.platform)
+        assert found.problems == (), (line, found.problems)
+        assert [u for u in found.unverified if allowed(u) is None] == [], (line, found.unverified)

@@ -670,3 +670,24 @@ def test_a_node_whose_nvml_does_not_answer_is_named(tmp_path):
     code, doc = _json([str(tmp_path)])
     (diff,) = doc["pools"][0]["differences"]
     assert code == 1 and (diff["fact"], diff["expected"], diff["outliers"]) == ("nvml", "yes", ["odd"])
+
+
+def test_real_h200_deep_reports_one_node_preloading_the_system_nccl(tmp_path):
+    """Issue #32 item 7, on reports the real H200 gave (2026-12-04, `check --deep -f json`, once plain and once
+    with LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libnccl.so.2): four nodes, one loading NCCL 2.28.3 instead of the
+    2.28.9 wheel torch pins. Today's reports hold "not-applicable" and "unknown" findings, which compare refused
+    as "not a check's code and status" before the statuses were read from checks.findings.Status."""
+    plain = json.loads(fixture_text("h200-deep", "deep-2026-12-04.json"))
+    preload = json.loads(fixture_text("h200-deep", "deep-2026-12-04-ld-preload-nccl.json"))
+    assert {f["status"] for f in plain["findings"]} >= {"ok", "not-applicable"}
+    for n in (1, 2, 3):
+        _write(str(tmp_path), f"gpu00{n}", plain)
+    _write(str(tmp_path), "gpu004", preload)
+    result = CliRunner().invoke(app, ["compare", *sorted(str(p) for p in tmp_path.iterdir())])
+    assert result.exit_code == 1, result.output
+    assert "refused" not in result.output
+    assert "NCCL that loads" in result.output and "differs on gpu004" in result.output
+    assert "fix on gpu004: unset LD_PRELOAD" in result.output
+    assert "1 of 4 node(s) differ: gpu004" in result.output
+    agree = CliRunner().invoke(app, ["compare", *sorted(str(p) for p in tmp_path.iterdir() if "gpu004" not in p.name)])
+    assert agree.exit_code == 0, agree.output

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from cudadoctor.compare.judge import Node
+from cudadoctor.checks.findings import Status
 from cudadoctor.compare.values import FACTS, MAX_ITEMS, MAX_TEXT, Policy, read_node
 from cudadoctor.errors import SnapshotError, UsageError
 from cudadoctor.facts.codec import SNAPSHOT_LIMIT, check_envelope
@@ -29,7 +30,9 @@ __all__ = ["baseline_values", "load_nodes", "node_files"]
 _KINDS = ("cudadoctor-facts", "cudadoctor-report")
 #: statuses of a report's findings that are problems, kept per node
 _PROBLEMS = ("fail", "warn", "error", "unknown")
-_STATUSES = frozenset({"ok", "skip", "fail", "warn", "error", "unknown", "not applicable"})
+#: Every status a report's finding may hold: the current ones (checks.findings.Status) and "skip", the name of
+#: not-applicable in reports before schema 2 (tests/fixtures/h200-deep/deep-s1.json).
+_STATUSES = frozenset({s.value for s in Status} | {"skip"})
 _CODE = re.compile(r"^CD\d{3}$")
 #: Objects and lists one document may open before it is parsed: a real report holds a few thousand; a
 #: report of a million findings would take most of a GiB to parse (issue #27), so it is refused unparsed.

@@ -17,8 +17,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from cudadoctor.compare.judge import Node
 from cudadoctor.checks.findings import Status
+from cudadoctor.compare.judge import Node
 from cudadoctor.compare.values import FACTS, MAX_ITEMS, MAX_TEXT, Policy, read_node
 from cudadoctor.errors import SnapshotError, UsageError
 from cudadoctor.facts.codec import SNAPSHOT_LIMIT, check_envelope

@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.loader import unread_reason
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.derive import effective_cuda
 from cudadoctor.facts.model import (
@@ -307,7 +308,8 @@ def _unjudged(loader: LoaderView | None, packages: dict[str, InstalledPackage], 
             and matrix.torch_bundled_cudnn(torch.version, torch.cuda_variant or "") is None
         ):
             parts.append(f"the cuDNN torch {torch.version} bundles in torch/lib (not in compat/torch.toml)")
-    return sorted(set(parts))
+    unread = unread_reason(loader)  # a shared object not read may load a library from that directory
+    return sorted(set(parts)) + ([unread] if unread else [])
 
 
 def _sublibrary_problems(

@@ -14,7 +14,7 @@ from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import HostInfo, InstalledPackage, LoaderView, NeededLibrary
 
-__all__ = ["CD304", "CD306", "dlopen_commands", "wheel_dir", "wheel_for"]
+__all__ = ["CD304", "CD306", "dlopen_commands", "unread_reason", "wheel_dir", "wheel_for"]
 
 #: Library stem -> the pip wheel that ships it, without the CUDA suffix (NVIDIA's wheels on PyPI:
 #: https://pypi.org/project/nvidia-cublas-cu12/, https://pypi.org/project/nvidia-cudnn-cu12/ …).
@@ -134,6 +134,9 @@ class CD304(Check):
         host: HostInfo | None = None,
     ) -> Problem | None:
         unknown = _runtime_loads_unknown(packages or {}, matrix, host)
+        unread = unread_reason(loader)
+        if unread:  # what the objects not read need is unknown: a finding of nothing missing is not a verdict
+            unknown.append(unread)
         if loader is None or not loader.needs:
             if unknown:
                 raise CannotJudge("; ".join(unknown))
@@ -150,16 +153,32 @@ class CD304(Check):
         for need in missing:
             others = sorted({posixpath.basename(p) for p in need.other_majors})
             where = f"; only {', '.join(others)} installed (another major)" if others else ""
+            if need.foreign:
+                where += f"; skipped, built for another CPU: {', '.join(need.foreign[:2])}"
             parts.append(
                 f"{need.package} needs {need.soname} ({posixpath.basename(need.needer)}), found nowhere{where}"
             )
-            evidence[f"{need.package}: {need.soname}"] = f"needed by {need.needer}" + (
-                f"; other copies: {', '.join(need.other_majors[:4])}" if need.other_majors else ""
+            evidence[f"{need.package}: {need.soname}"] = (
+                f"needed by {need.needer}"
+                + (f"; other copies: {', '.join(need.other_majors[:4])}" if need.other_majors else "")
+                + (f"; skipped by ld.so: {', '.join(need.foreign[:4])}" if need.foreign else "")
             )
+        if unread:
+            evidence["not read"] = "; ".join(loader.unread[:4]) if loader else ""
         text, commands = _fix(loader, first)
         for need in missing[1:]:  # every missing library's wheel, in order, once
             commands += tuple(c for c in _fix(loader, need)[1] if c not in commands)
         return Problem("; ".join(parts), evidence, Remediation(text, commands))
+
+
+def unread_reason(loader: LoaderView | None) -> str | None:
+    """Why the loader's view is incomplete: the shared objects (or directories) its scan could not read or left
+    out, named (the first three) and counted; None when it read everything."""
+    if loader is None or not loader.unread:
+        return None
+    total = max(loader.unread_total, len(loader.unread))
+    shown = "; ".join(loader.unread[:3]) + (f"; and {total - 3} more" if total > 3 else "")
+    return f"the loader's view is incomplete ({total} not read, so what they need is unknown): {shown}"
 
 
 def _runtime_loads_unknown(

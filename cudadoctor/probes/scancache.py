@@ -59,7 +59,7 @@ def cache_path() -> str:
 
 def _load(path: str) -> dict[str, Any]:
     try:
-        raw = read_file(path, _MAX_CACHE_BYTES + 1)
+        raw = read_file(path, _MAX_CACHE_BYTES + 1, private=True)  # another user's, or writable by others: ignored
         if len(raw) > _MAX_CACHE_BYTES:
             return {}
         data = json.loads(raw)

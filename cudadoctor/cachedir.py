@@ -7,7 +7,7 @@ import contextlib
 import os
 from collections.abc import Mapping
 
-__all__ = ["CACHE_FILE", "cache_file", "default_cache_dir", "write_private"]
+__all__ = ["CACHE_FILE", "cache_file", "default_cache_dir", "tighten", "write_private"]
 
 #: The file `cudadoctor update` writes in the cache directory.
 CACHE_FILE = "index-releases.json"
@@ -40,7 +40,7 @@ def write_private(path: str, text: str) -> bool:
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        _tighten(os.path.dirname(path))
+        tighten(os.path.dirname(path))
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(text)
@@ -52,7 +52,7 @@ def write_private(path: str, text: str) -> bool:
     return True
 
 
-def _tighten(directory: str) -> None:
+def tighten(directory: str) -> None:
     """Take group and other write permission off ``directory`` when it is this user's (never another's)."""
     with contextlib.suppress(OSError):
         info = os.stat(directory)

@@ -231,7 +231,9 @@ def write_atomic(cache_dir: str, data: bytes) -> str:
     """Write ``data`` as the cache file through a temporary file in the same directory and os.replace."""
     path = os.path.join(cache_dir, CACHE_FILE)
     try:
-        os.makedirs(cache_dir, mode=0o755, exist_ok=True)  # never writable by others: its file would not be read
+        # never writable by others when made here: its file would not be read (a directory the user named is theirs
+        # to set: a file in one others may write is refused when read, saying so)
+        os.makedirs(cache_dir, mode=0o755, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".index-releases.", suffix=".tmp", dir=cache_dir)
     except OSError as exc:
         raise UpdateError(f"cannot write the cache in {cache_dir}: {exc.strerror or exc}") from None

@@ -625,7 +625,16 @@ def main() -> None:
     # escape) or a terminal that cannot show "✓" prints "?" there, instead of an internal error (exit 3).
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="replace")
+    from cudadoctor.entry import closed_streams
+
+    closed_streams()
     try:
         app()
     except BrokenPipeError:
         closed_pipe()
+    except SystemExit as exc:
+        # typer answers EPIPE in its own output (--help, --version, a usage error) with exit 1 after wrapping the
+        # streams (typer/core.py, click's PacifyFlushWrapper): the same closed pipe as every other command's
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            closed_pipe()
+        raise

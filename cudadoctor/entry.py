@@ -8,6 +8,8 @@ two for every form); anything else, including ``-h`` and every mistake, goes to 
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -104,6 +106,37 @@ def fast_check_options(argv: Sequence[str]) -> CheckOptions | None:
     return _options(values) if values is not None else None
 
 
+class _ClosedStdout(io.TextIOBase):
+    """Standard output closed before the start (``cudadoctor check >&-``: Python then has ``sys.stdout = None``): a
+    write to it is a reader gone, answered as a closed pipe is (quietly, exit 141); a run that writes nothing there
+    (``check -o FILE``) ends as usual."""
+
+    def write(self, text: str) -> int:
+        if text:
+            raise BrokenPipeError(errno.EPIPE, "standard output is closed")
+        return 0
+
+    encoding = "utf-8"
+
+
+class _Discard(io.TextIOBase):
+    """Standard error closed before the start (``2>&-``): its lines go nowhere, never to standard output."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    encoding = "utf-8"
+
+
+def closed_streams() -> None:
+    """Stand in for a standard stream that was closed before the start (None in ``sys``), so that nothing fails
+    with an internal error on it (issue #27: "'NoneType' object has no attribute 'flush'", exit 3)."""
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
+    if sys.stderr is None:
+        sys.stderr = _Discard()
+
+
 def run() -> None:
     """The ``cudadoctor`` command: :func:`main`, and a fast path's exit without the interpreter's teardown."""
     main(hard_exit=True)
@@ -120,6 +153,7 @@ def main(*, hard_exit: bool = False) -> None:
     # escape) or a terminal that cannot show "✓" prints "?" there, instead of an internal error (exit 3).
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="replace")
+    closed_streams()
     values = _fast_values(sys.argv[1:])
     if values is None:
         suggest = fast_suggest_args(sys.argv[1:])

@@ -88,7 +88,9 @@ def test_driver_and_gpu_mean_the_same_in_check_and_suggest():
 # --- a closed pipe ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [["list-checks"], ["check", "--from", SNAPSHOT, "-v"]])
+@pytest.mark.parametrize(
+    "args", [["list-checks"], ["check", "--from", SNAPSHOT, "-v"], ["--version"], ["suggest", "--help"]]
+)
 def test_closed_pipe_ends_quietly(args):
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the first byte, as after `| head -1` has read its line
@@ -101,6 +103,30 @@ def test_closed_pipe_ends_quietly(args):
         os.close(write_end)
     assert proc.stderr == b""
     assert proc.returncode == 141  # as a process ended by SIGPIPE: 128 + 13
+
+
+@pytest.mark.parametrize(
+    "args", [["list-checks"], ["check", "--from", SNAPSHOT], ["explain", "CD304"], ["--version"], ["compare", "--help"]]
+)
+def test_closed_stdout_ends_quietly_as_a_closed_pipe(args):
+    """Issue #27: stdout closed before the start (`>&-`, Python's sys.stdout is None) was "internal error:
+    'NoneType' object has no attribute 'flush'", exit 3; typer's own output (--help, --version) ended 1 on EPIPE."""
+    proc = _with_closed(">&-", args)
+    assert proc.stderr == b""
+    assert proc.returncode == 141
+
+
+def _with_closed(redirect: str, args: list[str]) -> subprocess.CompletedProcess[bytes]:
+    """cudadoctor started by a shell with one stream closed (``>&-`` or ``2>&-``), as a user's shell does it."""
+    env = dict(os.environ, PYTHONPATH=REPO)
+    script = f'"$0" -m cudadoctor "$@" {redirect}'
+    argv = ["/bin/sh", "-c", script, sys.executable, *args]
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=60)
+
+
+def test_closed_stderr_keeps_errors_off_stdout():
+    proc = _with_closed("2>&-", ["check", "--from", "/nonexistent"])
+    assert proc.returncode == 2 and proc.stdout == b""
 
 
 # --- --python -----------------------------------------------------------------------------------------

@@ -93,6 +93,15 @@ def load_nodes(files: Sequence[str]) -> Iterator[Node]:
             yield from nodes
 
 
+def _named(keys: list[str], shown: int = 5) -> str:
+    """The first ``shown`` keys (each cut to 60 characters, escapes made visible) and a count of the rest: 100,000
+    unknown keys made a 789 KB error line (issue #27)."""
+    from cudadoctor.report.sanitize import terminal
+
+    named = ", ".join(terminal(k[:60] + ("…" if len(k) > 60 else "")) for k in keys[:shown])
+    return named + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
+
+
 def baseline_values(path: str) -> dict[str, str | None]:
     """Expected values: those of a node's snapshot or report, or a JSON object ``{fact: value}`` naming some of
     the judged facts (``{"nccl": "2.28.9 (pip)", "driver_branch": "580"}``)."""
@@ -104,5 +113,5 @@ def baseline_values(path: str) -> dict[str, str | None]:
     unknown = sorted(set(document) - judged)
     if unknown or not document:
         known = ", ".join(sorted(judged))
-        raise UsageError(f"--baseline {path}: unknown fact(s) {', '.join(unknown) or '(none given)'}; known: {known}")
+        raise UsageError(f"--baseline {path}: unknown fact(s) {_named(unknown) or '(none given)'}; known: {known}")
     return {k: (str(v) if v is not None else None) for k, v in document.items()}

@@ -103,6 +103,12 @@ def _from_slim(value: Any) -> ElfDynamic | None:
         return None
 
 
+def _joined(identity: tuple[int, ...]) -> str:
+    """A :func:`file_key` as the cache keeps it: one string (``dev:ino:size:mtime:ctime``) decodes faster than a
+    list of numbers, on every run."""
+    return ":".join(map(str, identity))
+
+
 class ScanCache:
     """One run's view of the cache: directory listings and dynamic sections, each by its :func:`file_key`."""
 
@@ -134,8 +140,9 @@ class ScanCache:
         except OSError as exc:
             self._observed("mtime", host_dir, exc)
             return [], []
-        key = list(file_key(info, directory=True))
-        self._observed("mtime", host_dir, tuple(key))
+        identity = file_key(info, directory=True)
+        self._observed("mtime", host_dir, identity)
+        key = _joined(identity)
         entry = self.dirs.get(host_dir)
         if isinstance(entry, list) and len(entry) == 3 and entry[0] == key:
             return list(entry[1]), list(entry[2])
@@ -234,7 +241,7 @@ class ScanCache:
         self.changed = True
         return _from_slim(slim) or ElfDynamic()
 
-    def _signature(self, host: str) -> tuple[list[int], int] | None:
+    def _signature(self, host: str) -> tuple[str, int] | None:
         """(the cache key, the file's :func:`file_key`, and its size), told to the memo; None when it cannot be
         stat'ed."""
         try:
@@ -242,9 +249,9 @@ class ScanCache:
         except OSError as exc:
             self._observed("sig", host, exc)
             return None
-        key = file_key(info)
-        self._observed("sig", host, key)
-        return list(key), info.st_size
+        identity = file_key(info)
+        self._observed("sig", host, identity)
+        return _joined(identity), info.st_size
 
     def _observed(self, kind: str, host: str, answer: object) -> None:
         if self.observe is not None:

@@ -109,7 +109,9 @@ class CD304(Check):
     (any package in site-packages) that name a CUDA library (cudart, cuBLAS, cuDNN and its
     sub-libraries, NCCL, nvJitLink, cuSPARSE, cuFFT, cuRAND, cuSOLVER, NVRTC, CUPTI, TensorRT),
     resolved in ld.so's order: LD_PRELOAD, RPATH, LD_LIBRARY_PATH, RUNPATH (with $ORIGIN),
-    /etc/ld.so.cache and the default directories.
+    /etc/ld.so.cache and the default directories. A copy built for another CPU is skipped, as ld.so
+    skips it; a shared object the scan could not read (truncated, lying headers) or left out (past
+    its cap) makes it could not judge, naming it, unless a library is missing anyway.
 
     Why it matters: a needed library that resolves nowhere fails the import ("libcudnn.so.9: cannot
     open shared object file"); when only another major is installed (libcublas.so.12 where

@@ -62,10 +62,14 @@ class CheckOptions:
 
 
 def err(message: str) -> None:
-    """One error line on stderr (red on a terminal unless NO_COLOR)."""
+    """One error line on stderr (red on a terminal unless NO_COLOR). A path or a key it names (typed by the user,
+    or read from a snapshot, an env file or an image) is shown with its escapes and newlines visible: one line,
+    nothing sent to the terminal (issue #27)."""
+    from cudadoctor.report.sanitize import terminal
+
     color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
     prefix = "\x1b[31mcudadoctor: error:\x1b[0m " if color else "cudadoctor: error: "
-    print(prefix + message, file=sys.stderr)
+    print(prefix + terminal(message), file=sys.stderr)
 
 
 def closed_pipe() -> NoReturn:

@@ -223,3 +223,17 @@ def test_require_cuda_means_this_machine_runs_that_code(driver, requirement, met
     facts = apply_assumptions(_h200(), driver=driver)
     findings = {f.code: f for f in run_checks(facts, CompatMatrix(), requirements=(requirement,))}
     assert (findings["CD901"].status.value == "ok") is met, findings["CD901"]
+
+
+def test_an_error_naming_a_path_with_escapes_stays_one_inert_line(tmp_path):
+    """Issue #27: an error line carried the path as given: ESC and a newline reached the terminal and forged a line."""
+    bad = str(tmp_path / "x\x1b[2J\nforged line")
+    proc = subprocess.run(
+        [sys.executable, "-m", "cudadoctor", "check", "--from", bad],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=REPO),
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "\x1b" not in proc.stderr and "\\x1b[2J\\nforged line" in proc.stderr

@@ -259,3 +259,14 @@ def test_cd304_objects_not_read_beside_resolved_needs_could_not_judge_and_a_miss
 def test_cd302_objects_not_read_could_not_judge(h200):
     view = replace(nvjitlink_view("12.6.77"), unread=(f"{SITE}/x.so: not read: truncated",), unread_total=1)
     assert run_check("CD302", replace(h200, loader=view)).status is Status.UNKNOWN
+
+
+def test_the_verbose_summary_names_what_was_skipped_and_not_read(h200):
+    from cudadoctor.report.summary import _loader_lines
+
+    missing = NeededLibrary("torch", f"{SITE}/torch/lib/libtorch_cuda.so", "libcudart.so.12", None, foreign=(
+        "/usr/lib/libcudart.so.12 (for AArch64)",))  # fmt: skip
+    view = LoaderView(needs=(missing,), cache="test", unread=(f"{SITE}/x.so: not read: truncated",), unread_total=9)
+    text = "\n".join(line.text for line in _loader_lines(replace(h200, loader=view)))
+    assert "NOT FOUND; skips /usr/lib/libcudart.so.12 (for AArch64)" in text
+    assert f"not read (9): {SITE}/x.so: not read: truncated; …" in text

@@ -19,7 +19,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import InvalidValue, SnapshotError, UsageError
 from cudadoctor.facts.model import Facts
 from cudadoctor.record import record
-from cudadoctor.report.document import Report
+from cudadoctor.report.document import FAIL_ON_LEVELS, Report
 
 __all__ = [
     "FAIL_ON_LEVELS",
@@ -32,13 +32,6 @@ __all__ = [
     "run_check",
 ]
 
-#: ``--fail-on`` levels and the statuses that fail the run at each.
-FAIL_ON_LEVELS: dict[str, frozenset[Status]] = {
-    "error": frozenset({Status.FAIL, Status.ERROR}),
-    "warning": frozenset({Status.FAIL, Status.ERROR, Status.WARN}),
-    "never": frozenset(),
-}
-
 
 @record
 class FactSource:
@@ -50,6 +43,7 @@ class FactSource:
     python: str | None = None  #: ``--python``
     assume_driver: str | None = None
     assume_gpus: tuple[str, ...] = ()
+    root_kind: str = "auto"  #: ``--root-kind``: host, image, or auto (decided from the root's markers)
     redact_home: bool = True  #: secrets are always masked; this only concerns the home directory
     deep_timeout: float | None = None  #: ``--deep``: seconds per child; None: no runtime probes
     nccl: bool = False
@@ -158,16 +152,20 @@ def _probed(source: FactSource, warn: Callable[[str], None]) -> Facts:
 
 
 def _assumed(facts: Facts, source: FactSource) -> Facts:
-    from cudadoctor.assume import apply_assumptions
+    from cudadoctor.assume import apply_assumptions, apply_root_kind
 
     try:
         facts = apply_assumptions(facts, driver=source.assume_driver)
     except InvalidValue as exc:
         raise exc.at("--assume-driver") from None
     try:
-        return apply_assumptions(facts, gpus=source.assume_gpus)
+        facts = apply_assumptions(facts, gpus=source.assume_gpus)
     except InvalidValue as exc:
         raise exc.at("--assume-gpu") from None
+    try:
+        return apply_root_kind(facts, source.root_kind)
+    except InvalidValue as exc:
+        raise exc.at("--root-kind") from None
 
 
 def gather(source: FactSource, warn: Callable[[str], None]) -> Facts:

@@ -1,4 +1,5 @@
-"""Describing the host an image will run on: ``--assume-driver`` and ``--assume-gpu``.
+"""Describing the host an image will run on: ``--assume-driver`` and ``--assume-gpu``; and what the examined
+root is: ``--root-kind``.
 
 A Docker build stage has no GPU and no driver; these flags put the target host's driver and GPUs
 into the facts, marked with :attr:`~cudadoctor.facts.model.SourceKind.ASSUMED`, so the rest of
@@ -16,9 +17,22 @@ from packaging.version import InvalidVersion
 from cudadoctor import gpu_models
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import InvalidValue
-from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, Facts, GpuInfo, Source, SourceKind
+from cudadoctor.facts.model import (
+    DriverInfo,
+    DriverReading,
+    DriverVersion,
+    Facts,
+    GpuInfo,
+    RootKind,
+    Source,
+    SourceKind,
+)
 
-__all__ = ["apply_assumptions", "parse_driver_version", "resolve_driver", "split_mig_profile"]
+__all__ = ["ROOT_KINDS", "apply_assumptions", "apply_root_kind", "parse_driver_version", "resolve_driver",
+           "split_mig_profile"]  # fmt: skip
+
+#: ``--root-kind`` values: a machine's own system, a container image, or decided from the markers (the default).
+ROOT_KINDS = ("auto", "host", "image")
 
 #: A MIG profile as nvidia-smi names it after the GPU ("A100-SXM4-80GB MIG 3g.40gb", "H100 MIG 1g.10gb+me";
 #: the MIG user guide's profile names, https://docs.nvidia.com/datacenter/tesla/mig-user-guide/).
@@ -77,6 +91,8 @@ def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence
             Source(SourceKind.ASSUMED, "--assume-driver"), version=version, cuda_api=cuda_api, detail=detail or None
         )
         old = facts.driver
+        # What was read of the driver's files stays: the assumption replaces the version, not the libcuda files,
+        # the loader's view of them or the WSL2 driver store (CD132-CD135 judge the store against the version).
         facts = replace(
             facts,
             driver=DriverInfo(
@@ -85,6 +101,8 @@ def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence
                 readings=(reading, *(old.readings if old else ())),
                 libcuda_files=old.libcuda_files if old else (),
                 resolved_libcuda=old.resolved_libcuda if old else (),
+                wsl=old.wsl if old else False,
+                wsl_libraries=old.wsl_libraries if old else (),
             ),
         )
     if gpus:
@@ -109,3 +127,18 @@ def apply_assumptions(facts: Facts, *, driver: str | None = None, gpus: Sequence
             )
         facts = replace(facts, gpus=tuple(assumed))
     return facts
+
+
+def apply_root_kind(facts: Facts, kind: str) -> Facts:
+    """Facts whose root kind is ``kind`` (``host`` / ``image``), the probed markers kept; ``auto`` keeps the probed one.
+
+    :raises InvalidValue: for another value (the caller says which flag).
+    """
+    if kind not in ROOT_KINDS:
+        raise InvalidValue(kind, f"expected one of {', '.join(ROOT_KINDS)}")
+    if kind == "auto":
+        return facts
+    markers = facts.root_kind.markers if facts.root_kind else ()
+    mounted = facts.root_kind.mounted_driver_files if facts.root_kind else ()
+    source = Source(SourceKind.ASSUMED, f"--root-kind {kind}")
+    return replace(facts, root_kind=RootKind(kind, source, markers, mounted))

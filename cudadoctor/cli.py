@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 import typer
 
 from cudadoctor import __version__
-from cudadoctor.commands import CheckOptions, check_command, closed_pipe, guard
+from cudadoctor.commands import CheckOptions, check_command, closed_pipe, guard, prepare_command_line
 from cudadoctor.errors import UsageError
 from cudadoctor.report import Format
+from cudadoctor.terminal import ColorMode, set_color_mode
+from cudadoctor.why.cli import register as register_why
 
 if TYPE_CHECKING:
     from cudadoctor.planning import HostFlags
@@ -102,6 +104,25 @@ AssumeGpuOpt = Annotated[
         "Repeat for several GPUs; overrides the probed GPUs. --assume-gpu is the same option.",
     ),
 ]
+
+
+class RootKindChoice(str, enum.Enum):
+    AUTO = "auto"
+    HOST = "host"
+    IMAGE = "image"
+
+
+RootKindOpt = Annotated[
+    RootKindChoice,
+    typer.Option(
+        "--root-kind",
+        help="What the examined root is, which decides the fixes: host (a machine's own system, or its disk mounted "
+        "under --root: a driver that differs from the kernel module is mended by a reboot) or image (a container or "
+        "an exported image: driver libraries baked into it are removed, the NVIDIA runtime mounts the host's). "
+        "auto decides from markers (/.dockerenv, /run/.containerenv, cgroups, a kernel in /boot) and, when they are "
+        "missing or disagree, gives a host's fixes, which delete nothing.",
+    ),
+]
 NoRedactOpt = Annotated[
     bool,
     typer.Option(
@@ -147,6 +168,7 @@ def check(
     python: PythonOpt = None,
     assume_driver: AssumeDriverOpt = None,
     assume_gpu: AssumeGpuOpt = None,
+    root_kind: RootKindOpt = RootKindChoice.AUTO,
     no_redact: NoRedactOpt = False,
     select: Annotated[
         list[str] | None,
@@ -251,8 +273,9 @@ def check(
     return check_command(
         CheckOptions(
             output_format=output_format, verbose=verbose, from_file=from_file, root=root, env_file=env_file,
-            python=python, assume_driver=assume_driver, assume_gpu=_tuple(assume_gpu), no_redact=no_redact,
-            select=_tuple(select), ignore=_tuple(ignore), require=_tuple(require), fail_on=fail_on, strict=strict,
+            python=python, assume_driver=assume_driver, assume_gpu=_tuple(assume_gpu), root_kind=root_kind.value,
+            no_redact=no_redact, select=_tuple(select), ignore=_tuple(ignore), require=_tuple(require), fail_on=fail_on,
+            strict=strict,
             fail_on_unknown=fail_on_unknown, output=output, deep=deep, timeout=timeout, nccl=nccl,
             no_health=no_health, dcgm_diag=dcgm_diag, dcgm_timeout=dcgm_timeout,
         )
@@ -274,6 +297,7 @@ def snapshot(
     python: PythonOpt = None,
     assume_driver: AssumeDriverOpt = None,
     assume_gpu: AssumeGpuOpt = None,
+    root_kind: RootKindOpt = RootKindChoice.AUTO,
     no_redact: NoRedactOpt = False,
 ) -> None:
     """Write every fact, with its source, as JSON: attach it to a bug report; replay it with check --from."""
@@ -283,7 +307,7 @@ def snapshot(
 
     source = FactSource(
         root=root, env_file=env_file, python=python, assume_driver=assume_driver,
-        assume_gpus=tuple(assume_gpu or ()), redact_home=not no_redact,
+        assume_gpus=tuple(assume_gpu or ()), root_kind=root_kind.value, redact_home=not no_redact,
     )  # fmt: skip
     text = facts_to_json(gather(source, stderr_notice)) + "\n"
     if output is None or output == "-":
@@ -319,11 +343,12 @@ def usage(
     activity, and says what one look can and cannot tell. Exit status: 0 shown, 2 usage error, 3 NVML did
     not answer.
     """
-    from cudadoctor.probes.nvml_health import RealHealthSource
+    from cudadoctor.probes.native import RealHealthSource
     from cudadoctor.usage import usage_command
 
     text, code = usage_command(RealHealthSource(), sample, output_format.value)
-    sys.stdout.write(text)
+    # A view that could not be made is an error, and errors go to stderr; JSON stays on stdout for its reader.
+    (sys.stderr if code and output_format is UsageFormat.TEXT else sys.stdout).write(text)
     return code
 
 
@@ -339,6 +364,7 @@ def _suggest_matrix(
     target: str, flags: HostFlags, output_format: SuggestFormat, *, matrix: bool, verbose: bool
 ) -> None:
     """``suggest --matrix``: the table of releases x builds, as text, JSON or Markdown."""
+    from cudadoctor.commands import this_machine
     from cudadoctor.planning import matrix_plan
     from cudadoctor.report.fit_matrix import render_matrix_json, render_matrix_markdown, render_matrix_text
 
@@ -346,7 +372,7 @@ def _suggest_matrix(
         raise UsageError("--format markdown: give --matrix (the plans themselves are text, json, commands, dockerfile)")
     if output_format in (SuggestFormat.COMMANDS, SuggestFormat.DOCKERFILE):
         raise UsageError(f"--matrix --format {output_format.value}: expected text, json or markdown")
-    found, constraints = matrix_plan(target, flags)
+    found, constraints = matrix_plan(target, flags, this_machine)
     if output_format is SuggestFormat.JSON:
         sys.stdout.write(render_matrix_json(found, constraints))
     elif output_format is SuggestFormat.MARKDOWN:
@@ -604,6 +630,39 @@ def compare(
         raise typer.Exit(code)
 
 
+register_why(app, check, _guarded)  # `why`: check's options, read from its signature
+
+
+class Shell(str, enum.Enum):
+    BASH = "bash"
+    ZSH = "zsh"
+    FISH = "fish"
+    POWERSHELL = "powershell"
+
+
+#: The variable a completion script sets when it asks for the words that may follow (cudadoctor.entry routes
+#: such a call here, past the fast path).
+COMPLETE_VAR = "_CUDADOCTOR_COMPLETE"
+
+
+@app.command()
+@_guarded
+def completion(shell: Annotated[Shell, typer.Argument(help="bash, zsh, fish or powershell.")]) -> None:
+    """Print the shell completion script for SHELL: commands, options and their values complete on Tab.
+
+    Load it from your shell's start-up file:
+
+      bash:  echo 'eval "$(cudadoctor completion bash)"' >> ~/.bashrc
+
+      zsh:   echo 'eval "$(cudadoctor completion zsh)"' >> ~/.zshrc
+
+      fish:  cudadoctor completion fish > ~/.config/fish/completions/cudadoctor.fish
+    """
+    from typer._completion_shared import get_completion_script
+
+    sys.stdout.write(get_completion_script(prog_name="cudadoctor", complete_var=COMPLETE_VAR, shell=shell.value))
+
+
 def _version_callback(value: bool) -> None:
     if value:
         print(f"cudadoctor {__version__}")
@@ -613,23 +672,36 @@ def _version_callback(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version.")
+        bool,
+        typer.Option("--version", "-V", callback=_version_callback, is_eager=True, help="Print the version."),
     ] = False,
+    color: Annotated[
+        ColorMode,
+        typer.Option(
+            "--color",
+            help="Colour the output: auto (on a terminal, unless NO_COLOR is set or TERM=dumb; FORCE_COLOR forces "
+            "it), always or never. Taken before or after the command's name, like --no-color.",
+        ),
+    ] = ColorMode.AUTO,
+    no_color: Annotated[bool, typer.Option("--no-color", help="The same as --color never.")] = False,
 ) -> None:
     """A CUDA environment doctor."""
+    # Reached only when typer is driven directly (tests, an embedding program): the entry point takes both
+    # options out of the command line before typer parses it, wherever they stand.
+    if no_color or color is not ColorMode.AUTO:
+        set_color_mode(ColorMode.NEVER if no_color else color)
 
 
 def main() -> None:
-    """Entry point of the ``cudadoctor`` command."""
-    # A report reaches stdout whatever it holds: a file name or variable that is not UTF-8 (a surrogate
-    # escape) or a terminal that cannot show "✓" prints "?" there, instead of an internal error (exit 3).
-    if hasattr(sys.stdout, "reconfigure"):
-        sys.stdout.reconfigure(errors="replace")
-    from cudadoctor.entry import closed_streams
+    """Entry point of the ``cudadoctor`` command through typer (:func:`cudadoctor.entry.main` has already taken the
+    colour options and prepared the streams when it is the caller; doing it again changes nothing)."""
+    prepare_command_line(sys.argv)
+    if COMPLETE_VAR in os.environ:  # a completion script asking: typer answers once its shells are registered
+        from typer._completion_classes import completion_init
 
-    closed_streams()
+        completion_init()
     try:
-        app()
+        app(prog_name="cudadoctor", complete_var=COMPLETE_VAR)
     except BrokenPipeError:
         closed_pipe()
     except SystemExit as exc:

@@ -18,17 +18,21 @@ from cudadoctor.record import record
 from cudadoctor.report import Format
 
 if TYPE_CHECKING:
+    from cudadoctor.app import CheckRequest
+    from cudadoctor.facts.model import Facts
     from cudadoctor.planning import HostFlags
     from cudadoctor.report.document import Report
 
 __all__ = [
     "CheckOptions",
     "check_command",
+    "check_request",
     "closed_pipe",
     "err",
     "guard",
     "render_report",
     "suggest_command",
+    "this_machine",
 ]
 
 
@@ -45,6 +49,7 @@ class CheckOptions:
     python: str | None = None
     assume_driver: str | None = None
     assume_gpu: tuple[str, ...] | None = None
+    root_kind: str = "auto"
     no_redact: bool = False
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] | None = None
@@ -62,14 +67,31 @@ class CheckOptions:
 
 
 def err(message: str) -> None:
-    """One error line on stderr (red on a terminal unless NO_COLOR). A path or a key it names (typed by the user,
-    or read from a snapshot, an env file or an image) is shown with its escapes and newlines visible: one line,
-    nothing sent to the terminal (issue #27)."""
+    """One error line on stderr (red where :func:`cudadoctor.terminal.wants_color` says so). A path or a key it
+    names (typed by the user, or read from a snapshot, an env file or an image) is shown with its escapes and
+    newlines visible: one line, nothing sent to the terminal (issue #27)."""
     from cudadoctor.report.sanitize import terminal
+    from cudadoctor.terminal import wants_color
 
-    color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
+    color = wants_color(sys.stderr)
     prefix = "\x1b[31mcudadoctor: error:\x1b[0m " if color else "cudadoctor: error: "
     print(prefix + terminal(message), file=sys.stderr)
+
+
+def prepare_command_line(argv: list[str]) -> list[str]:
+    """The arguments after the program's name, without the colour options, which are taken here for every command
+    (:func:`cudadoctor.terminal.take_color_options`; a bad value ends the run: one line, exit 2); stdout and stderr
+    then print whatever a report holds (ASCII stand-ins for what their encoding cannot show). ``argv`` keeps the
+    program's name and the rest, for typer."""
+    from cudadoctor.terminal import prepare_streams, take_color_options
+
+    prepare_streams()
+    try:
+        argv[1:] = take_color_options(argv[1:])
+    except UsageError as exc:
+        err(str(exc))
+        sys.exit(exc.exit_code)
+    return argv[1:]
 
 
 def closed_pipe() -> NoReturn:
@@ -127,23 +149,19 @@ def guard(call: Callable[[], int | None], passthrough: tuple[type[BaseException]
 def render_report(report: Report, fmt: Format, *, verbose: bool, to_terminal: bool, snapshot: bool) -> str:
     from cudadoctor.report.options import RenderOptions
     from cudadoctor.report.render import render
+    from cudadoctor.terminal import terminal_width, wants_color
 
-    color = to_terminal and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    width = min(max(_terminal_width(), 60), 160) if to_terminal else 100
-    options = RenderOptions(verbose=verbose, color=color, width=width, from_snapshot=snapshot)
+    color = to_terminal and wants_color(sys.stdout)
+    width = terminal_width(sys.stdout) if to_terminal else None
+    options = RenderOptions(
+        verbose=verbose, color=color, width=None if width is None else max(width, 60), from_snapshot=snapshot
+    )
     return render(report, fmt, options)
 
 
-def _terminal_width() -> int:
-    try:
-        return os.get_terminal_size(sys.stdout.fileno()).columns
-    except (OSError, ValueError):
-        return 100
-
-
-def check_command(o: CheckOptions) -> int:
-    """``cudadoctor check``: gather, judge, print; the exit code of the report."""
-    from cudadoctor.app import CheckRequest, FactSource, run_check, stderr_notice
+def check_request(o: CheckOptions) -> CheckRequest:
+    """What ``check`` is asked by these options and the project settings (``why`` asks the same)."""
+    from cudadoctor.app import CheckRequest, FactSource
     from cudadoctor.config import find_settings
 
     if o.timeout <= 0 or o.timeout != o.timeout or o.timeout == float("inf"):
@@ -151,12 +169,12 @@ def check_command(o: CheckOptions) -> int:
     settings = find_settings()
     source = FactSource(
         from_file=o.from_file, root=o.root, env_file=o.env_file, python=o.python,
-        assume_driver=o.assume_driver, assume_gpus=tuple(o.assume_gpu or ()),
+        assume_driver=o.assume_driver, assume_gpus=tuple(o.assume_gpu or ()), root_kind=o.root_kind,
         redact_home=not o.no_redact or o.output_format is Format.MARKDOWN,
         deep_timeout=o.timeout if o.deep else None, nccl=o.nccl, health=not o.no_health,
         dcgm_level=o.dcgm_diag, dcgm_timeout=o.dcgm_timeout,
     )  # fmt: skip
-    request = CheckRequest(
+    return CheckRequest(
         source=source,
         select=tuple(o.select or settings.select),
         ignore=(*settings.ignore, *(o.ignore or ())),
@@ -164,7 +182,13 @@ def check_command(o: CheckOptions) -> int:
         fail_on="warning" if o.strict else (o.fail_on or settings.fail_on or "error"),
         fail_on_unknown=o.fail_on_unknown,
     )
-    report = run_check(request, stderr_notice)
+
+
+def check_command(o: CheckOptions) -> int:
+    """``cudadoctor check``: gather, judge, print; the exit code of the report."""
+    from cudadoctor.app import run_check, stderr_notice
+
+    report = run_check(check_request(o), stderr_notice)
     snapshot = o.from_file is not None
     fmt = o.output_format
     if o.output is not None:
@@ -189,6 +213,14 @@ def _exit_code(report: Report, fmt: Format) -> int:
     return node_verdict(report).exit_code
 
 
+def this_machine() -> Facts:
+    """This machine's facts as ``suggest`` plans from them: never the hardware health, nor the toolkits (so
+    ``nvcc`` is not run)."""
+    from cudadoctor.probes.collect import collect_facts, live_context
+
+    return collect_facts(live_context(health=False), skip=("toolkits", "nvcc"))
+
+
 def suggest_command(target: str, flags: HostFlags, output_format: str, *, verbose: bool = False) -> int:
     """``cudadoctor suggest TARGET``: the plan written to stdout; 1 when nothing fits (the advice on stderr for the
     formats a script reads). The typer command and the entry's fast path both run this."""
@@ -200,7 +232,7 @@ def suggest_command(target: str, flags: HostFlags, output_format: str, *, verbos
         render_suggestion_text,
     )
 
-    result, constraints = plan(target, flags)
+    result, constraints = plan(target, flags, this_machine)
     if output_format == "json":
         sys.stdout.write(render_suggestion_json(result, constraints))
     elif output_format == "commands":

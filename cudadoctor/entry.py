@@ -8,8 +8,6 @@ two for every form); anything else, including ``-h`` and every mistake, goes to 
 
 from __future__ import annotations
 
-import errno
-import io
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -30,6 +28,11 @@ _FLAGS = {
     "--no-redact": "no_redact",
 }
 _FORMATS = ("text", "json", "github", "markdown", "slurm", "npd", "health-json")
+#: ``--root-kind`` values (cudadoctor.assume.ROOT_KINDS, not imported here: the fast path imports nothing)
+_ROOT_KINDS = ("auto", "host", "image")
+#: Options with a value that the fast path takes: option -> (field, the values it accepts)
+_VALUED = {"-f": ("output_format", _FORMATS), "--format": ("output_format", _FORMATS),
+           "--root-kind": ("root_kind", _ROOT_KINDS)}  # fmt: skip
 
 
 def _fast_values(argv: Sequence[str]) -> dict[str, object] | None:
@@ -44,12 +47,15 @@ def _fast_values(argv: Sequence[str]) -> dict[str, object] | None:
         if token in _FLAGS:
             values[_FLAGS[token]] = True
             continue
-        fmt = token.partition("=")[2] if token.startswith("--format=") else None
-        if token in ("-f", "--format") and rest:
-            fmt = rest.pop(0)
-        if fmt not in _FORMATS:
-            return None  # a value typer must check, or an option the fast path does not take
-        values["output_format"] = fmt
+        name, equals, value = token.partition("=") if token.startswith("--") else (token, "", "")
+        if name not in _VALUED or not (equals or rest):
+            return None  # an option the fast path does not take, or one without its value
+        if not equals:
+            value = rest.pop(0)
+        field, accepted = _VALUED[name]
+        if value not in accepted:
+            return None  # a value typer must check and explain
+        values[field] = value
     return values
 
 
@@ -106,37 +112,6 @@ def fast_check_options(argv: Sequence[str]) -> CheckOptions | None:
     return _options(values) if values is not None else None
 
 
-class _ClosedStdout(io.TextIOBase):
-    """Standard output closed before the start (``cudadoctor check >&-``: Python then has ``sys.stdout = None``): a
-    write to it is a reader gone, answered as a closed pipe is (quietly, exit 141); a run that writes nothing there
-    (``check -o FILE``) ends as usual."""
-
-    def write(self, text: str) -> int:
-        if text:
-            raise BrokenPipeError(errno.EPIPE, "standard output is closed")
-        return 0
-
-    encoding = "utf-8"
-
-
-class _Discard(io.TextIOBase):
-    """Standard error closed before the start (``2>&-``): its lines go nowhere, never to standard output."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    encoding = "utf-8"
-
-
-def closed_streams() -> None:
-    """Stand in for a standard stream that was closed before the start (None in ``sys``), so that nothing fails
-    with an internal error on it (issue #27: "'NoneType' object has no attribute 'flush'", exit 3)."""
-    if sys.stdout is None:
-        sys.stdout = _ClosedStdout()
-    if sys.stderr is None:
-        sys.stderr = _Discard()
-
-
 def run() -> None:
     """The ``cudadoctor`` command: :func:`main`, and a fast path's exit without the interpreter's teardown."""
     main(hard_exit=True)
@@ -149,14 +124,12 @@ def main(*, hard_exit: bool = False) -> None:
     and the NVML threads cost ~10 ms of a 110 ms run (measured); nothing of the fast path is left to clean up
     (its caches are written and closed, its child processes waited for, its threads daemons).
     """
-    # A report reaches stdout whatever it holds: a file name or variable that is not UTF-8 (a surrogate
-    # escape) or a terminal that cannot show "✓" prints "?" there, instead of an internal error (exit 3).
-    if hasattr(sys.stdout, "reconfigure"):
-        sys.stdout.reconfigure(errors="replace")
-    closed_streams()
-    values = _fast_values(sys.argv[1:])
+    from cudadoctor.commands import prepare_command_line
+
+    argv = prepare_command_line(sys.argv)
+    values = None if _COMPLETING in os.environ else _fast_values(argv)
     if values is None:
-        suggest = fast_suggest_args(sys.argv[1:])
+        suggest = None if _COMPLETING in os.environ else fast_suggest_args(argv)
         if suggest is None:
             from cudadoctor.cli import main as cli_main
 
@@ -164,6 +137,11 @@ def main(*, hard_exit: bool = False) -> None:
             return
         _exit(_probing(lambda: _suggest(*suggest), health=False), hard_exit=hard_exit)
     _exit(_probing(lambda: _check(values), health=not values.get("no_health", False)), hard_exit=hard_exit)
+
+
+#: The variable a shell's completion script sets when it asks for the words that may follow (click's protocol:
+#: https://click.palletsprojects.com/en/stable/shell-completion/); typer answers it.
+_COMPLETING = "_CUDADOCTOR_COMPLETE"
 
 
 def _check(values: dict[str, object]) -> int:

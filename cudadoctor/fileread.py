@@ -13,8 +13,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
 
-__all__ = ["NotRegularFile", "foreign", "read_file", "read_named_file", "safe_path"]
+__all__ = ["NotRegularFile", "foreign", "read_file", "read_named_file", "safe_path", "stream_chunks"]
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -88,6 +89,23 @@ def _require_private(path: str, info: os.stat_result) -> None:
             why = f"its directory is {why}" if why else None
     if why is not None:
         raise PermissionError(errno.EACCES, f"not this user's private file: {why}", path)
+
+
+def stream_chunks(path: str, size: int = 1 << 20) -> Iterator[bytes]:
+    """The chunks of a FIFO or character device the user named (``why --file <(journalctl -k)``), read blocking
+    until its writer closes it; too long a stream is the caller's to stop. Anything else raises
+    :class:`NotRegularFile` (a regular file is read with :func:`read_file` or :class:`RegularFile`). Opened as
+    :func:`read_file` opens, so a FIFO without a writer ends at once instead of waiting."""
+    fd = os.open(safe_path(path), _FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+            raise NotRegularFile(errno.EINVAL, f"{_kind(mode)}, not a stream", path)
+        os.set_blocking(fd, True)
+        while chunk := os.read(fd, size):
+            yield chunk
+    finally:
+        os.close(fd)
 
 
 class RegularFile:

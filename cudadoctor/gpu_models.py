@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from cudadoctor.data.queries import CompatMatrix
 from cudadoctor.data.rows import GpuModel
 
+if TYPE_CHECKING:
+    from cudadoctor.facts.model import GpuInfo
+
 __all__ = [
     "GpuModel",
     "GpuTable",
+    "gpu_segments",
     "load_models",
     "lookup",
     "normalise",
@@ -146,3 +151,10 @@ def parse_gpu_spec(spec: str, table: GpuTable) -> GpuModel:
 
 def _cc_key(cc: str) -> tuple[int, ...]:
     return tuple(int(p) for p in cc.split("."))
+
+
+def gpu_segments(gpus: tuple[GpuInfo, ...]) -> tuple[tuple[str, str | None], ...]:
+    """(name, segment in compat/gpus.toml) of each GPU; the segment is None for a model the table lacks."""
+    table = load_models()
+    models = [lookup(gpu.name, table) for gpu in gpus]
+    return tuple((gpu.name, model.segment if model else None) for gpu, model in zip(gpus, models, strict=True))

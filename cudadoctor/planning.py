@@ -99,7 +99,7 @@ def _driver(
 ) -> tuple[DriverVersion | None, Version | None, str | None]:
     """(driver, the CUDA it supports, the assumption made for a branch given as --driver)."""
     from cudadoctor.assume import resolve_driver
-    from cudadoctor.facts.derive import effective_cuda
+    from cudadoctor.rules.driver import effective_cuda
 
     if flags.driver is not None:
         try:
@@ -146,10 +146,11 @@ def accelerator_of(matrix: CompatMatrix, facts: Facts | None, gpus: Sequence[Gpu
     """What the machine computes with: ``cuda``, ``jetson``, ``rocm``, ``mps``, ``xpu``, ``cpu``; None: unknown.
 
     A described machine (--gpu, --driver) is what the flags say; a probed one is CPU-only only when no NVIDIA
-    driver or GPU, no ROCm, no Apple GPU, no Jetson and no discrete Intel GPU was found. An integrated Intel
-    GPU alone stays ``cpu``: most of them are older than the ones PyTorch's XPU builds are validated on.
+    driver or GPU (:func:`cudadoctor.facts.derive.gpu_evidence`), no ROCm, no Apple GPU, no Jetson and no discrete
+    Intel GPU was found. An integrated Intel GPU alone stays ``cpu``: most of them are older than the ones
+    PyTorch's XPU builds are validated on.
     """
-    from cudadoctor.probes.host import intel_gpu_discrete
+    from cudadoctor.facts.derive import gpu_evidence, intel_gpu_discrete
 
     others = {other_accelerator(g) for g in flags.gpus} - {None}
     if others:
@@ -162,8 +163,8 @@ def accelerator_of(matrix: CompatMatrix, facts: Facts | None, gpus: Sequence[Gpu
     if host.jetson_l4t:
         sbsa = matrix.jetson_sbsa
         return "cuda" if sbsa is not None and host.jetson_l4t.startswith(sbsa.jetson_linux) else "jetson"
-    if facts.driver is not None or facts.gpus:
-        return "cuda"
+    if facts.driver is not None or gpu_evidence(facts.gpus, facts.visible, facts.health) is not None:
+        return "cuda"  # an NVIDIA GPU shows (NVML, /proc, the /dev/nvidiaN nodes, the PCI bus) or a driver
     if host.rocm_version is not None or host.amdgpu_driver:
         return "rocm"
     if host.apple_silicon:
@@ -173,7 +174,8 @@ def accelerator_of(matrix: CompatMatrix, facts: Facts | None, gpus: Sequence[Gpu
 
 def _gpus(flags: HostFlags, facts: Facts | None) -> tuple[Gpu, ...]:
     from cudadoctor import gpu_models
-    from cudadoctor.facts.derive import forward_compat, gpu_segments
+    from cudadoctor.gpu_models import gpu_segments
+    from cudadoctor.rules.driver import forward_compat
 
     if flags.gpus:
         table = gpu_models.load_models()
@@ -233,16 +235,18 @@ def user_index(env: Mapping[str, str]) -> tuple[str, str] | None:
     return None
 
 
-def constraints(matrix: CompatMatrix, flags: HostFlags, *, variant: str | None = None) -> Constraints:
-    """What a plan must fit: this machine's facts (unless ``flags.probe`` is off), overridden by the flags."""
-    facts = None
-    index = None
-    if flags.probe:
-        from cudadoctor.probes.collect import collect_facts, live_context
+#: Reads this machine's facts for a plan: the application hands the collector in (planning sits below the probes).
+Gather = Callable[[], Facts]
 
-        # Plans never read the hardware health, nor the toolkits (nor so run nvcc).
-        facts = collect_facts(live_context(health=False), skip=("toolkits", "nvcc"))
-        index = user_index(os.environ)
+
+def constraints(
+    matrix: CompatMatrix, flags: HostFlags, gather: Gather | None = None, *, variant: str | None = None
+) -> Constraints:
+    """What a plan must fit: this machine's facts (``gather``, unless ``flags.probe`` is off), overridden by the
+    flags."""
+    probe = flags.probe and gather is not None
+    facts = gather() if probe and gather is not None else None
+    index = user_index(os.environ) if probe else None
     return constraints_for(matrix, flags, facts, variant=variant, index=index)
 
 
@@ -261,7 +265,7 @@ def constraints_for(
     index: tuple[str, str] | None = None,
 ) -> Constraints:
     """The constraints for ``facts`` (None: nothing probed) overridden by the flags."""
-    from cudadoctor.facts.derive import forward_compat
+    from cudadoctor.rules.driver import forward_compat
 
     driver, driver_cuda, assumption = _driver(matrix, flags, facts)
     gpus = _gpus(flags, facts)
@@ -330,14 +334,15 @@ def parse_target(target: str) -> tuple[str, str, str | None]:
 _ALIASES = {"pytorch": "torch", "onnxruntime": "onnxruntime-gpu", "tensorrt-cu12": "tensorrt", "jaxlib": "jax"}
 
 
-def plan(target: str, flags: HostFlags) -> tuple[Suggestion, Constraints]:
-    """The plans for a target on the machine the flags describe, with the upgrades that would unlock more."""
+def plan(target: str, flags: HostFlags, gather: Gather | None = None) -> tuple[Suggestion, Constraints]:
+    """The plans for a target on the machine the flags describe (and ``gather`` reads, unless ``flags.probe`` is
+    off), with the upgrades that would unlock more."""
     from cudadoctor.suggest.accelerators import NON_CUDA
     from cudadoctor.suggest.upgrades import with_upgrades
 
     name, requirement, variant = parse_target(target)
     matrix = CompatMatrix()
-    c = constraints(matrix, flags, variant=variant)
+    c = constraints(matrix, flags, gather, variant=variant)
     if variant == "cpu" or (variant or "").startswith("rocm"):  # the target names a build without CUDA
         c = replace(c, accelerator="cpu" if variant == "cpu" else "rocm")
     try:
@@ -348,9 +353,10 @@ def plan(target: str, flags: HostFlags) -> tuple[Suggestion, Constraints]:
         raise UsageError(f"target {target!r}: not a requirement such as 'torch>=2.6'") from None
 
 
-def matrix_plan(target: str, flags: HostFlags) -> tuple[FitMatrix, Constraints]:
-    """``suggest --matrix``: every release x build of a target on the machine the flags describe, each cell
-    judged by the planner ``suggest`` uses (a machine without CUDA: what ``suggest`` answers there)."""
+def matrix_plan(target: str, flags: HostFlags, gather: Gather | None = None) -> tuple[FitMatrix, Constraints]:
+    """``suggest --matrix``: every release x build of a target on the machine the flags describe (and ``gather``
+    reads), each cell judged by the planner ``suggest`` uses (a machine without CUDA: what ``suggest`` answers
+    there)."""
     from cudadoctor.suggest.accelerators import NON_CUDA
     from cudadoctor.suggest.matrix import FitMatrix, fit_matrix
 
@@ -358,7 +364,7 @@ def matrix_plan(target: str, flags: HostFlags) -> tuple[FitMatrix, Constraints]:
     if variant is not None:
         raise UsageError(f"--matrix {target!r}: the matrix shows every build; name a release without +{variant}")
     matrix = CompatMatrix()
-    c = constraints(matrix, flags)
+    c = constraints(matrix, flags, gather)
     try:
         if c.accelerator in NON_CUDA and name != "torch":
             return FitMatrix(name, requirement, (), (), without_cuda(name, c, requirement).advice), c

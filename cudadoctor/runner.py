@@ -119,15 +119,21 @@ def helper_bootstrap(module: str, function: str) -> str:
 
 
 def helper_command(module: str, function: str, *args: str) -> list[str] | None:
-    """``python -S -I -c <bootstrap> <package root> args…``: a helper that imports only what ``module`` imports (no
-    site-packages, so none of their ``.pth`` start-up hooks), or None where no interpreter can be started (a frozen
-    build)."""
+    """``python -S -I [-B] -c <bootstrap> <package root> args…``: a helper that imports only what ``module`` imports
+    (no site-packages, so none of their ``.pth`` start-up hooks), or None where no interpreter can be started (a
+    frozen build).
+
+    ``-I`` ignores ``PYTHONDONTWRITEBYTECODE``, so ``-B`` says it again when the doctor's own interpreter writes no
+    bytecode: otherwise the helper wrote ``__pycache__`` into the package's directories, which the memo of a source
+    checkout watches (its directories are on ``sys.path``), and the replay it was started for found them changed.
+    """
     import sys
 
     if getattr(sys, "frozen", False) or not sys.executable:
         return None
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return [sys.executable, "-S", "-I", "-c", helper_bootstrap(module, function), root, *args]
+    flags = ["-S", "-I", "-B"] if sys.dont_write_bytecode else ["-S", "-I"]
+    return [sys.executable, *flags, "-c", helper_bootstrap(module, function), root, *args]
 
 
 def start_command(argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> StartedCommand | CommandResult:

@@ -25,8 +25,8 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 def _import_every_probe_module() -> None:
     """Import the probe modules now, outside any pyfakefs session: a module first imported inside one keeps
     that session's fake ``os``/``posixpath`` after it ends, and a later test then fails in unrelated ways."""
-    from cudadoctor.facts.registry import probe_function, probed
     from cudadoctor.probes import collect, runtime  # noqa: F401 - imported for the side effect described
+    from cudadoctor.probes.registry import probe_function, probed
 
     for spec in probed().values():
         probe_function(spec)

@@ -9,12 +9,12 @@ import pytest
 
 from cudadoctor.checks import ALL_CHECKS, resolve_codes, selected
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
+from cudadoctor.checks.derived import absent_reason
 from cudadoctor.checks.engine import run_check, run_checks
 from cudadoctor.checks.findings import Problem, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import UsageError
 from cudadoctor.facts.model import Facts, HostInfo
-from cudadoctor.facts.registry import absent_reason
 
 TESTS = os.path.dirname(__file__)
 

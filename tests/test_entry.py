@@ -26,6 +26,9 @@ FAST_FORMS = [
     ["check", "-f", "slurm"],
     ["check", "--format", "npd", "--strict"],
     ["check", "--format=health-json"],
+    ["check", "--root-kind", "host"],
+    ["check", "--root-kind=image", "-f", "json"],
+    ["check", "--no-health", "--root-kind", "auto"],
 ]
 
 
@@ -60,6 +63,9 @@ def test_fast_path_options_equal_typer(argv: list[str], monkeypatch: pytest.Monk
         ["check", "-f"],
         ["check", "--format="],
         ["check", "--root", "/tmp"],
+        ["check", "--root-kind"],
+        ["check", "--root-kind", "vm"],
+        ["check", "--root-kind=", "-v"],
         ["check", "--select", "CD1"],
         ["--version"],
     ],

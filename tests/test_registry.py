@@ -8,29 +8,27 @@ from packaging.version import Version
 
 from cudadoctor.checks import ALL_CHECKS, _unknown_parameters
 from cudadoctor.checks._base import Check
+from cudadoctor.checks.derived import absent_reason, injectable_names, injectables
 from cudadoctor.checks.findings import Problem
 from cudadoctor.facts.model import EnvVar, Facts, HostInfo, InstalledPackage, Source, SourceKind
-from cudadoctor.facts.registry import (
-    FACTS,
-    absent_reason,
-    category_of_error,
-    fact_of_error,
-    injectable_names,
-    injectables,
-    probe_function,
-    probed,
-)
+from cudadoctor.facts.registry import FACTS, category_of_error, fact_of_error
+from cudadoctor.probes.registry import PROBES, probe_function, probed
 
 
 def test_every_facts_field_is_declared_once():
     assert list(FACTS) == [f.name for f in dataclasses.fields(Facts)]
 
 
-def test_every_probe_resolves_to_a_function_of_its_module():
+def test_every_probe_resolves_to_a_probe_function_of_the_probes():
     for name, spec in probed().items():
         probe = probe_function(spec)
         assert callable(probe), name
-        assert f"{probe.__module__}:{probe.__name__}" == spec.probe
+        assert probe.__module__.startswith("cudadoctor.probes.") and probe.__name__.startswith("probe_"), name
+
+
+def test_every_probe_fills_a_declared_fact_in_declaration_order():
+    assert set(PROBES) <= set(FACTS)
+    assert list(probed()) == [name for name in FACTS if name in PROBES] == list(PROBES)
 
 
 def test_a_check_naming_no_fact_is_refused():

@@ -35,7 +35,7 @@ def _h200():
 def test_h200_text_report_matches_golden(update_golden):
     facts = _h200()
     matrix = CompatMatrix(False)
-    text = render_text(facts, run_checks(facts, matrix), matrix, width=100)
+    text = render_text(facts, run_checks(facts, matrix), matrix)
     if update_golden:
         with open(GOLDEN, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -45,7 +45,7 @@ def test_h200_text_report_matches_golden(update_golden):
 
 def test_verbose_shows_sources_and_passed_checks():
     facts = _h200()
-    text = render_text(facts, run_checks(facts, CompatMatrix()), verbose=True, width=100)
+    text = render_text(facts, run_checks(facts, CompatMatrix()), verbose=True)
     assert "(file: /proc/driver/nvidia/version)" in text
     assert "CD102 ok:" in text
     assert "probes took" in text
@@ -113,7 +113,7 @@ def test_could_not_judge_is_never_shown_as_ok():
         if f.code == "CD113" else f
         for f in run_checks(facts, matrix)
     ]  # fmt: skip
-    text = render_text(facts, findings, matrix, width=160)
+    text = render_text(facts, findings, matrix)
     assert "[?] GPUs:" in text
     assert "? CD113 could not judge (no arch list for torch 2.11.0 cu130)" in text
     assert "No issues found, but not everything could be judged" in text and "1 could not be judged" in text

@@ -487,10 +487,10 @@ def test_requests_is_not_imported_by_the_module() -> None:
 
 
 def test_reading_the_cache_loads_none_of_the_refresh_code(tmp_path: Any) -> None:
-    """`check` reads the cache through update.derive: requests and the fetching and parsing code never load."""
+    """`check` reads the cache through data.indexed: requests and the fetching and parsing code never load."""
     code = """if True:
         import sys
-        from cudadoctor.update.derive import read_index_data
+        from cudadoctor.data.indexed import read_index_data
         data, warning = read_index_data(sys.argv[1])
         unwanted = ["requests", "cudadoctor.update.fetch", "cudadoctor.update.orchestrate",
                     "cudadoctor.update.index", "cudadoctor.update.metadata"]

@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 from cudadoctor.checks.findings import Status
 from cudadoctor.cli import app
 from cudadoctor.data import CompatMatrix
+from cudadoctor.data.indexed import inherit_vllm_floor
 from cudadoctor.facts.codec import facts_from_json
 from cudadoctor.facts.model import Facts, GpuInfo, InstalledPackage, Source, SourceKind
 from cudadoctor.testing import run_check
-from cudadoctor.update.derive import inherit_vllm_floor
 from tests.conftest import fixture_text
 from tests.test_update import IndexServer, _loopback_only, reply  # noqa: F401 - the autouse loopback guard
 

@@ -158,7 +158,7 @@ def test_cli_usage_command(monkeypatch: pytest.MonkeyPatch):
     from typer.testing import CliRunner
 
     from cudadoctor import cli
-    from cudadoctor.probes import nvml_health
+    from cudadoctor.probes import native
 
     asked: list[tuple[bool, float]] = []
 
@@ -167,7 +167,7 @@ def test_cli_usage_command(monkeypatch: pytest.MonkeyPatch):
             asked.append((utilization, sample_seconds))
             return super().query()
 
-    monkeypatch.setattr(nvml_health, "RealHealthSource", lambda: Source(scenario("held")))
+    monkeypatch.setattr(native, "RealHealthSource", lambda: Source(scenario("held")))
     result = CliRunner().invoke(cli.app, ["usage", "--sample", "0.5", "-f", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["gpus"][0]["verdict"] == "allocated-but-idle"

@@ -68,7 +68,7 @@ def _unknown_parameters(cls: type[Check]) -> list[str]:
     """A parameter that names no registered fact would skip the check forever as "unknown"."""
     import inspect
 
-    from cudadoctor.facts.registry import injectable_names
+    from cudadoctor.checks.derived import injectable_names
 
     check = vars(cls).get("check")
     if check is None:

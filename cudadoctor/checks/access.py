@@ -7,8 +7,14 @@ BuildKit, Docker's default builder since Engine 23.0, creates no ``/.dockerenv``
 (https://github.com/moby/buildkit/issues/4503, https://github.com/docker/buildx/issues/1447), so such a
 stage is not recognised as a container and CD120 does not apply. For the classic builder, buildah or kaniko,
 set ``CUDADOCTOR_BUILD_STAGE=1`` on the RUN line (``RUN CUDADOCTOR_BUILD_STAGE=1 cudadoctor check``; not as
-an ``ENV``, which the image would keep at run time). An image root (``--root``) is never judged: an exported
-image has no device nodes and describes no running container.
+an ``ENV``, which the image would keep at run time).
+
+A root (``--root``) is judged only when it is a running container's: a container marker (``/.dockerenv``, …) and
+a live ``/dev`` (``/dev/null`` a character device, as the runtime creates it in every container: the OCI runtime
+spec's default devices, https://github.com/opencontainers/runtime-spec/blob/main/config-linux.md), such as
+``/proc/<pid>/root`` of the container seen from the host; the host's driver is its kernel module in that root's
+/proc or the one ``--assume-driver`` gives. An exported image or a copy has no device in ``/dev`` and describes no
+running container: not judged.
 """
 
 # CD1xx: driver and GPUs
@@ -20,9 +26,16 @@ import re
 
 from cudadoctor.checks._base import Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation
-from cudadoctor.facts.model import DriverInfo, HostInfo, InstalledPackage, ToolkitInstall, VisibleDevices
+from cudadoctor.facts.model import (
+    DriverInfo,
+    HostInfo,
+    InstalledPackage,
+    SourceKind,
+    ToolkitInstall,
+    VisibleDevices,
+)
 
-__all__ = ["BUILD_STAGE_VAR", "CD120", "gpu_consumers"]
+__all__ = ["BUILD_STAGE_VAR", "CD120", "IMAGE_ROOT", "gpu_consumers"]
 
 #: Set on a build step's command line to say "this is an image build, no GPU is expected".
 BUILD_STAGE_VAR = "CUDADOCTOR_BUILD_STAGE"
@@ -47,6 +60,26 @@ def _gpu_nodes(visible: VisibleDevices) -> list[str]:
     return [n for n in visible.device_nodes if re.fullmatch(r"/dev/nvidia\d+", n)]
 
 
+#: The marker :mod:`cudadoctor.probes.host` gives every ``--root`` (its ``_container``): not itself a sign of a
+#: container. tests/corpus/test_root_replay.py keeps the two spellings equal.
+IMAGE_ROOT = "image root"
+
+
+def _host_driver(driver: DriverInfo, *, live: bool) -> tuple[str, str] | None:
+    """(evidence key, the host's driver in words): its kernel module in /proc, or (under --root only) the one
+    --assume-driver gives.
+
+    Live, an assumed driver is no sign of a host driver: ``--assume-driver`` in a build stage describes the host the
+    image will run on, not a container that was started.
+    """
+    if driver.kernel_module is not None:
+        return "kernel module", f"{driver.kernel_module.version} ({driver.kernel_module.source.where})"
+    assumed = next((r for r in driver.readings if r.source.kind is SourceKind.ASSUMED and r.version), None)
+    if assumed is None or live:
+        return None
+    return "host driver (assumed)", f"{assumed.version} ({assumed.source.where})"
+
+
 def _launch_fix(host: HostInfo) -> tuple[str, tuple[str, ...]]:
     runtime = host.container.runtime if host.container else None
     if runtime == "kubernetes":
@@ -67,7 +100,8 @@ def _launch_fix(host: HostInfo) -> tuple[str, tuple[str, ...]]:
 class CD120(Check):
     """A container with a GPU framework was started with its GPUs.
 
-    What it checks: in a running container (not an image root, not a build stage) where a CUDA framework,
+    What it checks: in a running container (not an image, not a build stage; under --root the root of a running
+    container, with the host's driver from --assume-driver when its /proc does not show it) where a CUDA framework,
     GPU package or CUDA toolkit is installed and the host's NVIDIA kernel module shows in
     /proc/driver/nvidia: whether the GPU device nodes (/dev/nvidia0 …) are there, and whether the
     user-space driver (libcuda) was injected.
@@ -85,7 +119,6 @@ class CD120(Check):
 
     name = "container-has-its-gpus"
     category = "gpus"
-    live_only = True
 
     def check(
         self,
@@ -95,13 +128,24 @@ class CD120(Check):
         env: dict[str, str],
         packages: dict[str, InstalledPackage],
         toolkits: tuple[ToolkitInstall, ...] = (),
+        mode: str = "live",
     ) -> Problem | None:
-        if host.container is None or not host.container.in_container or host.wsl:
+        markers = [m for m in (host.container.markers if host.container else ()) if m != IMAGE_ROOT]
+        if host.container is None or not host.container.in_container or not markers or host.wsl:
             raise NotApplicable("not in a container")
         if env.get(BUILD_STAGE_VAR):
             raise NotApplicable(f"an image build stage ({BUILD_STAGE_VAR} is set): no GPU is expected")
-        if driver.kernel_module is None:
-            raise NotApplicable("the host's NVIDIA kernel module does not show in /proc/driver/nvidia")
+        if mode != "live" and not visible.live_dev:
+            raise NotApplicable(
+                "the root's /dev holds no device (/dev/null): an image or a copy, not a running container's root "
+                "(/proc/<pid>/root), so it cannot show whether the container got its GPUs"
+            )
+        host_driver = _host_driver(driver, live=mode == "live")
+        if host_driver is None:
+            raise NotApplicable(
+                "the host's NVIDIA kernel module does not show in /proc/driver/nvidia"
+                + ("" if mode == "live" else " (under --root, --assume-driver gives the host's driver)")
+            )
         wanting = gpu_consumers(packages, toolkits)
         if not wanting:
             raise NotApplicable("nothing in this container uses an NVIDIA GPU")
@@ -110,11 +154,11 @@ class CD120(Check):
         if nodes and (libcuda or driver.loaded_libcuda):
             return None
         evidence = {
-            "kernel module": f"{driver.kernel_module.version} ({driver.kernel_module.source.where})",
+            host_driver[0]: host_driver[1],
             "GPU device nodes": ", ".join(nodes) or "none (/dev/nvidia0 … missing)",
             "user-space driver": ", ".join(libcuda) or "no libcuda.so.<driver> injected",
             "uses the GPU": "; ".join(wanting[:3]),
-            "container": ", ".join(host.container.markers),
+            "container": ", ".join(markers),
         }
         if nodes:
             caps = env.get("NVIDIA_DRIVER_CAPABILITIES", "(unset: the toolkit's default is utility only)")

@@ -7,7 +7,7 @@ import datetime
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import DriverInfo, DriverVersion, GpuInfo, HostInfo
+from cudadoctor.facts.model import DriverInfo, DriverVersion, GpuInfo, HostInfo, ManagedPlatform
 from cudadoctor.rules.branches import branch_status, oldest_of_branch
 from cudadoctor.rules.verdict import Verdict
 
@@ -48,7 +48,8 @@ class CD115(Check):
 
     How to fix: install the named long-term support branch (for example `sudo apt install
     nvidia-driver-580` on Ubuntu, or the data center driver of that branch); a GPU whose last branch is end
-    of life has no supported driver left.
+    of life has no supported driver left. Not applicable on a managed platform (Colab, Kaggle, SageMaker …),
+    whose driver only the platform can change.
     """
 
     name = "driver-branch-supported"
@@ -62,9 +63,13 @@ class CD115(Check):
         host: HostInfo,
         gpus: tuple[GpuInfo, ...] = (),
         collected_at: str = "",
+        platform: ManagedPlatform | None = None,
     ) -> Problem | None:
         if host.jetson_l4t:
             raise NotApplicable("Jetson's driver comes with L4T/JetPack, not with a data center driver branch")
+        if platform is not None:
+            raise NotApplicable(f"the driver is {platform.name}'s ({platform.source}): its branch is the platform's "
+                                "to move, nothing a user there can install")  # fmt: skip
         if driver.version is None:
             raise CannotJudge("the driver version is unknown")
         branch = driver.version.major

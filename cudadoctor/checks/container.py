@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from packaging.version import Version
 
@@ -15,9 +16,10 @@ from cudadoctor import gpu_models
 from cudadoctor.bounded import version_or_none
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.hostfix import driver_fixed_by
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import CompatDataError
-from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo, ToolkitInstall
+from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, HostInfo, ManagedPlatform, ToolkitInstall
 from cudadoctor.nvreq import Condition, RequirementError, brand_token, evaluate, parse_requirement
 from cudadoctor.rules.gpus import gpu_brands
 
@@ -43,14 +45,20 @@ class CD701(Check):
     --root and --assume-driver) says so before a deploy, and says which driver would do.
 
     How to fix: upgrade the host driver to one that supports the image's CUDA version, or use an
-    image built for an older CUDA. Setting NVIDIA_DISABLE_REQUIRE=1 only hides the check.
+    image built for an older CUDA (on a managed platform, whose driver cannot be changed, only the latter).
+    Setting NVIDIA_DISABLE_REQUIRE=1 only hides the check.
     """
 
     name = "nvidia-require-met"
     category = "host"
 
     def check(
-        self, host: HostInfo, driver: DriverInfo, matrix: CompatMatrix, gpus: tuple[GpuInfo, ...] = ()
+        self,
+        host: HostInfo,
+        driver: DriverInfo,
+        matrix: CompatMatrix,
+        gpus: tuple[GpuInfo, ...] = (),
+        platform: ManagedPlatform | None = None,
     ) -> Problem | None:
         env = _env(host)
         if env.get("NVIDIA_DISABLE_REQUIRE", "").strip().lower() in _TRUE:
@@ -80,7 +88,12 @@ class CD701(Check):
             if all(r is not False for r in results):  # unknown is not met: the gate must not pass on it
                 unknown.append(name)
                 continue
-            return _unmet(name, value, alternatives, driver, gpus, facts_per_gpu, matrix)
+            problem = _unmet(name, value, alternatives, driver, gpus, facts_per_gpu, matrix)
+            if platform is None:
+                return problem
+            cuda = f"CUDA {driver.cuda_api} or older" if driver.cuda_api else "the CUDA version this driver supports"
+            fix = Remediation(f"{driver_fixed_by(platform)} Use an image built for {cuda}.", ())
+            return replace(problem, remediation=fix)
         if unknown:
             raise CannotJudge(
                 f"{', '.join(unknown)} depends on the driver's CUDA version or a GPU fact that is unknown"

@@ -18,7 +18,8 @@ import re
 from cudadoctor.checks._base import Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import DriverInfo, Facts, GpuInfo, InstalledPackage, ToolkitInstall
+from cudadoctor.facts.derive import GpuEvidence
+from cudadoctor.facts.model import DriverInfo, Facts, InstalledPackage, ToolkitInstall
 
 __all__ = ["CD402", "cpu_jaxlib", "cpu_torch", "reinstall_commands"]
 
@@ -44,10 +45,12 @@ def cpu_jaxlib(packages: dict[str, InstalledPackage]) -> InstalledPackage | None
     return jaxlib
 
 
-def _nvidia_evidence(gpus: tuple[GpuInfo, ...], driver: DriverInfo | None) -> dict[str, str]:
+def _nvidia_evidence(gpu_evidence: GpuEvidence | None, driver: DriverInfo | None) -> dict[str, str]:
+    """The strongest evidence of a GPU (the probed GPUs, else the device nodes, else the PCI bus) and the driver."""
     evidence: dict[str, str] = {}
-    if gpus:
-        evidence["GPU"] = f"{len(gpus)}× {gpus[0].name} ({gpus[0].source.where})"
+    if gpu_evidence is not None:
+        what, shown = gpu_evidence.shown_by[0]
+        evidence[what] = shown
     if driver is not None and driver.version is not None:
         where = driver.kernel_module.source.where if driver.kernel_module else "driver probe"
         evidence["NVIDIA driver"] = f"{driver.version} ({where})"
@@ -70,20 +73,14 @@ def reinstall_commands(matrix: CompatMatrix, facts: Facts, torch: InstalledPacka
     """A command that really replaces a CPU torch with a CUDA build fitting this machine.
 
     The plan comes from `suggest` (the same rules: driver floor, GPU arch lists, Python wheels), for the
-    installed release when the data has one that fits, else the best release. ``--force-reinstall``
-    because ``torch==2.1.2`` is already satisfied by ``2.1.2+cpu`` (PEP 440: a local label is ignored
-    when the specifier has none), so pip would otherwise keep the CPU build.
+    installed release when the data has one that fits, else the nearest release that fits
+    (cudadoctor.checks.torchfix). ``--force-reinstall`` because ``torch==2.1.2`` is already satisfied by
+    ``2.1.2+cpu`` (PEP 440: a local label is ignored when the specifier has none), so pip would otherwise keep
+    the CPU build.
     """
-    from cudadoctor.planning import constraints_from_facts
-    from cudadoctor.suggest.torch import suggest_torch
+    from cudadoctor.checks.torchfix import torch_fix_commands
 
-    constraints = constraints_from_facts(matrix, facts)
-    public = (torch.torch_build.version if torch.torch_build and torch.torch_build.version else torch.version).public
-    for requirement in (f"torch=={public}", ""):
-        suggestion = suggest_torch(matrix, constraints, requirement, limit=1)
-        if suggestion.plans:
-            return (suggestion.plans[0].commands[0] + " --force-reinstall",)
-    return ("cudadoctor suggest --target torch",)
+    return torch_fix_commands(matrix, facts, torch, reinstall=True)
 
 
 def _jax_commands(matrix: CompatMatrix, facts: Facts) -> tuple[str, ...]:
@@ -97,10 +94,11 @@ def _jax_commands(matrix: CompatMatrix, facts: Facts) -> tuple[str, ...]:
 class CD402(Check):
     """The GPU frameworks are CUDA builds where an NVIDIA driver or GPU is present.
 
-    What it checks: on a machine with an NVIDIA GPU or driver, the build of torch (its local tag
-    ``+cpu``, or torch/version.py's ``cuda = None``: the conda ``cpuonly`` builds and the Windows wheels
-    on PyPI) and of jaxlib (no CUDA tag and no jax-cudaNN plugin). xformers or flash-attn built for CUDA
-    beside a CPU torch, or a CUDA toolkit, are shown as further evidence.
+    What it checks: on a machine with an NVIDIA GPU (NVML, nvidia-smi, /proc/driver/nvidia/gpus, the device
+    nodes /dev/nvidia0..N: also in a container or root where NVML does not answer) or driver, the build of
+    torch (its local tag ``+cpu``, or torch/version.py's ``cuda = None``: the conda ``cpuonly`` builds and
+    the Windows wheels on PyPI) and of jaxlib (no CUDA tag and no jax-cudaNN plugin). xformers or flash-attn
+    built for CUDA beside a CPU torch, or a CUDA toolkit, are shown as further evidence.
 
     Why it matters: a CPU build never uses the GPU: torch.cuda.is_available() returns False, JAX warns
     "a CUDA-enabled jaxlib is not installed. Falling back to cpu", and work silently runs on the CPU. A
@@ -119,13 +117,16 @@ class CD402(Check):
         packages: dict[str, InstalledPackage],
         matrix: CompatMatrix,
         facts,
-        gpus: tuple[GpuInfo, ...] = (),
+        gpu_evidence: GpuEvidence | None = None,
         driver: DriverInfo | None = None,
         toolkits: tuple[ToolkitInstall, ...] = (),
     ) -> Problem | None:
-        nvidia = _nvidia_evidence(gpus, driver)
+        nvidia = _nvidia_evidence(gpu_evidence, driver)
         if not nvidia:
             raise NotApplicable("no NVIDIA GPU or driver on this machine")
+        if gpu_evidence is not None and not gpu_evidence.count and len(nvidia) == 1:
+            # only the PCI bus shows the GPU: without a driver no CUDA build would run either
+            raise NotApplicable(f"no NVIDIA driver for the GPU ({gpu_evidence.strongest()})")
         torch, jaxlib = cpu_torch(packages), cpu_jaxlib(packages)
         if torch is None and jaxlib is None:
             if "torch" in packages and packages["torch"].cuda_variant is None and "jaxlib" not in packages:
@@ -149,7 +150,7 @@ class CD402(Check):
             evidence["jaxlib"] = f"{jaxlib.version} ({jaxlib.source.where}), no jax-cuda*-plugin installed"
             commands += _jax_commands(matrix, facts)
         return Problem(
-            "; ".join(messages) + " on a machine with an NVIDIA " + ("GPU" if gpus else "driver"),
+            "; ".join(messages) + " on a machine with an NVIDIA " + ("GPU" if gpu_evidence else "driver"),
             evidence,
             Remediation(
                 "Reinstall a CUDA build that fits this machine's driver and GPUs (the command replaces the CPU "

@@ -21,32 +21,40 @@ from packaging.version import Version
 
 from cudadoctor.bounded import version_or_none
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
+from cudadoctor.checks.derived import with_data_builds
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.hostfix import SUGGEST_TARGETS, driver_fixed_by, is_image, mismatch_remediation
+from cudadoctor.checks.presence import gpus_to_judge
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import GpuArch
 from cudadoctor.facts.derive import (
-    effective_cuda,
-    forward_compat,
+    GpuEvidence,
     frameworks_by_cuda_major,
-    gpu_segments,
     host_driver_version,
+    ld_library_path,
     loaded_libcuda,
     picked_libcuda,
-    with_data_builds,
 )
 from cudadoctor.facts.model import (
     DriverInfo,
     DriverVersion,
+    Facts,
     GpuInfo,
     HostInfo,
     InstalledPackage,
     LibcudaFile,
+    ManagedPlatform,
+    RootKind,
     VisibleDevices,
 )
+from cudadoctor.gpu_models import gpu_segments
 from cudadoctor.rules.archs import build_covers_gpu
 from cudadoctor.rules.driver import (
+    ForwardCompat,
     driver_runs_cuda,
     driver_supports_gpu,
+    effective_cuda,
+    forward_compat,
     forward_compat_on_gpu,
     forward_compat_on_gpus,
 )
@@ -70,9 +78,8 @@ __all__ = [
 ]
 
 
-def _ld_library_path(host: HostInfo) -> list[str]:
-    value = next((v.value for v in host.env if v.name == "LD_LIBRARY_PATH"), "")
-    return [p for p in value.split(":") if p]
+def _ld_library_path(host: HostInfo) -> tuple[str, ...]:
+    return ld_library_path(host) or ()
 
 
 def _without_dirs(host: HostInfo, drop: set[str]) -> str | None:
@@ -113,7 +120,7 @@ def _driver_files(driver: DriverInfo) -> list[LibcudaFile]:
     ]
 
 
-def _files_against_host(driver: DriverInfo) -> Problem | None:
+def _files_against_host(driver: DriverInfo, root_kind: RootKind | None, distro: str | None = None) -> Problem | None:
     """libcuda.so.<X> files on the loader path against the host's driver Y (an image, or no NVML).
 
     The NVIDIA Container Toolkit mounts the host's libcuda.so.<Y> into a container and runs ldconfig
@@ -121,6 +128,7 @@ def _files_against_host(driver: DriverInfo) -> Problem | None:
     image stays beside it, and ldconfig links libcuda.so.1 to the newer name, so a baked copy newer than the
     host's wins: "Failed to initialize NVML: Driver/library version mismatch"
     (https://github.com/NVIDIA/nvidia-docker/issues/1488, https://github.com/k4yt3x/video2x/issues/1226).
+    On a host the same files are its own driver, newer than the module until a reboot.
     """
     files = _driver_files(driver)
     if not files:
@@ -134,22 +142,34 @@ def _files_against_host(driver: DriverInfo) -> Problem | None:
         return None
     newer = [f for f in differing if f.version is not None and f.version > host]
     shown = newer or differing
-    evidence = {where: str(host)} | {f.path: str(f.version) for f in differing}
-    how = (
-        "ldconfig links libcuda.so.1 to the newer copy, so CUDA and NVML fail with 'Driver/library version mismatch'"
-        if newer
-        else "the host's newer copy should win, but mixed driver files break nvidia-smi and NVML"
-    )
+    evidence = {where: str(host)} | {f.path: str(f.version) for f in differing} | _root_evidence(root_kind)
+    if is_image(root_kind):
+        how = (
+            "ldconfig links libcuda.so.1 to the newer copy, so CUDA and NVML fail with "
+            "'Driver/library version mismatch'"
+            if newer
+            else "the host's newer copy should win, but mixed driver files break nvidia-smi and NVML"
+        )
+    else:
+        how = "CUDA and NVML fail with 'Driver/library version mismatch' until they match"
+    mounted = set(root_kind.mounted_driver_files) if root_kind else set()
     return Problem(
         f"driver library {shown[0].version} ({shown[0].path}) differs from the {where.split(' (')[0]} {host}: {how}",
         evidence,
-        Remediation(
-            "Remove the driver libraries from the image (do not install libnvidia-*/nvidia-driver-* packages or "
-            "the .run driver in it); the NVIDIA runtime mounts the host's matching ones.",
-            (f"rm -f {' '.join(f.path for f in differing)} && ldconfig",),
+        mismatch_remediation(
+            root_kind, host, [f.version for f in differing if f.version is not None],
+            [f.path for f in differing if f.path not in mounted], distro,
         ),
         status=Status.FAIL if newer else Status.WARN,
-    )
+    )  # fmt: skip
+
+
+def _root_evidence(root_kind: RootKind | None) -> dict[str, str]:
+    """The root's kind and what decided it, for a finding whose fix depends on it."""
+    if root_kind is None:
+        return {"root": "kind not recorded: taken for a host"}
+    decided = str(root_kind.source) if root_kind.source else "no agreeing marker: taken for a host"
+    return {"root": f"{root_kind.kind} ({decided})"}
 
 
 class CD101(Check):
@@ -166,23 +186,27 @@ class CD101(Check):
     NVML: Driver/library version mismatch" and CUDA fails to initialise. An image that ships
     libcuda.so.<X> run on a host with driver Y fails the same way when the baked copy is the newer.
 
-    How to fix: reboot (or unload and reload the nvidia kernel modules) after a driver upgrade. In a
-    container, the NVIDIA runtime mounts the host's driver libraries: do not install driver packages
-    (libnvidia-*, nvidia-driver-*) inside the image.
+    How to fix: it depends on what the root is (the fact root_kind: its markers, or --root-kind). On a host
+    (a machine's own system), after a driver upgrade: reboot, or with nothing using the GPU reload the modules
+    (sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia); when the module is
+    the newer one, install the user-space driver of the module's version. In a container image, remove the
+    baked driver libraries (rm -f … && ldconfig): the NVIDIA runtime mounts the host's, and driver packages
+    (libnvidia-*, nvidia-driver-*) do not belong in an image. A driver library is only ever removed where the
+    root is known to be an image: with no agreeing markers the host's fix is given, and the finding says so.
     """
 
     name = "driver-library-matches-kernel-module"
     category = "driver"
 
-    def check(self, driver: DriverInfo, facts) -> Problem | None:  # type: ignore[no-untyped-def]
+    def check(self, driver: DriverInfo, facts, root_kind: RootKind | None = None) -> Problem | None:  # type: ignore[no-untyped-def]
         native = any(r.source.kind.value == "api" for r in driver.readings)
         if facts.mode != "live" or not native:
-            problem = _live_mismatch(driver, facts) if facts.mode == "live" else None
-            return problem or _files_against_host(driver)
-        return _live_mismatch(driver, facts)
+            problem = _live_mismatch(driver, facts, root_kind) if facts.mode == "live" else None
+            return problem or _files_against_host(driver, root_kind, facts.host.distro)
+        return _live_mismatch(driver, facts, root_kind)
 
 
-def _live_mismatch(driver: DriverInfo, facts) -> Problem | None:  # type: ignore[no-untyped-def]
+def _live_mismatch(driver: DriverInfo, facts, root_kind: RootKind | None) -> Problem | None:  # type: ignore[no-untyped-def]
     """The live machine: NVML's answer and the loaded libcuda's name against the kernel module."""
     mismatch_errors = [e.message for e in facts.errors if "version mismatch" in e.message.lower()]
     kernel = driver.kernel_module.version if driver.kernel_module else None
@@ -202,16 +226,21 @@ def _live_mismatch(driver: DriverInfo, facts) -> Problem | None:  # type: ignore
     evidence.update({f"user space, {where}": v for where, v in differing.items()})
     if mismatch_errors:
         evidence["reported"] = mismatch_errors[0]
+    evidence |= _root_evidence(root_kind)
     versions = ", ".join(sorted(set(differing.values()))) or "a different version"
+    why = (
+        "driver libraries in the container differ from the host's module"
+        if is_image(root_kind)
+        else "the driver was upgraded without a reboot, or two driver installs are mixed"
+    )
+    mounted = set(root_kind.mounted_driver_files) if root_kind else set()
+    # only with the module's version known: a file is "baked" when it differs from it
+    baked = [f.path for f in _driver_files(driver) if kernel and f.version != kernel and f.path not in mounted]
+    user_versions = [DriverVersion(v) for v in dict.fromkeys(differing.values()) if version_or_none(v) is not None]
     return Problem(
-        f"the kernel module is {kernel or 'unknown'} but the user-space driver is {versions}: "
-        "the driver was upgraded without a reboot, or two driver installs are mixed",
+        f"the kernel module is {kernel or 'unknown'} but the user-space driver is {versions}: {why}",
         evidence,
-        Remediation(
-            "Reboot after the driver upgrade (or reload the nvidia kernel modules); inside a container, "
-            "remove driver packages from the image and let the NVIDIA runtime mount the host's.",
-            ("sudo reboot",),
-        ),
+        mismatch_remediation(root_kind, kernel, user_versions, baked, facts.host.distro),
     )
 
 
@@ -314,18 +343,21 @@ class CD103(Check):
     name = "no-stub-libcuda"
     category = "driver"
 
-    def check(self, driver: DriverInfo, host: HostInfo) -> Problem | None:
+    def check(
+        self, driver: DriverInfo, host: HostInfo, ld_library_path: tuple[str, ...] | None = None
+    ) -> Problem | None:
+        ld_path = ld_library_path or ()
         stub_reading = any("STUB_LIBRARY" in (r.detail or "") for r in driver.readings)
         picks = {name: picked_libcuda(driver, name) for name in ("libcuda.so.1", "libcuda.so")}
         stubs = {name: hit for name, hit in picks.items() if hit is not None and hit[0].kind == "stub"}
-        stub_dirs = {posixpath.normpath(p) for p in _ld_library_path(host) if re.search(r"/stubs/?$", p)}
+        stub_dirs = {posixpath.normpath(p) for p in ld_path if re.search(r"/stubs/?$", p)}
         stub_dirs |= {posixpath.dirname(hit[0].path) for hit in stubs.values()}
         if stub_reading and driver.loaded_libcuda:
             stub_dirs.add(posixpath.dirname(driver.loaded_libcuda))
         if not stub_reading and not stub_dirs:
             return None
         evidence = {name: f"{hit[0].path} ({hit[1]})" if hit else "not found" for name, hit in picks.items()}
-        evidence["LD_LIBRARY_PATH"] = ":".join(_ld_library_path(host)) or "(unset)"
+        evidence["LD_LIBRARY_PATH"] = ":".join(ld_path) or "(unset)"
         if stub_reading or "libcuda.so.1" in stubs:
             message = "the loader picks a stub libcuda for libcuda.so.1: every CUDA call will fail with error 34"
         elif stubs:
@@ -418,13 +450,17 @@ class CD104(Check):
         visible: VisibleDevices,
         # gpus first: a GPU probe that crashed makes this "could not judge", not "no GPU" (engine order)
         gpus: tuple[GpuInfo, ...] = (),
-        gpu_count: int = 0,
+        gpu_evidence: GpuEvidence | None = None,
         scheduler: Scheduler | None = None,
         torch: InstalledPackage | None = None,
     ) -> Problem | None:
         value = visible.cuda_visible_devices
-        if not gpu_count:
-            raise NotApplicable("no GPU found (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N)")
+        gpu_count = gpu_evidence.count if gpu_evidence is not None else 0
+        if gpu_evidence is None or not gpu_count:
+            raise NotApplicable(
+                "no GPU this process could reach (NVML, nvidia-smi, /proc/driver/nvidia/gpus, /dev/nvidia0..N)"
+                + (f"; only {gpu_evidence.strongest()}" if gpu_evidence is not None else "")
+            )
         if value is None:
             return None
         shown = parse_visible_devices(value, gpu_count)
@@ -434,7 +470,11 @@ class CD104(Check):
         if shown and len(shown) == len(listed):
             return None
         text, commands = scheduler_fix(scheduler, gpu_count)
-        evidence = {"CUDA_VISIBLE_DEVICES": repr(value), "GPUs present": str(gpu_count)}
+        evidence = {
+            "CUDA_VISIBLE_DEVICES": repr(value),
+            "GPUs present": str(gpu_count),
+            "GPUs shown by": gpu_evidence.strongest(),
+        }
         if scheduler is not None:
             evidence["scheduler"] = f"{scheduler.name} ({scheduler.evidence})"
         if shown:
@@ -493,7 +533,8 @@ class CD111(Check):
     frameworks fail with CUDA_ERROR_INSUFFICIENT_DRIVER (35).
 
     How to fix: upgrade the driver to at least the version named, or install the framework's build for
-    a CUDA major this driver supports.
+    a CUDA major this driver supports. On a managed platform (Colab, Kaggle, SageMaker …: the fact platform)
+    the driver is the platform's: only the build that fits it is given.
     """
 
     name = "driver-runs-framework-cuda"
@@ -506,6 +547,10 @@ class CD111(Check):
         matrix: CompatMatrix,
         host: HostInfo,
         gpus: tuple[GpuInfo, ...] = (),
+        driver_cuda: tuple[Version | None, str] = (None, "unknown"),
+        forward: ForwardCompat | None = None,
+        facts: Facts | None = None,
+        platform: ManagedPlatform | None = None,
     ) -> Problem | None:
         if driver.version is None:
             raise CannotJudge("the driver version is unknown")
@@ -517,11 +562,12 @@ class CD111(Check):
             raise CannotJudge(f"{garbled[0][0]}'s CUDA build {(garbled[0][1] or '')[:20]!r} is not a CUDA version")
         if not frameworks_by_cuda_major(packages):
             raise NotApplicable("no installed framework is built for CUDA")
-        cuda, why = effective_cuda(driver, matrix)
-        forward = forward_compat(driver)
+        cuda, why = driver_cuda
         # The GPU table is read only where it decides something (the GPU probe reports it when broken).
         segments = gpu_segments(gpus) if forward is not None else ()
         failing: list[str] = []
+        failing_names: list[str] = []
+        at_fault: list[InstalledPackage] = []
         needed: list[DriverVersion] = []
         unknown: list[str] = []
         evidence = {"driver": f"{driver.version} (CUDA {cuda or 'unknown'}: {why})"}
@@ -539,6 +585,8 @@ class CD111(Check):
             if not verdict.is_problem or verdict.detail is None:
                 continue
             failing.append(f"{names} (built for CUDA {pkgs[0].cuda_build})")
+            failing_names += [p.name for p in pkgs]
+            at_fault += [p for p in pkgs if p.name == "torch"]
             floor = "minor-version compatibility floor" if minor is None else "the release notes' driver table"
             release = f"CUDA {major}.x" if minor is None else f"CUDA {major}.{minor}"
             evidence[release] = f"needs driver >= {verdict.detail} ({floor})"
@@ -552,17 +600,48 @@ class CD111(Check):
             # The compat libcuda is there but the GPUs cannot use it: the driver's own CUDA is what counts.
             evidence["forward compatibility"] = f"{forward.library}: not supported on {refused.observed}"
             cuda = driver.cuda_api or matrix.cuda_for_driver(driver.version, windows=host.os == "Windows")
+        torch_fix = _torch_fix(matrix, facts, at_fault[0] if at_fault else None)
         return Problem(
             f"driver {driver.version} supports CUDA {cuda or 'unknown'} and is too old for "
             + "; ".join(failing)
             + f": these need driver {max(needed)} or newer",
             evidence,
-            Remediation(
-                f"Upgrade the NVIDIA driver to {max(needed)} or newer, or install builds of these packages for "
-                f"CUDA {cuda.major if cuda else 'the version your driver supports'}.x.",
-                (),
-            ),
+            _too_old_fix(max(needed), cuda, failing_names, platform, torch_fix),
         )
+
+
+def _too_old_fix(
+    needed: DriverVersion,
+    cuda: Version | None,
+    names: list[str],
+    platform: ManagedPlatform | None,
+    torch_fix: tuple[str, ...],
+) -> Remediation:
+    """Upgrade the driver or take builds for its CUDA (``torch_fix``: the torch build that fits); on a managed
+    platform only the builds: torch's, and for the other frameworks the command that plans theirs."""
+    # From CUDA 11 on a build runs on any driver of its major (minor-version compatibility); before, only on one
+    # at least as new as its own release.
+    builds = (
+        "the CUDA version your driver supports"
+        if cuda is None
+        else f"CUDA {cuda.major}.x"
+        if cuda.major >= 11
+        else f"CUDA {cuda.major}.{cuda.minor} or older"
+    )
+    if platform is None:
+        return Remediation(f"Upgrade the NVIDIA driver to {needed} or newer, or install builds of these packages for "
+                           f"{builds}.", torch_fix)  # fmt: skip
+    planned = {"torch"} if torch_fix else set()
+    # A package's suggest target is its own name or the prefix of it (cupy-cuda12x -> cupy, jax-cuda12-plugin -> jax).
+    targets = [next((t for t in SUGGEST_TARGETS if n == t or n.startswith(f"{t}-")), None) for n in names]
+    plans = torch_fix + tuple(
+        f"cudadoctor suggest --target {t}" for t in dict.fromkeys(targets) if t is not None and t not in planned
+    )
+    return Remediation(
+        f"{driver_fixed_by(platform)} Install builds of these packages for {builds}, which this driver runs"
+        + (" (the commands below name them)." if plans else "."),
+        plans,
+    )
 
 
 class CD112(Check):
@@ -583,17 +662,24 @@ class CD112(Check):
     category = "gpus"
 
     def check(
-        self, gpus: tuple[GpuInfo, ...], packages: dict[str, InstalledPackage], matrix: CompatMatrix
+        self,
+        # packages first: a package probe that crashed makes this "could not judge", not "no framework"
+        packages: dict[str, InstalledPackage],
+        matrix: CompatMatrix,
+        gpus: tuple[GpuInfo, ...] = (),
+        gpu_evidence: GpuEvidence | None = None,
+        cuda_builds: dict[int, list[InstalledPackage]] | None = None,
+        facts: Facts | None = None,
     ) -> Problem | None:
-        builds = frameworks_by_cuda_major(packages)
+        builds = cuda_builds or {}
         if not builds:
             raise NotApplicable("no installed framework is built for CUDA")
-        if not gpus:
-            raise NotApplicable("no GPU was found")
+        gpus = gpus_to_judge(gpus, gpu_evidence)
         problems: list[str] = []
         unknown: list[str] = []
         evidence: dict[str, str] = {}
         last_major = None
+        at_fault: list[InstalledPackage] = []
         for gpu in gpus:
             for major, pkgs in sorted(builds.items()):
                 verdict = cuda_major_supports_arch(matrix, major, gpu.compute_capability, gpu.name)
@@ -603,6 +689,7 @@ class CD112(Check):
                 if not verdict.is_problem or arch is None:
                     continue
                 names = ", ".join(_label(p) for p in pkgs)
+                at_fault += [p for p in pkgs if p.name == "torch"]
                 problems.append(
                     f"{names} is built for CUDA {major}, which dropped compute capability "
                     f"{gpu.compute_capability} ({arch.name}) of GPU {gpu.index} {gpu.name}"
@@ -617,7 +704,10 @@ class CD112(Check):
         return Problem(
             "; ".join(problems),
             evidence,
-            Remediation(f"Install builds for CUDA {last_major}.x or older (e.g. torch from a cu12x index).", ()),
+            Remediation(
+                f"Install builds for CUDA {last_major}.x or older (e.g. torch from a cu12x index).",
+                _torch_fix(matrix, facts, at_fault[0] if at_fault else None),
+            ),
         )
 
 
@@ -639,21 +729,29 @@ class CD113(Check):
     installation".
 
     How to fix: install a build whose targets cover the GPU (torch: older GPUs cu126; Blackwell cu128 or
-    newer), e.g. with the command from `cudadoctor suggest --target torch`.
+    newer). For torch the finding prints the command, by the rules of `cudadoctor suggest --target torch`:
+    the installed release's build that fits when there is one (torch 1.10.1 on an RTX 3090:
+    torch==1.10.1+cu111 from PyTorch's find-links page), else the nearest release that fits.
     """
 
     name = "torch-build-covers-gpus"
     category = "gpus"
 
     def check(
-        self, packages: dict[str, InstalledPackage], gpus: tuple[GpuInfo, ...], matrix: CompatMatrix, host: HostInfo
+        self,
+        packages: dict[str, InstalledPackage],
+        matrix: CompatMatrix,
+        host: HostInfo,
+        gpus: tuple[GpuInfo, ...] = (),
+        gpu_evidence: GpuEvidence | None = None,
+        facts: Facts | None = None,
     ) -> Problem | None:
         builds = [p for p in packages.values() if _judged_build(p)]
         if not builds:
             raise NotApplicable("no installed framework is a CUDA build")
-        judged = [g for g in gpus if g.compute_capability]
+        judged = [g for g in gpus_to_judge(gpus, gpu_evidence) if g.compute_capability]
         if not judged:
-            raise CannotJudge("the GPUs' compute capabilities are unknown" if gpus else "no GPU was found")
+            raise CannotJudge("the GPUs' compute capabilities are unknown")
         missing: list[str] = []
         problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]] = []
         for pkg in builds:
@@ -667,7 +765,8 @@ class CD113(Check):
             if missing:
                 raise CannotJudge("; ".join(dict.fromkeys(missing)))
             return None
-        return _no_kernel_problem(problems)
+        torch = next((pkg for pkg, _v, _g in problems if pkg.name == "torch"), None)
+        return _no_kernel_problem(problems, _torch_fix(matrix, facts, torch))
 
 
 #: Built by PyTorch's release scripts with torch's own TORCH_CUDA_ARCH_LIST: torch's verdict stands for them.
@@ -706,7 +805,19 @@ def _build_verdict(pkg: InstalledPackage, gpu: GpuInfo, matrix: CompatMatrix, *,
     return cannot_judge("gpu-arch-list", f"no arch list for {_label(pkg)} {pkg.cuda_variant} in compat data", gpu.name)
 
 
-def _no_kernel_problem(problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]]) -> Problem:
+def _torch_fix(matrix: CompatMatrix, facts: Facts | None, torch: InstalledPackage | None) -> tuple[str, ...]:
+    """The command replacing a torch build that does not fit (suggest's rules, keeping the installed release
+    when a build of it fits); nothing when torch is not the package at fault."""
+    if torch is None:
+        return ()
+    from cudadoctor.checks.torchfix import torch_fix_commands
+
+    return torch_fix_commands(matrix, facts, torch)
+
+
+def _no_kernel_problem(
+    problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]], torch_fix: tuple[str, ...] = ()
+) -> Problem:
     parts: list[str] = []
     evidence: dict[str, str] = {}
     for pkg, verdict, gpu in problems:
@@ -727,7 +838,7 @@ def _no_kernel_problem(problems: list[tuple[InstalledPackage, Verdict[object], G
         Remediation(
             "Install a build whose GPU targets cover the GPU (for torch, the command from "
             "`cudadoctor suggest --target torch`; older GPUs: cu126, Blackwell: cu128 or newer).",
-            ("cudadoctor suggest --target torch",),
+            torch_fix or ("cudadoctor suggest --target torch",),
         ),
     )
 
@@ -746,19 +857,24 @@ class CD114(Check):
     reports no usable device, and no choice of wheel helps.
 
     How to fix: upgrade the driver to the branch named or newer; for a legacy GPU, install its last
-    branch.
+    branch. On a managed platform the driver is the platform's: choose another GPU type there.
     """
 
     name = "driver-supports-gpu-architecture"
     category = "driver"
 
     def check(
-        self, driver: DriverInfo, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix, host: HostInfo
+        self,
+        driver: DriverInfo,
+        matrix: CompatMatrix,
+        host: HostInfo,
+        gpus: tuple[GpuInfo, ...] = (),
+        gpu_evidence: GpuEvidence | None = None,
+        platform: ManagedPlatform | None = None,
     ) -> Problem | None:
         if driver.version is None:
             raise CannotJudge("the driver version is unknown")
-        if not gpus:
-            raise NotApplicable("no GPU was found")
+        gpus = gpus_to_judge(gpus, gpu_evidence)
         wrong: list[tuple[GpuInfo, Verdict[GpuArch]]] = []
         unknown: list[str] = []
         for gpu in gpus:
@@ -770,7 +886,11 @@ class CD114(Check):
             elif verdict.is_unknown:
                 unknown.append(f"{gpu.name}: {verdict.missing}")
         if wrong:
-            return _driver_gpu_problem(driver.version, wrong)
+            problem = _driver_gpu_problem(driver.version, wrong)
+            if platform is None:
+                return problem
+            return dataclasses.replace(problem, remediation=Remediation(
+                f"{driver_fixed_by(platform)} Choose a GPU type there that this driver runs.", ()))  # fmt: skip
         if unknown:
             raise CannotJudge("; ".join(unknown))
         return None
@@ -814,13 +934,20 @@ class CD105(Check):
     Jetson parts) only; elsewhere cuInit fails with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804).
 
     How to fix: take the cuda-compat directory off the loader's path and upgrade the driver itself to one
-    that supports the CUDA version, or use an image built for the CUDA version the driver supports.
+    that supports the CUDA version, or use an image built for the CUDA version the driver supports (on a
+    managed platform, whose driver cannot be changed, only the latter).
     """
 
     name = "forward-compat-on-supported-gpu"
     category = "driver"
 
-    def check(self, driver: DriverInfo, host: HostInfo, gpus: tuple[GpuInfo, ...] = ()) -> Problem | None:
+    def check(
+        self,
+        driver: DriverInfo,
+        host: HostInfo,
+        gpus: tuple[GpuInfo, ...] = (),
+        platform: ManagedPlatform | None = None,
+    ) -> Problem | None:
         picked = picked_libcuda(driver)
         loaded = picked[0] if picked else None
         kernel = host_driver_version(driver)
@@ -854,7 +981,12 @@ class CD105(Check):
             f"which GeForce GPUs do not support ({', '.join(g.name for g in consumer)}): cuInit fails with 804",
             {"compat libcuda": loaded.path, "known from": picked[1] if picked else "", "GPU": consumer[0].name},
             Remediation(
-                "Remove the compat directory from the loader's path and upgrade the driver instead.",
+                "Remove the compat directory from the loader's path and "
+                + (
+                    "upgrade the driver instead."
+                    if platform is None
+                    else f"install builds for the CUDA version the driver supports. {driver_fixed_by(platform)}"
+                ),
                 _drop_commands(host, drop, via),
             ),
         )

@@ -15,17 +15,18 @@ from typing import Any
 
 from cudadoctor.checks import ALL_CHECKS, selected
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
+from cudadoctor.checks.derived import absent_reason, injectables
 from cudadoctor.checks.findings import Finding, Problem, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import Facts
-from cudadoctor.facts.registry import absent_reason, fact_of_error, injectables
+from cudadoctor.facts.registry import fact_of_error
 
 __all__ = ["check_values", "run_check", "run_checks"]
 
 
 def check_values(facts: Facts, matrix: CompatMatrix, *, requirements: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Every value a check may ask for, by parameter name (see :mod:`cudadoctor.facts.registry`)."""
+    """Every value a check may ask for, by parameter name (see :mod:`cudadoctor.checks.derived`)."""
     return injectables(facts, {"matrix": matrix, "requirements": requirements})
 
 

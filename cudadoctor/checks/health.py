@@ -29,9 +29,10 @@ from collections.abc import Callable, Iterable
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.hostfix import driver_fixed_by
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.health import GpuHealth, HealthInfo
-from cudadoctor.facts.model import DriverInfo, HostInfo, VisibleDevices
+from cudadoctor.facts.model import DriverInfo, HostInfo, ManagedPlatform, VisibleDevices
 
 __all__ = [
     "CD150",
@@ -428,7 +429,7 @@ class CD156(_Health):
 
 
 def _short(bus_id: str) -> str:
-    from cudadoctor.probes.health_parse import short_pci
+    from cudadoctor.facts.health import short_pci
 
     return short_pci(bus_id)
 
@@ -666,12 +667,12 @@ class CD163(_Health):
     leads to GSP errors (Xid 119/120) or a GPU that does not initialise.
 
     How to fix: reinstall the driver package so kernel module, firmware and user-space libraries match, then
-    reboot.
+    reboot. On a managed platform, whose driver the user cannot change, start a new session (another machine).
     """
 
     name = "gpu-gsp-firmware"
 
-    def check(self, health: HealthInfo) -> Problem | None:
+    def check(self, health: HealthInfo, platform: ManagedPlatform | None = None) -> Problem | None:
         gpus = _answered(_nvml_gpus(health), ("gsp_firmware_version",), lambda g: g.gsp_firmware)
         if not health.driver_version:
             raise CannotJudge("NVML did not report the driver version")
@@ -681,7 +682,12 @@ class CD163(_Health):
         return Problem(
             f"GSP firmware differs from driver {health.driver_version} on {_names(odd)}",
             {_gpu(g): f"GSP firmware {g.gsp_firmware}" for g in odd},
-            Remediation("reinstall the driver package and reboot"),
+            Remediation(
+                "reinstall the driver package and reboot"
+                if platform is None
+                else f"{driver_fixed_by(platform)} Start a new session there (another machine), and report the GPU "
+                "to the platform if it happens again."
+            ),
         )
 
 

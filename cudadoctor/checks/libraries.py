@@ -18,9 +18,10 @@ from packaging.version import InvalidVersion, Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.hostfix import driver_fixed_by
 from cudadoctor.checks.loader import unread_reason
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.derive import effective_cuda
+from cudadoctor.facts.derive import ld_library_path
 from cudadoctor.facts.model import (
     CudaWheels,
     DriverInfo,
@@ -29,6 +30,7 @@ from cudadoctor.facts.model import (
     LibraryCopy,
     LinkedFile,
     LoaderView,
+    ManagedPlatform,
     NeededLibrary,
     SubLibrary,
     ToolkitInstall,
@@ -117,32 +119,40 @@ class CD202(Check):
     (CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222), so a GPU the build has no SASS for fails.
 
     How to fix: upgrade the driver to one that supports the toolkit's CUDA, or build with a toolkit no newer
-    than the driver supports.
+    than the driver supports (on a managed platform, whose driver cannot be changed, only the latter).
     """
 
     name = "nvcc-not-newer-than-driver"
     category = "toolkit"
     severity = Status.WARN
 
-    def check(self, build_toolkit: BuildToolkit, driver: DriverInfo, matrix: CompatMatrix) -> Problem | None:
-        driver_cuda, how = effective_cuda(driver, matrix)
-        if driver_cuda is None:
+    def check(
+        self,
+        build_toolkit: BuildToolkit,
+        driver: DriverInfo,
+        matrix: CompatMatrix,
+        driver_cuda: tuple[Version | None, str] = (None, "unknown"),
+        platform: ManagedPlatform | None = None,
+    ) -> Problem | None:
+        cuda, how = driver_cuda
+        if cuda is None:
             raise CannotJudge("the CUDA version the driver supports (no NVML reading, driver not in compat/cuda.toml)")
-        verdict = nvcc_runs_on_driver(build_toolkit, driver_cuda)
+        verdict = nvcc_runs_on_driver(build_toolkit, cuda)
         if not verdict.is_problem:
             return None
         needed = matrix.min_driver_for_cuda(build_toolkit.release)
-        across = build_toolkit.release.major > driver_cuda.major
+        across = build_toolkit.release.major > cuda.major
         return Problem(
             f"nvcc is CUDA {build_toolkit.release} ({build_toolkit.root}) but driver {driver.version} supports CUDA "
-            f"{driver_cuda}: "
+            f"{cuda}: "
             + ("what it builds will not run on this driver" if across else
                "PTX it builds cannot be JIT-compiled by this driver (only the GPU code built for this GPU runs)"),
             {"nvcc": f"CUDA {build_toolkit.release} ({build_toolkit.where})",
-             "driver": f"{driver.version} (CUDA {driver_cuda}, {how})"},
+             "driver": f"{driver.version} (CUDA {cuda}, {how})"},
             Remediation(
                 f"Upgrade the driver to {needed} or newer (CUDA {build_toolkit.release}), or build with a CUDA "
-                f"{driver_cuda} (or older) toolkit.",
+                f"{cuda} (or older) toolkit." if platform is None else
+                f"Build with a CUDA {cuda} (or older) toolkit. {driver_fixed_by(platform)}",
                 (),
             ),
         )  # fmt: skip
@@ -201,8 +211,7 @@ class CD301(Check):
 
 
 def _ld_library_path(host: HostInfo) -> list[str]:
-    value = next((v.value for v in host.env if v.name == "LD_LIBRARY_PATH"), "")
-    return [posixpath.normpath(p) for p in value.split(":") if p]
+    return [posixpath.normpath(p) for p in ld_library_path(host) or ()]
 
 
 def _pinned(packages: dict[str, InstalledPackage], prefix: str) -> list[tuple[InstalledPackage, str]]:

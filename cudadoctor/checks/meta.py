@@ -16,10 +16,10 @@ from cudadoctor.checks._base import Check
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import InvalidValue
-from cudadoctor.facts.derive import effective_cuda
 from cudadoctor.facts.model import Facts
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.record import record
+from cudadoctor.rules.driver import effective_cuda
 
 __all__ = ["CD901", "CD902", "STALE_AFTER_DAYS", "Assertion", "parse_assertion"]
 
@@ -119,7 +119,7 @@ def _install_advice(assertion: Assertion, facts: Facts) -> tuple[str | None, str
     """
     import difflib
 
-    from cudadoctor.probes.packages import INTERESTING_NAMES
+    from cudadoctor.facts.names import INTERESTING_NAMES
 
     if assertion.name in INTERESTING_NAMES or assertion.name in facts.packages:
         return f"python -m pip install '{assertion.text}'", None
@@ -138,8 +138,7 @@ def _cuda_holds(assertion: Assertion, facts: Facts, matrix: CompatMatrix) -> tup
     (https://docs.nvidia.com/deploy/cuda-compatibility/#minor-version-compatibility), and older CUDA
     code runs on newer drivers. The same rule as CD111 (:func:`cudadoctor.rules.driver.driver_runs_cuda`).
     """
-    from cudadoctor.facts.derive import forward_compat
-    from cudadoctor.rules.driver import driver_runs_cuda
+    from cudadoctor.rules.driver import driver_runs_cuda, forward_compat
 
     driver = facts.driver
     native = effective_cuda(driver, matrix)[0] if driver else None

@@ -2,8 +2,9 @@
 
 CD130  one process is given at most one MIG device (CUDA enumerates only the first)
 CD131  a process given GPUs in MIG mode has a MIG device to run on
-The counts come from NVML (nvmlDeviceGetMigDeviceHandleByIndex per GPU) or an ``--assume-gpu`` MIG
-profile; the rule is :func:`cudadoctor.rules.mig.mig_view`.
+The counts come from NVML (nvmlDeviceGetMigDeviceHandleByIndex per GPU), else the driver's MIG capability files
+(:mod:`cudadoctor.probes.mig_caps`: a container or ``--root`` where NVML does not answer), or an ``--assume-gpu``
+MIG profile; the rule is :func:`cudadoctor.rules.mig.mig_view`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ def _view(gpus: tuple[GpuInfo, ...], visible: VisibleDevices) -> tuple[list[GpuI
 
 
 def _evidence(migs: list[GpuInfo], view: MigView) -> dict[str, str]:
-    per_gpu = "; ".join(f"GPU {g.index} {g.name}: {g.mig_devices} MIG device(s) ({g.source.where})" for g in migs)
+    per_gpu = "; ".join(
+        f"GPU {g.index} {g.name}: {g.mig_devices} MIG device(s) ({(g.mig_source or g.source).where})" for g in migs
+    )
     return {"GPUs in MIG mode": per_gpu, "given to this process": f"{view.devices} MIG device(s), {view.why}"}
 
 

@@ -20,12 +20,13 @@ from packaging.version import Version
 from cudadoctor.bounded import requirement_or_none
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.presence import gpus_to_judge
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
+from cudadoctor.facts.derive import GpuEvidence
 from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, LibraryCopy, PythonEnv
-from cudadoctor.facts.names import canonical_name
+from cudadoctor.facts.names import canonical_name, is_interesting
 from cudadoctor.facts.requires import read_requirement
-from cudadoctor.probes.packages import is_interesting
 from cudadoctor.rules.gpus import vllm_supports_gpu
 from cudadoctor.rules.jax import cudnn_meets_jaxlib_build, jaxlib_cudnn_build
 from cudadoctor.rules.verdict import Verdict
@@ -221,7 +222,14 @@ class CD501(Check):
     name = "vllm-compute-capability-floor"
     category = "python"
 
-    def check(self, vllm: InstalledPackage, gpus: tuple[GpuInfo, ...], matrix: CompatMatrix) -> Problem | None:
+    def check(
+        self,
+        vllm: InstalledPackage,
+        matrix: CompatMatrix,
+        gpus: tuple[GpuInfo, ...] = (),
+        gpu_evidence: GpuEvidence | None = None,
+    ) -> Problem | None:
+        gpus = gpus_to_judge(gpus, gpu_evidence)
         release = matrix.vllm_release(vllm.version)
         if release is None or release.min_compute_capability is None:
             raise CannotJudge(f"no minimum compute capability for vLLM {vllm.version} in compat/vllm.toml")

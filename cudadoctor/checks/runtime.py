@@ -23,6 +23,7 @@ from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.packages import unmet_requirements
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import CudaError
+from cudadoctor.facts.derive import GpuEvidence, ld_library_path
 from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, VisibleDevices
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.facts.runtime import DriverApiResult, FrameworkRuntime, LoadedLibrary, RuntimeInfo
@@ -76,11 +77,8 @@ def _error_in_text(matrix: CompatMatrix, *texts: str | None) -> CudaErrorInfo | 
 # --- shared helpers -------------------------------------------------------------------------------
 
 
-def _ld_library_path(host: HostInfo | None) -> list[str] | None:
-    if host is None:
-        return None
-    value = next((v.value for v in host.env if v.name == "LD_LIBRARY_PATH"), None)
-    return None if value is None else [p for p in value.split(":") if p]
+def _ld_library_path(host: HostInfo | None) -> tuple[str, ...] | None:
+    return ld_library_path(host) if host is not None else None
 
 
 def _without(host: HostInfo | None, drop: Any) -> tuple[str, ...]:
@@ -174,6 +172,7 @@ class CD801(Check):
         visible: VisibleDevices | None = None,
         host: HostInfo | None = None,
         gpus: tuple[GpuInfo, ...] = (),
+        gpu_evidence: GpuEvidence | None = None,
     ) -> Problem | None:
         api = runtime.driver
         if api is None:
@@ -181,7 +180,7 @@ class CD801(Check):
         if api.error is not None and api.init_rc is None and api.load_error is None:
             return _probe_failed(api, runtime)
         if api.load_error is not None:
-            if driver is None and not gpus:
+            if driver is None and gpu_evidence is None:
                 raise NotApplicable("no NVIDIA driver or GPU found: there is no libcuda to load")
             return _load_failed(api.load_error, api)
         if api.init_rc is None:

@@ -29,6 +29,8 @@ from cudadoctor.data.rows import (
     CupyPackage,
     DriverBranch,
     DriverOpen,
+    ErrorCause,
+    ErrorMessage,
     FlashAttnRelease,
     ForwardCompat,
     ForwardCompatPackage,
@@ -51,6 +53,7 @@ from cudadoctor.data.rows import (
     TensorrtRelease,
     TorchArchList,
     TorchBundledCudnn,
+    TorchInstallForm,
     TorchRelease,
     TorchVariant,
     UvTorchBackend,
@@ -136,7 +139,7 @@ class CompatMatrix:
             cache_file(self._cache_dir if isinstance(self._cache_dir, str) else None)
         ):
             return None  # told to ignore it, or (the common case) no `cudadoctor update` yet: no update code imported
-        from cudadoctor.update.derive import read_index_data
+        from cudadoctor.data.indexed import read_index_data
 
         data, self.index_warning = read_index_data(self._cache_dir)
         return data
@@ -323,7 +326,7 @@ class CompatMatrix:
 
     @functools.cached_property
     def torch_releases(self) -> tuple[TorchRelease, ...]:
-        from cudadoctor.update.derive import derived_torch, inherit_torch_archs, new_records
+        from cudadoctor.data.indexed import derived_torch, inherit_torch_archs, new_records
 
         curated: tuple[TorchRelease, ...] = self._rows("torch", "release")
         records = new_records(self.index_data, "torch", (t.version for t in curated))
@@ -365,6 +368,12 @@ class CompatMatrix:
             return None, ""
         return release.inherited_archs, release.inherited
 
+    def torch_install_form(self, version: Version) -> TorchInstallForm | None:
+        """How the CUDA builds of a release without an index URL of their own install (``[[install_form]]``)."""
+        public = Version(version.public)
+        forms: tuple[TorchInstallForm, ...] = self._rows("torch", "install_form")
+        return next((f for f in forms if f.releases.contains(public, prereleases=True)), None)
+
     def torch_publishes_for_python(self, release: TorchRelease, python: Version, *, aarch64: bool = False) -> bool:
         """Whether a torch release has wheels for a Python (its wheel list, else its Requires-Python)."""
         listed = release.python_aarch64 if aarch64 else release.python
@@ -386,7 +395,7 @@ class CompatMatrix:
 
     @functools.cached_property
     def vllm_releases(self) -> tuple[VllmRelease, ...]:
-        from cudadoctor.update.derive import derived_vllm, inherit_vllm_floor, new_records
+        from cudadoctor.data.indexed import derived_vllm, inherit_vllm_floor, new_records
 
         curated: tuple[VllmRelease, ...] = self._rows("vllm", "release")
         records = new_records(self.index_data, "vllm", (v.version for v in curated))
@@ -534,6 +543,22 @@ class CompatMatrix:
     def cuda_errors_for_check(self, code: str) -> tuple[CudaError, ...]:
         """The error records whose cause a fast-path check (``CD111``) also looks at."""
         return tuple(e for e in self.cuda_errors if code in e.checks)
+
+    # --- error messages (compat/error_messages.toml) ---------------------------------------------------
+
+    @property
+    def error_messages(self) -> tuple[ErrorMessage, ...]:
+        """The catalogue of error messages, in the order they are tried (the more specific first)."""
+        return self._rows("error_messages", "message")
+
+    @property
+    def error_causes(self) -> dict[str, ErrorCause]:
+        return {c.id: c for c in self._rows("error_messages", "cause")}
+
+    @property
+    def error_sources(self) -> dict[str, str]:
+        """The catalogue's source ids and their public URLs."""
+        return {str(s["id"]): str(s["url"]) for s in self._table("error_messages").data["meta"]["sources"]}
 
     # --- the ecosystem (compat/ecosystem.toml) ------------------------------------------------------------
 

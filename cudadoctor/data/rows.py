@@ -33,6 +33,8 @@ __all__ = [
     "CupyPackage",
     "DriverBranch",
     "DriverOpen",
+    "ErrorCause",
+    "ErrorMessage",
     "FlashAttnExclusion",
     "FlashAttnRelease",
     "ForwardCompat",
@@ -58,6 +60,7 @@ __all__ = [
     "TensorrtRelease",
     "TorchArchList",
     "TorchBundledCudnn",
+    "TorchInstallForm",
     "TorchRelease",
     "TorchVariant",
     "VllmImage",
@@ -240,6 +243,18 @@ class TorchArchList(Row):
 
 
 @row(kw_only=True)
+class TorchInstallForm(Row):
+    """How the CUDA builds of a range of torch releases install when their variant has no index URL of its own
+    (torch 1.x): pip's option, its URL and the packages pinned with the build's local version."""
+
+    releases: SpecifierSet
+    option: str  #: ``find-links`` (pip's ``-f``) or ``extra-index-url``
+    url: str  #: ``{tag}`` stands for the variant tag (``cu111``)
+    #: the packages pinned ``==X+{tag}`` (PyTorch's commands leave torchaudio untagged)
+    local_tag: tuple[str, ...]
+
+
+@row(kw_only=True)
 class TorchBundledCudnn(Row):
     """The cuDNN a torch 1.x wheel copies into ``torch/lib`` (before torch depended on nvidia-cudnn wheels)."""
 
@@ -359,6 +374,34 @@ class CudaError(Row):
     fix: str
     observed: str | None = None  #: what was seen on a real machine, when it was
     checks: tuple[str, ...] = ()  #: the fast-path checks that look at the same cause
+
+
+# --- compat/error_messages.toml (error-messages) -----------------------------------------------------
+
+
+@row(kw_only=True)
+class ErrorCause(Row):
+    """A family of causes an error message can come from, and the checks whose problem is that cause."""
+
+    id: str  #: ``driver-too-old``
+    title: str  #: the cause in words
+    checks: tuple[str, ...] = ()  #: codes of the checks that decide it (empty: no check can)
+    decide: str  #: the one fact that decides it when the checks cannot (what to run, where)
+
+
+@row(kw_only=True)
+class ErrorMessage(Row):
+    """An error message as users meet it, its patterns, and the families of causes it comes from."""
+
+    id: str  #: ``cuda-insufficient-driver``
+    title: str  #: what the message means
+    library: str  #: who prints it: ``cuda-runtime``, ``ld.so``, ``nccl``, ``onnxruntime`` …
+    patterns: tuple[str, ...]  #: bounded regular expressions, searched case-insensitively
+    causes: tuple[str, ...]  #: ids of :class:`ErrorCause` rows, the likeliest first
+    example: str  #: the message as the library prints it: the entry must claim it (cudadoctor/why/catalogue.py)
+    cuda_error: int | None = None  #: its code in compat/cuda_errors.toml
+    xid: bool = False  #: the first group of the matching pattern is an Xid code of compat/xid.toml
+    sources: tuple[str, ...] = ()  #: the ``[[meta.sources]]`` ids it cites, kept to show their URLs
 
 
 # --- compat/xid.toml (xid-catalog) -------------------------------------------------------------------
@@ -700,6 +743,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "release": TorchRelease,
                 "arch_list": TorchArchList,
                 "bundled_cudnn": TorchBundledCudnn,
+                "install_form": TorchInstallForm,
             },
             {"uv_torch_backend": UvTorchBackend},
         ),
@@ -715,6 +759,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
         ),
         "cuda-errors": Layout({"error": CudaError}),
         "xid-catalog": Layout({"xid": XidEntry}),
+        "error-messages": Layout({"cause": ErrorCause, "message": ErrorMessage}),
         "ecosystem": Layout(
             {
                 "jax": JaxRelease,

@@ -7,6 +7,7 @@ ECC), which is an answer ("not applicable"), not a missing fact. Counters are NV
 
 from __future__ import annotations
 
+import re
 from dataclasses import field
 
 from cudadoctor.record import record
@@ -166,3 +167,14 @@ class DcgmDiag:
     dcgm_version: str | None = None  #: ``metadata.version``
     driver_version: str | None = None  #: ``Driver Version Detected``
     tests: tuple[DcgmTest, ...] = ()
+
+
+def short_pci(bus_id: str) -> str:
+    """``00000000:17:00.0`` (NVML) or ``0000:17:00`` (Xid line) -> ``0000:17:00``, lower case."""
+    text = bus_id.strip().lower()
+    text = text.split(".", 1)[0]
+    parts = text.split(":")
+    if len(parts) != 3:
+        return text
+    domain, bus, device = parts
+    return f"{int(domain, 16) & 0xFFFF:04x}:{bus}:{device}" if re.fullmatch(r"[0-9a-f]+", domain) else text

@@ -17,7 +17,6 @@ Names say which version they mean:
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import MISSING, field
 from typing import Any
@@ -45,6 +44,7 @@ from cudadoctor.facts.runtime import (
     RuntimeDevice,
     RuntimeInfo,
 )
+from cudadoctor.facts.source import Source, SourceKind
 from cudadoctor.record import record
 
 __all__ = [
@@ -75,11 +75,14 @@ __all__ = [
     "LinkedFile",
     "LoadedLibrary",
     "LoaderView",
+    "ManagedPlatform",
     "NcclSmoke",
     "NeededLibrary",
     "NvccInfo",
     "ProbeError",
     "PythonEnv",
+    "RootKind",
+    "RootMarker",
     "RuntimeDevice",
     "RuntimeInfo",
     "Source",
@@ -119,31 +122,6 @@ class DriverVersion(Version):
 
     def __repr__(self) -> str:
         return f"<DriverVersion({self._text!r})>"
-
-
-class SourceKind(str, enum.Enum):
-    """Where a fact was read."""
-
-    FILE = "file"  #: a file's contents (``/proc/driver/nvidia/version``, a header, ``version.json``)
-    FILENAME = "filename"  #: a file's name (``libcuda.so.580.95.05``, a ``*.dist-info`` directory)
-    COMMAND = "command"  #: a command's output (``nvidia-smi …``, ``nvcc --version``)
-    API = "api"  #: a library call (NVML, ``cuDriverGetVersion``)
-    METADATA = "metadata"  #: Python package metadata (dist-info ``METADATA``)
-    ENV = "env"  #: an environment variable
-    ASSUMED = "assumed"  #: given on the command line (``--assume-driver``, ``--assume-gpu``)
-    RUNTIME = "runtime"  #: reported by a child process at run time (``check --deep``)
-
-
-@record
-class Source:
-    """The place one fact was read."""
-
-    kind: SourceKind
-    #: The path, API call or command line, e.g. ``/sys/module/nvidia/version``.
-    where: str
-
-    def __str__(self) -> str:
-        return f"{self.kind.value}: {self.where}"
 
 
 @record
@@ -244,6 +222,8 @@ class GpuInfo:
     mig_devices: int | None = None
     #: where the compute capability came from when it differs from ``source`` (the compat/ GPU table)
     compute_capability_source: Source | None = None
+    #: where ``mig_mode`` and ``mig_devices`` came from when it differs from ``source`` (the MIG capability files)
+    mig_source: Source | None = None
 
 
 @record
@@ -253,6 +233,10 @@ class VisibleDevices:
     cuda_visible_devices: str | None = None  #: the variable's raw value, None when unset
     nvidia_visible_devices: str | None = None
     device_nodes: tuple[str, ...] = ()  #: ``/dev/nvidia0``, ``/dev/nvidiactl``, ``/dev/nvidia-uvm`` …
+    #: /dev is a running system's: it holds /dev/null as a character device, as every running machine and container
+    #: has (the OCI runtime spec's default devices); False for an image root or a copied disk, whose /dev holds no
+    #: device, so the absence of /dev/nvidia0 there says nothing; None when not read (an older snapshot)
+    live_dev: bool | None = None
 
 
 # --- CUDA toolkits --------------------------------------------------------------------------------
@@ -461,6 +445,41 @@ class ContainerInfo:
 
 
 @record
+class RootMarker:
+    """One sign of what the examined root is: a host's own system or a container image."""
+
+    kind: str  #: ``host`` or ``image``: which of the two it speaks for
+    source: Source  #: where it was seen (``file: /.dockerenv``, ``file: /boot/vmlinuz-6.8.0-45-generic`` …)
+
+
+@record
+class RootKind:
+    """Whether the examined root is a machine's own system (a host) or a container image.
+
+    The fixes differ: on a host a driver mismatch is mended by a reboot, in an image by removing the driver
+    libraries baked into it. ``kind`` is ``host`` or ``image`` when the markers agree (or ``--root-kind`` said
+    so), ``unknown`` when they are missing or contradict each other; a fix then takes the safe side (a host's).
+    """
+
+    kind: str  #: ``host`` / ``image`` / ``unknown``
+    #: the marker that decided (``assumed: --root-kind image`` for the flag); None when nothing decided
+    source: Source | None = None
+    markers: tuple[RootMarker, ...] = ()  #: every sign seen, for and against
+    #: driver libraries the container runtime mounted from the host (``/proc/self/mountinfo``; live only):
+    #: they are the host's own, never to be removed inside the container
+    mounted_driver_files: tuple[str, ...] = ()
+
+
+@record
+class ManagedPlatform:
+    """A managed notebook or training platform (Colab, Kaggle, SageMaker …): it installs the NVIDIA driver, and a
+    user cannot change it there."""
+
+    name: str  #: ``Google Colab``, ``Kaggle``, ``Amazon SageMaker`` …
+    source: Source  #: the variable or file that says so (``env: COLAB_RELEASE_TAG``)
+
+
+@record
 class EnvVar:
     """One environment variable that matters to CUDA. Secret-looking values are masked on output."""
 
@@ -504,15 +523,15 @@ class HostInfo:
 
 @record
 class FactSpec:
-    """How one top-level fact is gathered, judged absent, reported and documented.
+    """How one top-level fact is judged absent, reported and documented.
 
     The declaration lives on the :class:`Facts` field itself (its ``metadata``), so a fact is declared
-    exactly once; :mod:`cudadoctor.facts.registry` reads these declarations for the collector, the
-    check engine, the report's categories and the schema document.
+    exactly once; :mod:`cudadoctor.facts.registry` reads these declarations for the report's categories and the
+    schema document. What fills a fact is named above the model: the probe in
+    :data:`cudadoctor.probes.registry.PROBES`, a value computed from facts in
+    :data:`cudadoctor.checks.derived.DERIVED`.
     """
 
-    #: ``"module:function"`` of the probe that fills the field, None for facts no probe fills
-    probe: str | None
     #: the report category a probe error belongs to (``driver``, ``gpus``, ``python`` …)
     category: str
     #: why a check that needs this fact is not applicable when it is absent; "" when never absent
@@ -520,11 +539,6 @@ class FactSpec:
     #: the schema document's type and meaning columns
     type_doc: str
     doc: str
-    #: the probe mostly waits on C code or a child process, so it runs in a thread
-    background: bool = False
-    #: the probe only reads files, variables and this interpreter's sys.path: its answer is kept for the next
-    #: run while everything it read is unchanged (:mod:`cudadoctor.probes.memo`)
-    memo: bool = False
 
 
 def fact(spec: FactSpec, *, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING) -> Any:
@@ -536,45 +550,34 @@ def fact(spec: FactSpec, *, default: Any = MISSING, default_factory: Callable[[]
     return field(metadata={"fact": spec})
 
 
-def _probe(module: str, function: str) -> str:
-    return f"cudadoctor.probes.{module}:{function}"
-
-
 @record
 class Facts:
     """Everything the probes observed about one machine (or one image root).
 
     Each field is one fact, declared once with its :class:`FactSpec`. Adding a probe: write the
-    probe function, add its field here (CONTRIBUTING.md).
+    probe function and name it in :data:`cudadoctor.probes.registry.PROBES`, add its field here (CONTRIBUTING.md).
     """
 
-    host: HostInfo = fact(
-        FactSpec(_probe("host", "probe_host"), "host", "no host facts", "HostInfo", "the OS, CPU and context")
-    )
+    host: HostInfo = fact(FactSpec("host", "no host facts", "HostInfo", "the OS, CPU and context"))
     driver: DriverInfo | None = fact(
         FactSpec(
-            _probe("driver", "probe_driver"),
             "driver",
             "no NVIDIA driver found",
             "DriverInfo or null",
             "the NVIDIA driver; null when there is no trace of one",
-            background=True,
         ),
         default=None,
     )
     gpus: tuple[GpuInfo, ...] = fact(
-        FactSpec(_probe("gpus", "probe_gpus"), "gpus", "no GPU found", "list of GpuInfo", "the GPUs, in index order"),
+        FactSpec("gpus", "no GPU found", "list of GpuInfo", "the GPUs, in index order"),
         default=(),
     )
     visible: VisibleDevices = fact(
-        FactSpec(
-            _probe("gpus", "probe_visible"), "gpus", "", "VisibleDevices", "what limits which GPUs a process sees"
-        ),
+        FactSpec("gpus", "", "VisibleDevices", "what limits which GPUs a process sees"),
         default_factory=VisibleDevices,
     )
     toolkits: tuple[ToolkitInstall, ...] = fact(
         FactSpec(
-            _probe("toolkit", "probe_toolkits"),
             "toolkit",
             "no CUDA toolkit installed",
             "list of ToolkitInstall",
@@ -584,111 +587,111 @@ class Facts:
     )
     nvcc: NvccInfo | None = fact(
         FactSpec(
-            _probe("toolkit", "probe_nvcc"),
             "toolkit",
             "no nvcc on PATH",
             "NvccInfo or null",
             "the first `nvcc` on PATH",
-            background=True,
         ),
         default=None,
     )
     cuda_wheels: CudaWheels | None = fact(
         FactSpec(
-            _probe("libraries", "probe_cuda_wheels"),
             "wheels",
             "no CUDA wheels installed",
             "CudaWheels or null",
             "CUDA runtime and math libraries installed as pip wheels",
-            memo=True,
         ),
         default=None,
     )
     cudnn: tuple[LibraryCopy, ...] = fact(
         FactSpec(
-            _probe("libraries", "probe_cudnn"),
             "cudnn",
             "no cuDNN installed",
             "list of LibraryCopy",
             "every cuDNN copy (pip, system, conda, toolkit)",
-            memo=True,
         ),
         default=(),
     )
     nccl: tuple[LibraryCopy, ...] = fact(
         FactSpec(
-            _probe("libraries", "probe_nccl"),
             "nccl",
             "no NCCL installed",
             "list of LibraryCopy",
             "every NCCL copy",
-            memo=True,
         ),
         default=(),
     )
     tensorrt: tuple[LibraryCopy, ...] = fact(
         FactSpec(
-            _probe("libraries", "probe_tensorrt"),
             "tensorrt",
             "no TensorRT installed",
             "list of LibraryCopy",
             "every TensorRT copy",
-            memo=True,
         ),
         default=(),
     )
     loader: LoaderView | None = fact(
         FactSpec(
-            _probe("linkage", "probe_loader_view"),
             "wheels",
             "no installed package needs a CUDA library",
             "LoaderView or null",
             "for each CUDA library an installed package's shared objects need: the copy ld.so will load "
             "(LD_PRELOAD, RPATH, LD_LIBRARY_PATH, RUNPATH, ld.so.cache, default directories), its version, "
             "and the copies it shadows",
-            memo=True,
         ),
         default=None,
     )
     python: PythonEnv | None = fact(
         FactSpec(
-            _probe("packages", "probe_python"),
             "python",
             "no Python environment found",
             "PythonEnv or null",
             "the interpreter whose packages were examined",
-            memo=True,
         ),
         default=None,
     )
     packages: dict[str, InstalledPackage] = fact(
         FactSpec(
-            _probe("packages", "probe_packages"),
             "python",
             "",
             "object: name → InstalledPackage",
             "Python distributions of interest, by canonical name",
-            memo=True,
         ),
         default_factory=dict,
     )
     health: HealthInfo | None = fact(
         FactSpec(
-            _probe("health", "probe_health"),
             "health",
             "GPU health not examined (--no-health, an image root, or a snapshot without it)",
             "HealthInfo or null",
             "the GPUs' hardware health: NVML's answers, PCI functions, kernel-log Xids, NCCL host prerequisites",
-            background=True,
+        ),
+        default=None,
+    )
+    root_kind: RootKind | None = fact(
+        FactSpec(
+            "host",
+            "the root's kind was not recorded (a snapshot of an older cudadoctor)",
+            "RootKind or null",
+            "whether the examined root is a host's own system or a container image, with the markers seen "
+            "(`--root-kind` overrides it)",
+        ),
+        default=None,
+    )
+    platform: ManagedPlatform | None = fact(
+        FactSpec(
+            "host",
+            "not on a managed notebook or training platform",
+            "ManagedPlatform or null",
+            "the managed platform (Colab, Kaggle, SageMaker …) whose NVIDIA driver the user cannot change",
         ),
         default=None,
     )
     errors: tuple[ProbeError, ...] = fact(
-        FactSpec(None, "host", "", "list of ProbeError", "why a fact is unknown"), default=()
+        FactSpec("host", "", "list of ProbeError", "why a fact is unknown"), default=()
     )
     runtime: RuntimeInfo | None = fact(
         FactSpec(
-            None,
             "runtime",
             "runtime probes not run (use --deep)",
             "RuntimeInfo or null",
@@ -698,7 +701,6 @@ class Facts:
     )
     dcgm: DcgmDiag | None = fact(
         FactSpec(
-            None,
             "health",
             "DCGM's diagnostic was not run (check --dcgm-diag 1 runs it)",
             "DcgmDiag or null",
@@ -708,7 +710,6 @@ class Facts:
     )
     mode: str = fact(
         FactSpec(
-            None,
             "host",
             "",
             "string",
@@ -718,9 +719,9 @@ class Facts:
         default="live",
     )
     tool_version: str = fact(
-        FactSpec(None, "host", "", "string", "the cudadoctor version that gathered the facts"), default=""
+        FactSpec("host", "", "string", "the cudadoctor version that gathered the facts"), default=""
     )
-    collected_at: str = fact(FactSpec(None, "host", "", "string", "ISO 8601 UTC time"), default="")
+    collected_at: str = fact(FactSpec("host", "", "string", "ISO 8601 UTC time"), default="")
     timings: dict[str, float] = fact(
-        FactSpec(None, "host", "", "object: probe → seconds", "how long each probe took"), default_factory=dict
+        FactSpec("host", "", "object: probe → seconds", "how long each probe took"), default_factory=dict
     )

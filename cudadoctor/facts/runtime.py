@@ -7,8 +7,8 @@ of the facts model these hold no judgements, keep no GPU UUID, and record why so
 instead of guessing.
 
 ``Source`` and ``Version`` are named for type checkers only: the facts codec resolves these
-annotations in :mod:`cudadoctor.facts.model`'s namespace, which imports the classes below, so this module
-needs nothing from :mod:`cudadoctor.facts.model` at run time (and the model can import it without a cycle).
+annotations in :mod:`cudadoctor.facts.model`'s namespace, which imports the classes below and ``Source``
+(:mod:`cudadoctor.facts.source`, which both modules name, so neither imports the other).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from cudadoctor.record import record
 if TYPE_CHECKING:
     from packaging.version import Version
 
-    from cudadoctor.facts.model import Source
+    from cudadoctor.facts.source import Source
 
 __all__ = ["DriverApiResult", "FrameworkRuntime", "LoadedLibrary", "NcclSmoke", "RuntimeDevice", "RuntimeInfo"]
 

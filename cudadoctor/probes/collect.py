@@ -19,11 +19,11 @@ from typing import Any
 
 from cudadoctor import __version__
 from cudadoctor.facts.model import Facts, HostInfo, ProbeError
-from cudadoctor.facts.registry import probe_function, probed
 from cudadoctor.probes import host
 from cudadoctor.probes.context import DRIVER_FILES, ProbeContext
-from cudadoctor.probes.native import NullNative, RealNative
-from cudadoctor.probes.nvml_health import NullHealthSource, RealHealthSource
+from cudadoctor.probes.native import NullNative, RealHealthSource, RealNative
+from cudadoctor.probes.nvml_health import NullHealthSource
+from cudadoctor.probes.registry import probe_function, probed
 from cudadoctor.rootfs import RootFS
 from cudadoctor.runner import NullRunner, SubprocessRunner
 

@@ -7,7 +7,8 @@ capability: that is looked up by model name in ``compat/gpus.toml``
 (:mod:`cudadoctor.gpu_models`). No UUID or serial number is ever read or kept.
 
 A GPU with MIG enabled appears once in NVML's list, with ``mig_mode`` "Enabled"; its MIG
-devices are counted (``mig_devices``), never listed: their UUIDs are not kept.
+devices are counted (``mig_devices``), never listed: their UUIDs are not kept. Without NVML the MIG
+capability files give the count (:mod:`cudadoctor.probes.mig_caps`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import GpuInfo, Source, SourceKind, VisibleDevices
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.driver import SmiQuery, query_nvidia_smi
+from cudadoctor.probes.mig_caps import mig_from_caps
 from cudadoctor.probes.native import NvmlResult
 from cudadoctor.record import record
 
@@ -166,14 +168,19 @@ def _from_proc(ctx: ProbeContext) -> tuple[GpuInfo, ...]:
             ctx.fail("gpus", "unrecognised contents: no Model line", path)
             continue
         cc, cc_source = _lookup_cc(ctx, info.model, path)
+        # NVML did not answer: the MIG capability files say which MIG devices the GPU has (CD130, CD131)
+        mig = mig_from_caps(ctx, info.device_minor) if info.device_minor is not None else None
         gpus.append(
             GpuInfo(
                 index=len(gpus),
                 name=info.model,
                 compute_capability=cc,
                 source=Source(SourceKind.FILE, path),
+                mig_mode="Enabled" if mig is not None else None,
                 pci_bus_id=info.bus_location or posixpath.basename(directory),
+                mig_devices=mig.devices if mig is not None else None,
                 compute_capability_source=cc_source,
+                mig_source=mig.source if mig is not None else None,
             )
         )
     return tuple(gpus)
@@ -215,4 +222,6 @@ def probe_visible(ctx: ProbeContext) -> VisibleDevices:
         cuda_visible_devices=ctx.env.get("CUDA_VISIBLE_DEVICES"),
         nvidia_visible_devices=ctx.env.get("NVIDIA_VISIBLE_DEVICES"),
         device_nodes=tuple(nodes),
+        # the OCI runtime spec's default devices: https://github.com/opencontainers/runtime-spec/blob/main/config-linux.md
+        live_dev=ctx.fs.is_char_device("/dev/null"),
     )

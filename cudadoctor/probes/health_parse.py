@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from cudadoctor.facts.health import GpuHealth, UtilSample, XidEvent
+from cudadoctor.facts.health import GpuHealth, UtilSample, XidEvent, short_pci
 
 __all__ = ["NVML_ERROR_GPU_IS_LOST", "NVML_ERROR_NOT_SUPPORTED", "parse_gpu", "parse_kmsg", "short_pci"]
 
@@ -22,17 +22,6 @@ NVML_ERROR_INVALID_ARGUMENT = 2
 # The driver's Xid line: "NVRM: Xid (PCI:0000:17:00): 79, pid=..., GPU has fallen off the bus."
 # (form as NVIDIA documents it: https://docs.nvidia.com/deploy/xid-errors/index.html)
 _XID = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\): (\d+)\b(.*)")
-
-
-def short_pci(bus_id: str) -> str:
-    """``00000000:17:00.0`` (NVML) or ``0000:17:00`` (Xid line) -> ``0000:17:00``, lower case."""
-    text = bus_id.strip().lower()
-    text = text.split(".", 1)[0]
-    parts = text.split(":")
-    if len(parts) != 3:
-        return text
-    domain, bus, device = parts
-    return f"{int(domain, 16) & 0xFFFF:04x}:{bus}:{device}" if re.fullmatch(r"[0-9a-f]+", domain) else text
 
 
 def _value(record: Mapping[str, Any], key: str) -> Any:

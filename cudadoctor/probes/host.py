@@ -336,12 +336,6 @@ def parse_drm_uevent(text: str) -> str | None:
     return f"{slot} {pci_id.upper()}" if display and slot and pci_id.upper().startswith("8086:") else None
 
 
-def intel_gpu_discrete(entry: str) -> bool:
-    """Whether an ``intel_gpus`` entry is a discrete card (Arc, Data Center GPU Max/Flex): Intel's integrated
-    graphics device is always bus 0, device 2, function 0 (QEMU docs/igd-assign.txt: the IGD is at 00:02.0)."""
-    return not entry.split(" ", 1)[0].endswith("00:02.0")
-
-
 def _intel_gpus(ctx: ProbeContext) -> tuple[str, ...]:
     """The Intel display devices the kernel's DRM cards sit on (/sys/class/drm/cardN/device/uevent)."""
     if not ctx.live:

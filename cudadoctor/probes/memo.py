@@ -1,10 +1,10 @@
 """The file probes' memo: their facts from the last run, reused while nothing they read has changed.
 
 The probes that only read files (pip's CUDA wheels, cuDNN, NCCL, TensorRT, the loader's view, the
-Python packages: ``FactSpec.memo``) are pure functions of what they read: file contents, directory
-listings, whether a path exists, link targets, environment variables, this interpreter's ``sys.path``, and
-the compat data. With torch installed they take ~70 ms of a ``check`` on an H200 (measured), most of it
-Python deciding which file ld.so would load, not the reading.
+Python packages: ``Probe.memo`` in :mod:`cudadoctor.probes.registry`) are pure functions of what they read: file
+contents, directory listings, whether a path exists, link targets, environment variables, this interpreter's
+``sys.path``, and the compat data. With torch installed they take ~70 ms of a ``check`` on an H200 (measured),
+most of it Python deciding which file ld.so would load, not the reading.
 
 So each run records every answer those probes got (:class:`RecordingFS`, :class:`RecordingEnv`, the ELF
 scan cache's stats) and stores their facts beside the record. The next run asks the same questions again,

@@ -32,6 +32,7 @@ __all__ = [
     "NullNative",
     "NvmlDevice",
     "NvmlResult",
+    "RealHealthSource",
     "RealNative",
     "call_with_timeout",
     "decode_cuda_version",
@@ -311,6 +312,23 @@ class RealNative:
                 early = take_early("libcuda", self.timeout, timed_out)
                 self._libcuda = early or call_with_timeout(_query_libcuda, self.timeout, timed_out)
             return self._libcuda
+
+
+class RealHealthSource:
+    """NVML's health answers (:func:`cudadoctor.probes.nvml_health.query_health`): the early query's, else asked in
+    a daemon thread with a deadline."""
+
+    def __init__(self, timeout: float | None = None) -> None:
+        self.timeout = timeout
+
+    def query(self, *, utilization: bool = False, sample_seconds: float = 0.0) -> dict[str, Any]:
+        from cudadoctor.probes.nvml_health import HEALTH_TIMEOUT, init_failure, query_health
+
+        deadline = (HEALTH_TIMEOUT if self.timeout is None else self.timeout) + sample_seconds
+        timed_out = init_failure(f"NVML did not answer within {deadline:g} s")
+        if not utilization and sample_seconds <= 0 and (early := take_early("health", deadline, timed_out)):
+            return early
+        return call_with_timeout(lambda: query_health(utilization, sample_seconds), deadline, timed_out)
 
 
 def _query_nvml() -> NvmlResult:

@@ -40,8 +40,6 @@ from ctypes import (
     create_string_buffer,
 )
 
-from cudadoctor.probes.nvml_calls import open_nvml_library
-
 TYPE_CHECKING = False  # the helper process imports this module: only ctypes (see cudadoctor.probes.nvml_child)
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -134,8 +132,15 @@ def _error_text(code: int) -> str:
 # -- the library ------------------------------------------------------------------------------------------
 
 _LOCK = _thread.allocate_lock()  # threading's Lock, without importing threading (the helper's memory)
-#: ``open``: what loads the library: libnvidia-ml.so.1 by its fixed name, the one place cudadoctor
-#: dlopens NVML (cudadoctor.probes.nvml_calls; tests/security/test_static.py keeps it so).
+
+
+def open_nvml_library() -> CDLL:
+    """NVML by its fixed name, the library this binding calls (raises OSError when absent). Only this module and
+    cudadoctor.probes.nvml_calls load a native library, each by a fixed name (tests/security/test_static.py)."""
+    return CDLL("libnvidia-ml.so.1")
+
+
+#: ``open``: what loads the library: :func:`open_nvml_library`, or a test's fake
 _STATE: dict[str, Any] = {"open": open_nvml_library, "lib": None}
 _FUNCTIONS: dict[str, Any] = {}
 

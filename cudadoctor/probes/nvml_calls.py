@@ -23,7 +23,6 @@ __all__ = [
     "initialise",
     "load_nvml_library",
     "nvml_binding",
-    "open_nvml_library",
     "query_libcuda",
     "query_nvml",
 ]
@@ -58,11 +57,6 @@ def load_nvml_library() -> str | None:
     except OSError as exc:
         return str(exc)
     return None
-
-
-def open_nvml_library() -> ctypes.CDLL:
-    """NVML by its fixed name, the library cudadoctor's own binding calls (raises OSError when absent)."""
-    return ctypes.CDLL("libnvidia-ml.so.1")
 
 
 def nvml_binding() -> Any:

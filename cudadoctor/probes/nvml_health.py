@@ -4,10 +4,10 @@ Every NVML call the health probe makes goes through :func:`query_health` and is 
 stable key as ``{"v": value}`` or ``{"e": message, "c": nvmlReturn}``: a value, or why there is none
 (``NVML_ERROR_NOT_SUPPORTED`` = 3 on a SKU without the feature is an answer, not a failure). The probe
 parses that record (:mod:`cudadoctor.probes.health`); it never sees pynvml. Probes reach NVML only
-through the :class:`HealthSource` protocol: :class:`RealHealthSource` on the machine itself (a daemon
-thread with a deadline, like :mod:`cudadoctor.probes.native`, so a wedged driver cannot hang the
-doctor), :class:`RecordedHealthSource` in tests (the JSON ``bench/capture_health.py`` wrote on the
-device), :class:`NullHealthSource` for an image root or ``--no-health``.
+through the :class:`HealthSource` protocol: :class:`cudadoctor.probes.native.RealHealthSource` on the
+machine itself (a daemon thread with a deadline, so a wedged driver cannot hang the doctor),
+:class:`RecordedHealthSource` in tests (the JSON ``bench/capture_health.py`` wrote on the device),
+:class:`NullHealthSource` for an image root or ``--no-health``.
 
 Cost measured on an H200 (driver 580.159.04): the per-device calls below take about 9 ms together,
 ``nvmlDeviceGetSamples`` 2.8 ms; only the utilization view asks for samples and GPM.
@@ -25,7 +25,6 @@ __all__ = [
     "NO_NVML",
     "RECORD_SCHEMA",
     "NullHealthSource",
-    "RealHealthSource",
     "RecordedHealthSource",
     "init_failure",
     "query_health",
@@ -84,22 +83,6 @@ class RecordedHealthSource:
 
     def query(self, *, utilization: bool = False, sample_seconds: float = 0.0) -> Record:
         return self.record
-
-
-class RealHealthSource:
-    """NVML through ``nvidia-ml-py`` in a daemon thread with a deadline."""
-
-    def __init__(self, timeout: float = HEALTH_TIMEOUT) -> None:
-        self.timeout = timeout
-
-    def query(self, *, utilization: bool = False, sample_seconds: float = 0.0) -> Record:
-        from cudadoctor.probes.native import call_with_timeout, take_early  # records: not for the helper process
-
-        deadline = self.timeout + sample_seconds
-        timed_out = init_failure(f"NVML did not answer within {deadline:g} s")
-        if not utilization and sample_seconds <= 0 and (early := take_early("health", deadline, timed_out)):
-            return early
-        return call_with_timeout(lambda: query_health(utilization, sample_seconds), deadline, timed_out)
 
 
 def _plain(value: Any) -> Any:

@@ -39,7 +39,7 @@ from cudadoctor.bounded import (
     version_or_none,
 )
 from cudadoctor.facts.model import InstalledPackage, PythonEnv, Source, SourceKind, TorchBuild
-from cudadoctor.facts.names import canonical_name
+from cudadoctor.facts.names import INTERESTING_NAMES, INTERESTING_PREFIXES, canonical_name, is_interesting
 from cudadoctor.facts.requires import read_requirement
 from cudadoctor.probes import markers
 from cudadoctor.probes.context import ProbeContext
@@ -69,35 +69,6 @@ __all__ = [
 _PROBE = "python"
 _PKG_PROBE = "packages"
 
-#: Distributions whose METADATA is read: the frameworks and libraries whose CUDA build matters
-#: (their wheels bundle or pin a CUDA version) and the CUDA pieces pip can install. Every other
-#: distribution is only listed by directory name, which is what keeps the scan cheap with hundreds
-#: of packages installed. ``mlx`` (Apple Silicon) and the ROCm builds are kept so that a non-CUDA
-#: accelerator stack is recognisable from the facts.
-INTERESTING_NAMES = frozenset(
-    {
-        "torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm",
-        "vllm", "flash-attn", "xformers", "deepspeed", "bitsandbytes",
-        "jax", "jaxlib",
-        "jax-cuda12-plugin", "jax-cuda13-plugin", "jax-cuda12-pjrt", "jax-cuda13-pjrt",
-        "tensorflow", "tf-nightly",
-        "cupy",
-        "onnxruntime", "onnxruntime-gpu",
-        "cuda-toolkit", "cuda-bindings", "cuda-python", "cuda-pathfinder", "cuda-core",
-        "pynvml", "numba-cuda",
-        "paddlepaddle-gpu", "ctranslate2", "llama-cpp-python",
-        "ray",  # sets CUDA_VISIBLE_DEVICES for its tasks (cudadoctor/rules/scheduler.py)
-        "mlx", "mlx-metal", "mlx-cuda",
-    }
-)  # fmt: skip
-
-#: Name prefixes of interesting distributions (canonical names): every ``nvidia-*`` wheel
-#: (``nvidia-cudnn-cu13``, ``nvidia-ml-py`` …), ``tensorflow-*``, ``tensorrt*`` (``tensorrt-cu12``,
-#: ``tensorrt-llm``), ``cupy-cuda*`` / ``cupy-rocm-*``, ``mxnet-cu*`` and ``jax-rocm*``.
-INTERESTING_PREFIXES = (
-    "nvidia-", "tensorflow-", "tensorrt", "cupy-cuda", "cupy-rocm", "mxnet-cu", "jax-rocm",
-)  # fmt: skip
-
 #: Printed by ``<python> -I -c`` for ``--python``: one JSON line. ``-I`` keeps the user's
 #: PYTHONPATH, user site and current directory out of the child (PYTHONPATH is added back from the
 #: examined environment).
@@ -116,11 +87,6 @@ _TOOL_ENV_MARKERS = ("/pipx/venvs/", "/uv/tools/", "/pipx/.cache/", "/uv/environ
 _DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 _RUN_TIMEOUT = 10.0
-
-
-def is_interesting(name: str) -> bool:
-    """Whether a canonical distribution name is one whose METADATA is read."""
-    return name in INTERESTING_NAMES or name.startswith(INTERESTING_PREFIXES)
 
 
 # --- the target interpreter -----------------------------------------------------------------------

@@ -14,7 +14,14 @@ from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.facts.model import Facts
 from cudadoctor.record import record
 
-__all__ = ["Counts", "Report"]
+__all__ = ["FAIL_ON_LEVELS", "Counts", "Report"]
+
+#: ``--fail-on`` levels and the statuses that fail the run at each (a report keeps its level: ``Report.fail_on``).
+FAIL_ON_LEVELS: dict[str, frozenset[Status]] = {
+    "error": frozenset({Status.FAIL, Status.ERROR}),
+    "warning": frozenset({Status.FAIL, Status.ERROR, Status.WARN}),
+    "never": frozenset(),
+}
 
 
 @record

@@ -11,6 +11,8 @@ __all__ = ["RenderOptions"]
 class RenderOptions:
     verbose: bool = False  #: every fact and its source (text)
     color: bool = False  #: ANSI colours (text)
-    width: int = 100  #: terminal columns (text)
+    #: the terminal's columns, to wrap the text report's finding lines at (commands are never wrapped); None: a
+    #: file or a pipe, never wrapped
+    width: int | None = None
     #: the facts were read from a snapshot (``check --from``), not gathered by this run
     from_snapshot: bool = False

@@ -33,7 +33,7 @@ from typing import Any
 
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.record import record
-from cudadoctor.report.document import Report
+from cudadoctor.report.document import FAIL_ON_LEVELS, Report
 from cudadoctor.report.options import RenderOptions
 
 __all__ = [
@@ -76,8 +76,6 @@ def _node(finding: Finding) -> bool:
 
 def node_verdict(report: Report) -> NodeVerdict:
     """The verdict over the node-level findings of a report, at the report's ``--fail-on`` level."""
-    from cudadoctor.app import FAIL_ON_LEVELS
-
     node = [f for f in report.findings if _node(f)]
     failing = FAIL_ON_LEVELS.get(report.fail_on, FAIL_ON_LEVELS["error"])
     problems = sorted((f for f in node if f.status in failing), key=lambda f: (-f.status.rank, f.code))

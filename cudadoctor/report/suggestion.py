@@ -57,6 +57,12 @@ def render_suggestion_text(s: Suggestion, c: Constraints, *, verbose: bool = Fal
         out.append("")
     for number, plan in enumerate(s.plans, start=1):
         out.append(f"Plan {number}: " + " ".join(pin(n, v) for n, v in plan.packages))
+        if number > 1 and not verbose:
+            # The plans after the first are older releases of the same target, whose reasons and caveats mostly
+            # repeat the first's: one install line each here, the whole plan with -v (or --format json).
+            out.extend(f"    $ {cmd}" for cmd in plan.commands[:1])
+            out.append("")
+            continue
         out.extend(f"  why: {w}" for w in plan.why)
         out.extend(f"  caveat: {w}" for w in plan.caveats)
         out.append("  install:")
@@ -74,6 +80,8 @@ def render_suggestion_text(s: Suggestion, c: Constraints, *, verbose: bool = Fal
         out.extend(f"  to change: {a}" for a in s.advice)
         out.extend(_reasons(s))
         out.append("")
+    if len(s.plans) > 1 and not verbose:
+        out.append(f"(-v shows the reasons, caveats and images of plans 2-{len(s.plans)} too)")
     rules: dict[str, int] = {}
     for e in s.excluded:
         rules[e.rule] = rules.get(e.rule, 0) + 1

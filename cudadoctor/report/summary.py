@@ -16,6 +16,7 @@ from dataclasses import field
 from packaging.version import Version
 
 from cudadoctor.checks.findings import Finding, Status
+from cudadoctor.facts.derive import gpu_evidence
 from cudadoctor.facts.model import Facts, HostInfo, InstalledPackage, LibraryCopy, ProbeError, Source, SourceKind
 from cudadoctor.facts.registry import category_of_error
 from cudadoctor.record import mutable_record, record
@@ -67,13 +68,24 @@ def _v(version: Version | None) -> str:
     return str(version) if version is not None else "unknown"
 
 
+#: The root's kind as the host category says it (probes/origin.py decides it; checks/hostfix.py acts on it).
+_ROOT_KINDS = {
+    "host": "root: a host's own system (a driver fix reboots it, never deletes a library; --root-kind overrides)",
+    "image": "root: a container image (a driver fix removes the libraries baked into it; --root-kind overrides)",
+    "unknown": "root: unknown, taken for a host (a driver fix deletes nothing; --root-kind host|image says which)",
+}
+
+
 def _host(facts: Facts) -> Category:
     h = facts.host
     parts = [h.distro or h.os, h.arch]
-    if h.container and h.container.in_container:
+    host_root = facts.root_kind is not None and facts.root_kind.kind == "host"  # a host's disk under --root, say
+    if h.container and h.container.in_container and not host_root:
         parts.append(f"in a container ({h.container.runtime or 'unknown runtime'})")
     if h.wsl:
         parts.append("WSL2")
+    if facts.platform is not None:
+        parts.append(f"on {facts.platform.name}")
     if h.apple_silicon:
         parts.append("Apple Silicon: GPU work runs on Metal (MPS / MLX), not CUDA")
     if h.jetson_l4t and h.jetson_l4t.startswith("R38"):  # JetPack 7: aligned with SBSA (cudadoctor.planning)
@@ -92,6 +104,13 @@ def _host(facts: Facts) -> Category:
         cat.lines.append(Line(f"glibc {h.glibc}"))
     if h.container and h.container.markers:
         cat.lines.append(Line("container markers: " + ", ".join(h.container.markers)))
+    if facts.root_kind is not None:
+        cat.lines.append(Line(_ROOT_KINDS.get(facts.root_kind.kind, facts.root_kind.kind),
+                              source=_src(facts.root_kind.source)))  # fmt: skip
+    if facts.platform is not None:
+        cat.lines.append(
+            Line(f"{facts.platform.name}: the NVIDIA driver is the platform's", source=_src(facts.platform.source))
+        )
     for var in h.env:
         cat.lines.append(Line(f"{var.name}={var.value}", source=f"env: {var.name}"))
     return cat
@@ -99,7 +118,7 @@ def _host(facts: Facts) -> Category:
 
 def _intel(h: HostInfo) -> str:
     """The Intel GPUs: discrete ones get PyTorch's XPU builds (``suggest``), an integrated one alone CPU builds."""
-    from cudadoctor.probes.host import intel_gpu_discrete
+    from cudadoctor.facts.derive import intel_gpu_discrete
 
     discrete = [g for g in h.intel_gpus if intel_gpu_discrete(g)]
     driver = f", driver {h.intel_gpu_driver}" if h.intel_gpu_driver else ""
@@ -139,7 +158,10 @@ def _driver(facts: Facts) -> Category:
 
 def _gpus(facts: Facts) -> Category:
     gpus = facts.gpus
-    if not gpus:
+    evidence = gpu_evidence(gpus, facts.visible, facts.health) if not gpus else None
+    if evidence is not None:  # no source named a model, but a device node or the PCI bus shows GPUs
+        cat = Category("gpus", "GPUs", f"present, model unknown ({evidence.strongest()})", Mark.UNKNOWN)
+    elif not gpus:
         cat = Category("gpus", "GPUs", "none found", Mark.ABSENT)
     else:
         names: dict[str, int] = {}
@@ -152,7 +174,8 @@ def _gpus(facts: Facts) -> Category:
             if g.memory_mib:
                 extra.append(f"{g.memory_mib} MiB")
             if g.mig_mode:
-                extra.append(f"MIG {g.mig_mode}")
+                shown = f", {g.mig_devices} MIG device(s)" if g.mig_devices is not None else ""
+                extra.append(f"MIG {g.mig_mode}{shown}" + (f" ({g.mig_source.where})" if g.mig_source else ""))
             if g.pci_bus_id:
                 extra.append(g.pci_bus_id)
             cc_src = f"; compute capability from {g.compute_capability_source}" if g.compute_capability_source else ""

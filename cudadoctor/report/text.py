@@ -6,9 +6,10 @@ check could not judge it (the reason is shown), ``[!]`` a warning or something t
 lines only with ``-v``. Colour only when asked for (the CLI decides from the terminal and ``NO_COLOR``).
 
 Plain lines and five ANSI SGR styles need no terminal library: importing and driving rich's Console
-cost ~45 ms of a 0.2 s ``check`` (measured with ``python -X importtime`` on a real H200). Lines are
-never wrapped, so a command line stays copyable. Long values are folded in ``-v`` (a 3 KB
-``NVIDIA_REQUIRE_CUDA`` would fill the screen).
+cost ~45 ms of a 0.2 s ``check`` (measured with ``python -X importtime`` on a real H200). On a terminal
+(``options.width``) a finding's text wraps at its width under its own indent; a command line is never
+wrapped, so it stays copyable, and nothing is wrapped for a file or a pipe. Long values are folded in ``-v``
+(a 3 KB ``NVIDIA_REQUIRE_CUDA`` would fill the screen).
 """
 
 from __future__ import annotations
@@ -45,10 +46,11 @@ def fold(text: str, limit: int = FOLD_AT) -> str:
 
 
 class _Lines:
-    """Lines of the report, styled only when colour is on."""
+    """Lines of the report, styled only when colour is on, wrapped only at a terminal's width."""
 
-    def __init__(self, color: bool) -> None:
+    def __init__(self, color: bool, width: int | None = None) -> None:
         self.color = color
+        self.width = width
         self.lines: list[str] = []
 
     def style(self, text: str, style: str | None) -> str:
@@ -59,21 +61,40 @@ class _Lines:
     def add(self, text: str = "") -> None:
         self.lines.append(text)
 
+    def add_wrapped(self, lead: str, shown: int, text: str, tail: str = "", indent: int | None = None) -> None:
+        """``lead`` (``shown`` columns on screen, escape codes aside), then ``text`` and ``tail`` (styled), wrapped
+        at the terminal's width under ``indent`` columns (the lead's by default): at spaces only, so no path or
+        version is cut."""
+        if self.width is None or shown + len(text) + len(tail) <= self.width:
+            self.lines.append(f"{lead}{text}{tail}")
+            return
+        import textwrap  # only a terminal narrower than a line pays for it
+
+        hang = shown if indent is None else indent
+        first = textwrap.wrap(text, max(self.width - shown, 20), break_long_words=False, break_on_hyphens=False)
+        rest = " ".join(text.split()[len(" ".join(first[:1]).split()) :]) if first else ""
+        more = textwrap.wrap(rest, max(self.width - hang, 20), break_long_words=False, break_on_hyphens=False)
+        self.lines.append(lead + (first[0] if first else ""))
+        self.lines.extend(" " * hang + part for part in more)
+        if tail:
+            self.lines[-1] += tail
+
     def text(self) -> str:
         return "".join(line + "\n" for line in self.lines)
 
 
 def _category(out: _Lines, cat: Category, verbose: bool) -> None:
     box, color = _BOX[cat.mark]
-    out.add(f"{out.style(box, color)} {out.style(terminal(cat.title), 'bold')}: {terminal(cat.headline)}")
+    title = terminal(cat.title)
+    lead = f"{out.style(box, color)} {out.style(title, 'bold')}: "
+    out.add_wrapped(lead, len(box) + len(title) + 3, terminal(cat.headline), indent=4)
     for line in cat.lines:
         if line.level == "info" and not verbose:
             continue
         text = terminal(fold(line.text) if verbose else line.text)
-        if verbose and line.source:
-            text += " " + out.style(f"({terminal(fold(line.source))})", "dim")
+        tail = " " + out.style(f"({terminal(fold(line.source))})", "dim") if verbose and line.source else ""
         bullet, style = _BULLET[line.level]
-        out.add(f"    {out.style(bullet, style)} {text}")
+        out.add_wrapped(f"    {out.style(bullet, style)} ", 6, text, tail)
         for command in line.commands:
             out.add(f"        $ {terminal(command)}")
 
@@ -111,19 +132,20 @@ def _footer(out: _Lines, report: Report, cats: list[Category], verbose: bool) ->
 
 def render_text(report: Report, options: RenderOptions) -> str:
     """The report as text (with ANSI colour codes when ``options.color``)."""
-    out = _Lines(options.color)
+    out = _Lines(options.color, options.width)
     facts = report.facts
     if options.verbose:
         origin = "a snapshot" if options.from_snapshot else facts.mode
         out.add(terminal(f"cudadoctor {facts.tool_version} — facts gathered {facts.collected_at} ({origin})"))
     else:
-        out.add("cudadoctor summary (details and sources: cudadoctor check -v)")
+        out.add_wrapped("", 0, "cudadoctor summary (details and sources: cudadoctor check -v)")
     out.add()
     cats = categories(facts, report.findings)
     for cat in cats:
         _category(out, cat, options.verbose)
     out.add()
     if report.findings:
-        out.add(_verdict_line(out, report))
+        mark, _, verdict = _verdict_line(out, report).partition(" ")
+        out.add_wrapped(mark + " ", 2, verdict)
     _footer(out, report, cats, options.verbose)
     return out.text()

@@ -6,6 +6,10 @@ Compatibility"; the floors are in compat/cuda.toml ``minor_compat``). Above that
 whose libcuda the loader picks gives an older kernel driver a newer CUDA ("Forward Compatibility"), but only
 on GPUs that support it: data center GPUs, select NGC Server Ready RTX SKUs and Jetson; elsewhere cuInit
 fails with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804).
+
+Which CUDA version a driver gives applications (:func:`effective_cuda`, with the forward compatibility in effect,
+:func:`forward_compat`) is computed here once: the checks are given it as the derived fact ``driver_cuda`` and
+``suggest`` plans with it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import GpuArch
-from cudadoctor.facts.model import DriverVersion
+from cudadoctor.facts.derive import loaded_libcuda
+from cudadoctor.facts.model import DriverInfo, DriverVersion
 from cudadoctor.record import record
 from cudadoctor.rules.archs import parse_cc
 from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
@@ -26,6 +31,8 @@ __all__ = [
     "ForwardCompat",
     "driver_runs_cuda",
     "driver_supports_gpu",
+    "effective_cuda",
+    "forward_compat",
     "forward_compat_on_gpu",
     "forward_compat_on_gpus",
     "minimum_driver",
@@ -47,6 +54,40 @@ class ForwardCompat:
 
     cuda: Version
     library: str  #: where that libcuda is
+
+
+def forward_compat(driver: DriverInfo) -> ForwardCompat | None:
+    """The forward compatibility in effect: a cuda-compat libcuda newer than the kernel module, picked by
+    the loader, and the CUDA version it reports (cuDriverGetVersion through it); None when there is none.
+
+    NVIDIA CUDA Compatibility guide, "Forward Compatibility":
+    https://docs.nvidia.com/deploy/cuda-compatibility/
+    """
+    loaded = loaded_libcuda(driver)
+    kernel = driver.kernel_module.version if driver.kernel_module else driver.version
+    if loaded is None or loaded.kind != "compat" or not loaded.version or not kernel or loaded.version <= kernel:
+        return None
+    cuda = next((r.cuda_api for r in driver.readings if r.source.where == "cuDriverGetVersion" and r.cuda_api), None)
+    return ForwardCompat(cuda, loaded.path) if cuda is not None else None
+
+
+def effective_cuda(driver: DriverInfo, matrix: CompatMatrix) -> tuple[Version | None, str]:
+    """The CUDA version CUDA applications get from this driver, and why.
+
+    Under forward compatibility (:func:`forward_compat`) applications get the compat library's CUDA
+    version. Otherwise it is the driver's own (NVML, cuDriverGetVersion), or for an assumed driver the one
+    the release notes' driver table gives.
+    """
+    forward = forward_compat(driver)
+    if forward is not None:
+        return forward.cuda, f"forward compatibility through {forward.library}"
+    if driver.cuda_api is not None:
+        return driver.cuda_api, "reported by the driver"
+    if driver.version is not None:
+        derived = matrix.cuda_for_driver(driver.version)
+        if derived is not None:
+            return derived, "the CUDA release notes' driver table"
+    return None, "unknown"
 
 
 def forward_compat_on_gpu(name: str, segment: str | None) -> Verdict[None]:

@@ -90,6 +90,8 @@ class Plan:
     keeps_installed: bool = False
     #: container images that fit the plan and the host, each with why
     images: tuple[tuple[str, str], ...] = ()
+    #: how ``index_url`` is given to pip: ``index-url``, ``extra-index-url`` or ``find-links`` (torch 1.x)
+    index_option: str = "index-url"
 
 
 @record
@@ -124,14 +126,28 @@ def pin(name: str, version: str) -> str:
     return f"{name}=={version}" if version else name
 
 
-def install_line(tool: str, pins: Iterable[tuple[str, str]], index_url: str | None, *, reinstall: bool = False) -> str:
+#: how ``install_line`` names where the packages come from: pip's and uv's options alike
+#: (https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-f, https://docs.astral.sh/uv/reference/cli/#uv-pip-install)
+_WHERE = {"index-url": "--index-url", "extra-index-url": "--extra-index-url", "find-links": "-f"}
+
+
+def install_line(
+    tool: str,
+    pins: Iterable[tuple[str, str]],
+    index_url: str | None,
+    *,
+    reinstall: bool = False,
+    option: str = "index-url",
+) -> str:
     """One install command; ``reinstall``: replace what is installed even where its version matches.
 
     pip: ``--force-reinstall`` (https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-force-reinstall);
     uv: ``--reinstall`` (https://docs.astral.sh/uv/reference/cli/#uv-pip-install--reinstall).
+    ``option``: how ``index_url`` is given: ``index-url`` (the index instead of PyPI), ``extra-index-url`` (beside
+    PyPI) or ``find-links`` (a page of wheel links, ``-f``: torch 1.x's ``torch_stable.html``).
     """
     head = "python -m pip install" if tool == "pip" else "uv pip install"
     line = head + " " + " ".join(pin(name, version) for name, version in pins)
     if reinstall:
         line += " --force-reinstall" if tool == "pip" else " --reinstall"
-    return line + (f" --index-url {index_url}" if index_url else "")
+    return line + (f" {_WHERE[option]} {index_url}" if index_url else "")

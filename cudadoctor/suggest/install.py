@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from packaging.version import Version
 
-from cudadoctor.data.rows import TorchRelease
+from cudadoctor.data.rows import TorchInstallForm, TorchRelease
 from cudadoctor.suggest.constraints import Constraints, install_line
 
 __all__ = ["ECOSYSTEM", "Install", "configured_index_text", "torch_install", "torch_pins"]
@@ -67,10 +67,20 @@ def _installed_variant(c: Constraints) -> str | None:
     return c.installed_torch_variant if c.installed_torch is not None else None
 
 
-def torch_install(c: Constraints, release: TorchRelease, variant: str, index_url: str | None) -> Install:
-    """The commands installing ``release``'s ``variant`` build (from ``index_url``; None: the default index)."""
+def torch_install(
+    c: Constraints, release: TorchRelease, variant: str, index_url: str | None, form: TorchInstallForm | None = None
+) -> Install:
+    """The commands installing ``release``'s ``variant`` build (from ``index_url``; None: the default index).
+
+    ``form``: the build is installed as a torch 1.x one (compat/torch.toml ``[[install_form]]``): ``index_url`` goes
+    to pip as ``form.option`` (``-f`` or ``--extra-index-url``), and the packages of ``form.local_tag`` are always
+    pinned ``+variant``: beside PyPI (and, on the shared ``torch_stable.html``, beside every other build) a plain
+    ``torch==1.10.1`` could resolve to any build of that version.
+    """
     pins = torch_pins(release)
     caveats = _companion_caveats(release)
+    if form is not None:
+        pins = tuple((n, f"{v}+{variant}" if v and n in form.local_tag else v) for n, v in pins)
     installed = c.installed_torch
     same_version = installed is not None and Version(installed.public) == release.version
     other_build = _installed_variant(c) not in (None, variant)
@@ -78,7 +88,9 @@ def torch_install(c: Constraints, release: TorchRelease, variant: str, index_url
     reinstall = False
     if same_version and other_build:
         shown = f"torch {installed} ({_installed_variant(c)} build)"
-        if index_url is not None:  # PyTorch's index tags every wheel with its build
+        if form is not None:
+            caveats.append(f"replaces the installed {shown}: the +{variant} pins make pip take the {variant} build")
+        elif index_url is not None:  # PyTorch's index tags every wheel with its build
             pins = tuple((n, f"{v}+{variant}" if v else v) for n, v in pins)
             caveats.append(f"replaces the installed {shown}: the +{variant} pins make pip take the {variant} build")
         else:
@@ -88,12 +100,13 @@ def torch_install(c: Constraints, release: TorchRelease, variant: str, index_url
         caveats.append(f"replaces the installed torch {installed} with {release.version}")
     if installed is not None and not keeps:
         caveats += _ecosystem_caveats(c, release)
-    if index_url is not None and c.user_index is not None:
+    option = form.option if form is not None else "index-url"
+    if index_url is not None and c.user_index is not None and option == "index-url":
         caveats.append(
             f"--index-url replaces {configured_index_text(c.user_index)} for this command: "
             f"the {variant} build is published on PyTorch's own index"
         )
-    commands = tuple(install_line(tool, pins, index_url, reinstall=reinstall) for tool in ("pip", "uv"))
+    commands = tuple(install_line(tool, pins, index_url, reinstall=reinstall, option=option) for tool in ("pip", "uv"))
     return Install(pins, commands, tuple(caveats), keeps)
 
 

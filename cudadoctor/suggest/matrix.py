@@ -100,7 +100,7 @@ def _layout(matrix: CompatMatrix, c: Constraints, target: str) -> list[tuple[Ver
 
 def _build_key(build: str) -> tuple[int, Version]:
     """Columns in order: CPU and the default wheel, CUDA by version, then ROCm by version."""
-    if match := re.fullmatch(r"cu(\d\d)(\d+)", build):
+    if match := re.fullmatch(r"cu(\d+)(\d)", build):  # one-digit minor: cu92 is 9.2, cu118 11.8
         return 1, Version(f"{match.group(1)}.{match.group(2)}")
     if match := re.fullmatch(r"cuda(\d+)", build):
         return 1, Version(match.group(1))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data import CompatMatrix
-from cudadoctor.data.rows import TorchRelease
+from cudadoctor.data.rows import TorchInstallForm, TorchRelease
 from cudadoctor.rules.gpus import cuda_knows_arch
 from cudadoctor.rules.wheels import torch_has_wheels
 from cudadoctor.suggest.accelerators import NON_CUDA, suggest_torch_without_cuda
@@ -27,22 +27,42 @@ from cudadoctor.suggest.judge import (
     start,
 )
 
-__all__ = ["suggest_torch", "toolkit_match", "torch_candidates"]
+__all__ = [
+    "nearest_fitting",
+    "pinned_release",
+    "plan_for_installed",
+    "suggest_torch",
+    "toolkit_match",
+    "torch_candidates",
+]
 
 
 class Candidate(NamedTuple):
-    """One CUDA build of a release: its variant tag, CUDA, index URL (None: PyPI) and label."""
+    """One CUDA build of a release: its variant tag, CUDA, index URL (None: PyPI) and label; ``form``: how a
+    torch 1.x build installs (``index_url`` is then its find-links page or extra index)."""
 
     variant: str
     cuda: Version
     index_url: str | None
     label: str
+    form: TorchInstallForm | None = None
 
 
 def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
     """Plans for torch (with matching torchvision/torchaudio), best first, and every exclusion."""
     if c.accelerator in NON_CUDA:
         return suggest_torch_without_cuda(matrix, c, requirement, limit=limit)
+    run, ranked = _ranked(matrix, c, requirement)
+    chosen = tuple(with_images(matrix, c, plan) for plan in ranked[:limit])
+    run.notes += index_releases_below("torch", ranked[limit:], lambda v: _derived(matrix, v))
+    pinned = pinned_release(requirement)  # "no torch 1.6.0 build … has GPU code for …"
+    shown = str(pinned) if pinned else None
+    found = () if chosen else (*advice(c, run, "torch", pinned=shown), *_nearest_advice(matrix, c, run))
+    return Suggestion("torch", requirement or "torch", chosen, tuple(run.excluded), found, tuple(run.notes))
+
+
+def _ranked(matrix: CompatMatrix, c: Constraints, requirement: str) -> tuple[Run, list[Plan]]:
+    """Every CUDA build of the releases ``requirement`` admits, judged: the run and its plans, best first."""
     run = start("torch", matrix, c, requirement)
     for release in matrix.torch_releases:
         if not run.spec.contains(release.version, prereleases=True):
@@ -56,11 +76,55 @@ def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *
                 continue
         for candidate in torch_candidates(matrix, release, c.platform, run.excluded, wanted=c.wanted_variant):
             _judge(matrix, c, run, release, candidate)
-    ranked = sorted(run.plans, key=lambda item: item[0], reverse=True)
-    chosen = tuple(with_images(matrix, c, plan) for _key, plan in ranked[:limit])
-    run.notes += index_releases_below("torch", (plan for _key, plan in ranked[limit:]), lambda v: _derived(matrix, v))
-    found = () if chosen else tuple(advice(c, run, "torch"))
-    return Suggestion("torch", requirement or "torch", chosen, tuple(run.excluded), found, tuple(run.notes))
+    return run, [plan for _key, plan in sorted(run.plans, key=lambda item: item[0], reverse=True)]
+
+
+def pinned_release(requirement: str) -> Version | None:
+    """The release a requirement pins exactly (``torch==1.10.1``), None for anything else."""
+    spec = requirement.removeprefix("torch").strip()
+    if not spec.startswith("==") or any(ch in spec for ch in ",*<>!~"):
+        return None
+    try:
+        return Version(spec[2:].strip())
+    except InvalidVersion:
+        return None
+
+
+def nearest_fitting(matrix: CompatMatrix, c: Constraints, pinned: Version) -> Plan | None:
+    """The best plan of the release nearest to ``pinned`` that has one (one of its own series first, then the
+    nearest in release order, the newer of two equally near):
+    what a project pinned to a release no build of which fits this machine can move to with the fewest changes."""
+    _run, ranked = _ranked(matrix, c, "")
+    versions = sorted({r.version for r in matrix.torch_releases} | {pinned})
+    where = {v: i for i, v in enumerate(versions)}
+    best: dict[Version, Plan] = {}
+    for plan in ranked:  # best first: the first plan of each release is its best
+        best.setdefault(Version(Version(plan.packages[0][1]).public), plan)
+    if not best:
+        return None
+    series = (pinned.major, pinned.minor)  # a patch release of the same series first: 1.10.2 -> 1.10.1, not 1.11.0
+    nearest = min(best, key=lambda v: ((v.major, v.minor) != series, abs(where[v] - where[pinned]), -where[v]))
+    return best[nearest]
+
+
+def plan_for_installed(matrix: CompatMatrix, c: Constraints, installed: Version) -> Plan | None:
+    """The build a check's fix installs for a torch that does not fit this machine: the best build of the installed
+    release when one fits (a project pinned to torch 1.10.1 stays on 1.10.1: ``+cu111``), else the best build of the
+    nearest release that fits; None when no release fits."""
+    pinned = Version(installed.public)
+    _run, ranked = _ranked(matrix, c, f"torch=={pinned}")
+    return ranked[0] if ranked else nearest_fitting(matrix, c, pinned)
+
+
+def _nearest_advice(matrix: CompatMatrix, c: Constraints, run: Run) -> list[str]:
+    """For a pinned release no build of which fits: the nearest release that does, with its command."""
+    pinned = pinned_release(str(run.spec)) if run.spec else None
+    if pinned is None:
+        return []
+    plan = nearest_fitting(matrix, c, pinned)
+    if plan is None:
+        return [f"no torch release in compat data fits this machine ({pinned} included)"]
+    return [f"the nearest release that fits: {plan.why[0]}: {plan.commands[0]}"]
 
 
 def _judge(matrix: CompatMatrix, c: Constraints, run: Run, release: TorchRelease, candidate: Candidate) -> None:
@@ -118,12 +182,15 @@ def _all_candidates(
             continue  # cpu / rocm builds are not CUDA plans
         if platform == "linux-x86_64" and release.pypi_default_cuda == variant.cuda:
             out.append(Candidate(tag, variant.cuda, None, f"from PyPI (CUDA {short(variant.cuda)})"))
-        elif variant.index_url is None:
+        elif variant.index_url is not None:
+            out.append(Candidate(tag, variant.cuda, variant.index_url, f"{tag} from PyTorch's index"))
+        elif platform == "linux-x86_64" and (form := matrix.torch_install_form(release.version)) is not None:
+            where = "page" if form.option == "find-links" else "index"
+            out.append(Candidate(tag, variant.cuda, form.url.format(tag=tag), f"+{tag} from PyTorch's {where}", form))
+        else:
             excluded.append(
                 Exclusion(f"{name} {tag}", "data", "index URL not in compat/torch.toml", "a sourced index URL")
             )
-        else:
-            out.append(Candidate(tag, variant.cuda, variant.index_url, f"{tag} from PyTorch's index"))
     default = release.pypi_default_cuda
     if platform == "linux-x86_64" and default is not None and not any(c.index_url is None for c in out):
         out.append(Candidate(f"cu{default.major}{default.minor}", default, None, f"from PyPI (CUDA {short(default)})"))
@@ -219,7 +286,7 @@ def _plan(
     if release.derived:
         caveats.append(f"torch {release.version} is known from the package index ({release.derived}), not curated data")
     url = candidate.index_url
-    install = torch_install(c, release, candidate.variant, url)
+    install = torch_install(c, release, candidate.variant, url, candidate.form)
     if install.keeps:
         why.insert(0, "keeps the installed torch")
     elif url is None and c.user_index is not None:
@@ -228,6 +295,7 @@ def _plan(
     plan = Plan(
         "torch", install.pins, variant, candidate.cuda, url, install.commands, tuple(why),
         (*caveats, *install.caveats), install.keeps,
+        index_option=candidate.form.option if candidate.form else "index-url",
     )  # fmt: skip
     # A plan whose GPU coverage is verified from data ranks above one that is not (correct beats new);
     # those are labelled: an "inferred:" caveat says what the GPU fit rests on, or the list is missing.

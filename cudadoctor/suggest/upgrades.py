@@ -31,7 +31,8 @@ def _top_version(plan: Plan) -> Version | None:
 
 def _label(plan: Plan) -> str:
     name, version = plan.packages[0]
-    return f"{name} {version}" + (f" ({plan.variant})" if plan.variant not in ("pypi", "") else "")
+    tagged = version.endswith(f"+{plan.variant}")  # a torch 1.x pin names its build already
+    return f"{name} {version}" + (f" ({plan.variant})" if plan.variant not in ("pypi", "") and not tagged else "")
 
 
 def _better(plan: Plan, than: Version | None) -> bool:
@@ -71,7 +72,11 @@ def _python_upgrades(
 ) -> Iterable[Upgrade]:
     if c.python is None:
         return
-    for minor in range(c.python.minor + 1, c.python.minor + 4):
+    newer = range(c.python.minor + 1, c.python.minor + 4)
+    # Nothing fits on this Python (an old release pinned: torch 1.10.1 has no cp311 wheels): the nearest older
+    # Python that plans something is named too, down to 3.6 (the oldest of torch's plannable releases, 1.2 on).
+    older = range(c.python.minor - 1, 5, -1) if floor is None else range(0)
+    for minor in (*newer, *older):
         python = Version(f"{c.python.major}.{minor}")
         found = planner(matrix, replace(c, python=python), requirement, limit=1)
         if _unlocks(matrix, c, planner, found, floor):

@@ -1,12 +1,13 @@
 """``cudadoctor update``: release facts read from a package index into the user cache, and read back.
 
 The package is split by job: reading index pages and core metadata, fetching over HTTP, the
-cache file, the refresh that ties them together, and deriving compatibility rows from the cache
-(:mod:`cudadoctor.update.derive`, the only part ``cudadoctor check`` uses).
+cache file and the refresh that ties them together. The compatibility rows derived from the cache belong to
+the data layer (:mod:`cudadoctor.data.indexed`, the only reader ``cudadoctor check`` uses), which imports the cache
+reader from here, never the other way.
 
 The public names below are loaded on first use (PEP 562 module ``__getattr__``,
 https://peps.python.org/pep-0562/, the pattern of https://scientific-python.org/specs/spec-0001/):
-importing the package, or :mod:`~cudadoctor.update.derive`, loads none of the refresh machinery,
+importing the package, or :mod:`~cudadoctor.data.indexed`, loads none of the refresh machinery,
 so ``check`` stays as fast as before this was a package.
 """
 

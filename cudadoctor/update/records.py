@@ -1,7 +1,7 @@
 """The records of the `cudadoctor update` cache: what the index says about one release, and the whole cache.
 
 Kept apart from the code that reads and writes the cache file so that
-:mod:`cudadoctor.update.derive` can name them without loading anything else.
+:mod:`cudadoctor.data.indexed` can name them without loading anything else.
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from packaging.version import Version
 
+from cudadoctor.assume import apply_assumptions
 from cudadoctor.checks.findings import Status
 from cudadoctor.facts.model import ContainerInfo, Facts, InstalledPackage, Source, SourceKind
 from cudadoctor.testing import run_check
@@ -82,6 +84,60 @@ def test_cd120_without_the_kernel_module_in_proc_is_not_judged(h200):
     assert run_check("CD120", facts).status is Status.NOT_APPLICABLE
 
 
+# --- CD120 under --root (issue #28, 5) -------------------------------------------------------------------
+
+
+def _running_root(facts: Facts, *, live_dev: bool | None = True, assume: bool = True) -> Facts:
+    """The facts of a running container's root seen from the host (``--root /proc/<pid>/root``), with the host's
+    driver given by --assume-driver (its /proc not showing the kernel module) unless ``assume`` is False."""
+    markers = ("image root", "/.dockerenv")
+    host = replace(facts.host, container=ContainerInfo(True, "docker", markers))
+    facts = replace(facts, mode="root:/proc/4242/root", host=host, visible=replace(facts.visible, live_dev=live_dev))
+    if not assume:
+        return facts
+    driver = replace(facts.driver, kernel_module=None, readings=())
+    return apply_assumptions(replace(facts, driver=driver), driver="580.95.05")
+
+
+def test_cd120_a_running_containers_root_with_an_assumed_host_driver_is_judged(h200):
+    finding = run_check("CD120", _running_root(_without_gpus(h200)))
+    assert finding.status is Status.FAIL and "started without its GPUs" in finding.message
+    assert finding.evidence["host driver (assumed)"] == "580.95.05 (--assume-driver)"
+    assert finding.evidence["container"] == "/.dockerenv"
+    assert run_check("CD120", _running_root(h200)).status is Status.OK
+
+
+def test_cd120_a_running_containers_root_showing_the_kernel_module_is_judged(h200):
+    finding = run_check("CD120", _running_root(_without_gpus(h200), assume=False))
+    assert finding.status is Status.FAIL and "kernel module" in finding.evidence
+
+
+@pytest.mark.parametrize("live_dev", [False, None], ids=["image-or-copy", "older-snapshot"])
+def test_cd120_a_root_whose_dev_holds_no_device_is_not_judged(h200, live_dev):
+    finding = run_check("CD120", _running_root(_without_gpus(h200), live_dev=live_dev))
+    assert finding.status is Status.NOT_APPLICABLE and "/dev" in (finding.reason or "")
+
+
+def test_cd120_a_root_without_a_host_driver_names_the_flag(h200):
+    facts = _running_root(_without_gpus(h200), assume=False)
+    facts = replace(facts, driver=replace(facts.driver, kernel_module=None))
+    finding = run_check("CD120", facts)
+    assert finding.status is Status.NOT_APPLICABLE and "--assume-driver" in (finding.reason or "")
+
+
+def test_cd120_a_root_with_no_container_marker_is_not_judged(h200):
+    facts = _running_root(_without_gpus(h200))
+    host = replace(facts.host, container=ContainerInfo(True, None, ("image root",)))
+    assert run_check("CD120", replace(facts, host=host)).status is Status.NOT_APPLICABLE
+
+
+def test_cd120_live_an_assumed_driver_is_no_host_driver(h200):
+    """--assume-driver in a classic builder's RUN step (/.dockerenv, no GPU by design) describes the target host."""
+    facts = _without_gpus(h200)
+    facts = apply_assumptions(replace(facts, driver=replace(facts.driver, kernel_module=None)), driver="580.95.05")
+    assert run_check("CD120", facts).status is Status.NOT_APPLICABLE
+
+
 # --- CD402 ------------------------------------------------------------------------------------------
 
 
@@ -92,6 +148,7 @@ def test_cd402_cpu_torch_gets_a_command_that_replaces_it(h200):
     command = finding.remediation.commands[0]  # type: ignore[union-attr]
     # the installed release (2.11.0 from data fits the H200 and driver 580) and a reinstall that replaces it
     assert command.startswith("python -m pip install torch==2.11.0") and command.endswith("--force-reinstall")
+    assert command.split().count("--force-reinstall") == 1  # the plan's own flag, not a second one
 
 
 def test_cd402_cuda_extension_beside_cpu_torch_is_evidence(h200):

@@ -8,7 +8,7 @@ import pytest
 from packaging.version import Version
 
 from cudadoctor.checks.findings import Status
-from cudadoctor.facts.model import DriverVersion, GpuInfo, Source, SourceKind
+from cudadoctor.facts.model import DriverVersion, GpuInfo, Source, SourceKind, VisibleDevices
 from cudadoctor.nvreq import RequirementError, evaluate, parse_requirement
 from cudadoctor.testing import run_check
 from tests.checks.conftest import with_env
@@ -168,7 +168,8 @@ def test_cd402_torch_build_kind(h200, variant, status):
 
 def test_cd402_cpu_torch_without_gpu_or_driver_is_fine(h200):
     torch = replace(h200.packages["torch"], cuda_variant="cpu")
-    facts = replace(h200, gpus=(), driver=None, packages={**h200.packages, "torch": torch})
+    # no device node either: /dev/nvidia0 alone is evidence of a GPU (tests/checks/test_gpu_evidence.py)
+    facts = replace(h200, gpus=(), driver=None, visible=VisibleDevices(), packages={**h200.packages, "torch": torch})
     assert run_check("CD402", facts).status is Status.NOT_APPLICABLE
 
 

@@ -8,7 +8,16 @@ import pytest
 
 from cudadoctor.checks.driver import parse_visible_devices
 from cudadoctor.checks.findings import Status
-from cudadoctor.facts.model import DriverReading, DriverVersion, LibcudaFile, Source, SourceKind, VisibleDevices
+from cudadoctor.facts.model import (
+    DriverReading,
+    DriverVersion,
+    LibcudaFile,
+    RootKind,
+    RootMarker,
+    Source,
+    SourceKind,
+    VisibleDevices,
+)
 from cudadoctor.testing import run_check
 from tests.checks.conftest import with_env
 
@@ -73,7 +82,9 @@ def test_cd101_image_without_driver_files_is_not_applicable(h200):
     assert run_check("CD101", replace(h200, mode="root:/img")).status is Status.NOT_APPLICABLE
 
 
-BAKED = "/usr/lib/x86_64-linux-gnu/libcuda.so.565.57.01"
+BAKED = "/usr/lib/x86_64-linux-gnu/lib*.so.565.57.01"
+DOCKERENV = Source(SourceKind.FILE, "/.dockerenv")
+IMAGE = RootKind("image", DOCKERENV, (RootMarker("image", DOCKERENV),))
 
 
 def _image_with_baked_driver(h200, baked: str, *, assume: str | None):
@@ -86,7 +97,7 @@ def _image_with_baked_driver(h200, baked: str, *, assume: str | None):
     driver = replace(
         h200.driver, kernel_module=None, readings=readings, libcuda_files=(baked_file,), loaded_libcuda=None
     )
-    return replace(h200, mode="root:/img", driver=driver)
+    return replace(h200, mode="root:/img", driver=driver, root_kind=IMAGE)
 
 
 def test_cd101_image_ships_a_newer_driver_than_the_host(h200):
@@ -113,9 +124,12 @@ def test_cd101_image_driver_without_a_host_driver_cannot_be_judged(h200):
 def test_cd101_live_without_nvml_judges_the_files(h200):
     """No NVML answer: libcuda.so.<version> on the loader path against the kernel module (unattended upgrade)."""
     facts = _image_with_baked_driver(h200, "580.200.01", assume=None)
-    facts = replace(facts, mode="live", driver=replace(facts.driver, kernel_module=h200.driver.kernel_module))
+    module = Source(SourceKind.FILE, "/proc/driver/nvidia/version")
+    facts = replace(facts, mode="live", driver=replace(facts.driver, kernel_module=h200.driver.kernel_module),
+                    root_kind=RootKind("host", module, (RootMarker("host", module),)))  # fmt: skip
     finding = run_check("CD101", facts)
     assert finding.status is Status.FAIL and "580.159.04" in finding.message
+    assert finding.remediation.commands == ("sudo reboot",)  # a host's new driver, waiting for the reboot
 
 
 def test_cd103_stub_picked(h200):

@@ -181,8 +181,11 @@ def test_cd801_code_not_in_the_table(h200):
 def test_cd801_libcuda_not_loadable(h200):
     finding = run(CD801(), h200, rt(driver("driver-no-libcuda.txt")))
     assert finding.status is Status.FAIL and "libcuda.so.1 cannot be loaded" in finding.message
-    bare = replace(h200, driver=None, gpus=())
+    # no device node either: /dev/nvidia0 alone shows a GPU, for which an unloadable libcuda is a failure
+    bare = replace(h200, driver=None, gpus=(), visible=replace(h200.visible, device_nodes=()))
     assert run(CD801(), bare, rt(driver("driver-no-libcuda.txt"))).status is Status.NOT_APPLICABLE
+    nodes_only = replace(h200, driver=None, gpus=())
+    assert run(CD801(), nodes_only, rt(driver("driver-no-libcuda.txt"))).status is Status.FAIL
 
 
 def test_cd801_probe_timed_out_or_crashed(h200):

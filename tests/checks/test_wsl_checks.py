@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from packaging.version import Version
 
+from cudadoctor.assume import apply_assumptions
 from cudadoctor.checks.findings import Status
 from cudadoctor.facts.model import (
     ContainerInfo,
@@ -171,3 +172,28 @@ def test_unversioned_libcuda_through_ld_so_conf_counts_only_as_a_link():
     assert unversioned_libcuda_found(store, "ld.so.conf", ["/usr/lib/wsl/lib/libcuda.so.1.1"])  # links
     assert unversioned_libcuda_found(store, "LD_LIBRARY_PATH", copies)
     assert not unversioned_libcuda_found(None, None, copies)
+
+
+# --- --assume-driver on WSL2 (issue #28, 5) --------------------------------------------------------------
+
+
+def _nvml_silent_in_a_wsl_container(h200: Facts) -> Facts:
+    """A container on WSL2 whose NVML does not answer: the driver store is read, the Windows driver's version not."""
+    facts = _wsl(h200, container=True)
+    return replace(facts, driver=replace(facts.driver, version=None, cuda_api=None, readings=()))
+
+
+def test_cd134_judges_an_assumed_windows_driver_with_the_store_it_read(h200):
+    facts = _nvml_silent_in_a_wsl_container(h200)
+    assert run_check("CD134", facts).status is Status.UNKNOWN  # the version is what it lacks
+    assumed = apply_assumptions(facts, driver="560.94")
+    assert assumed.driver is not None and assumed.driver.wsl_libraries == _STORE and assumed.driver.wsl
+    finding = run_check("CD134", assumed)
+    assert finding.status is Status.FAIL and "libnvdxgdmal.so.1" in finding.message
+    mapped = apply_assumptions(_wsl(h200, container=True, store=(*_STORE, "libnvdxgdmal.so.1")), driver="560.94")
+    assert run_check("CD134", mapped).status is Status.OK
+    assert run_check("CD134", apply_assumptions(facts, driver="551.86")).status is Status.NOT_APPLICABLE
+
+
+def test_assume_driver_keeps_the_wsl_store_for_cd132(h200):
+    assert run_check("CD132", apply_assumptions(_wsl(h200), driver="560.94")).status is Status.WARN

@@ -188,6 +188,12 @@ def _host(replay: Replay, env: dict[str, Any]) -> None:
         replay.files["/.dockerenv"] = ""
     if container == "kubernetes":
         replay.env["KUBERNETES_SERVICE_HOST"] = "10.96.0.1"
+    # The platforms' own variables (their public sources are in cudadoctor/probes/origin.py): Colab's GPU runtime
+    # sets COLAB_GPU=1, Kaggle KAGGLE_KERNEL_RUN_TYPE (Interactive in a notebook).
+    if container == "colab":
+        replay.env["COLAB_GPU"] = "1"
+    if container == "kaggle":
+        replay.env["KAGGLE_KERNEL_RUN_TYPE"] = "Interactive"
     if container == "wsl2" or (env.get("driver") or {}).get("windows"):
         replay.files["/proc/version"] = "Linux version 5.15.153.1-microsoft-standard-WSL2 (root@1c4b) (gcc 11.2.0)\n"
         if container == "wsl2":  # written by WSL's init on the distribution, not inside a container
@@ -250,7 +256,9 @@ def _driver(replay: Replay, env: dict[str, Any]) -> None:
     for device in gpus:
         replay.files[f"/proc/driver/nvidia/gpus/{device.pci_bus_id}/information"] = (
             f"Model: \t\t {device.name}\nIRQ:   \t\t 150\nBus Location: \t {device.pci_bus_id}\n"
+            f"Device Minor: \t {device.index}\n"
         )
+    _mig_capabilities(replay, gpus, in_container=container != "none" and devices)
     if devices:
         for device in gpus:
             replay.files[f"/dev/nvidia{device.index}"] = ""
@@ -269,6 +277,32 @@ def _driver(replay: Replay, env: dict[str, Any]) -> None:
     else:
         nvml = NvmlResult(driver_version=version, cuda_driver_version=api, devices=gpus)
     replay.native = FakeNative(nvml, LibcudaResult(path=f"{lib}/libcuda.so.{userspace}", returncode=0, version=api))
+
+
+def _mig_capabilities(replay: Replay, gpus: tuple[NvmlDevice, ...], *, in_container: bool) -> None:
+    """The MIG capabilities of the declared MIG devices (one GPU instance with one compute instance each), as the
+    driver lists them (MIG user guide, "Device Nodes and Capabilities",
+    https://docs.nvidia.com/datacenter/tesla/mig-user-guide/device-nodes-and-capabilities.html): on the host
+    ``/proc/driver/nvidia/capabilities/gpu<minor>/mig/gi<G>/ci0/access``; in a container, where the NVIDIA Container
+    Toolkit hides /proc/driver/nvidia, the ``/dev/nvidia-caps/nvidia-cap<N>`` nodes it injects for the devices it
+    gives, ``N`` as ``/proc/driver/nvidia-caps/mig-minors`` names it. The GPU's minor is its index here."""
+    migs = [d for d in gpus if d.mig_mode == "Enabled"]
+    if not migs:
+        return
+    minors, next_minor = ["config 1", "monitor 2"], 3
+    for device in migs:
+        if not in_container:
+            replay.dirs.add(f"/proc/driver/nvidia/capabilities/gpu{device.index}/mig")
+        for gi in range(1, (device.mig_devices or 0) + 1):
+            for name in (f"gpu{device.index}/gi{gi}/access", f"gpu{device.index}/gi{gi}/ci0/access"):
+                minors.append(f"{name} {next_minor}")
+                if in_container:
+                    replay.files[f"/dev/nvidia-caps/nvidia-cap{next_minor}"] = ""
+                else:
+                    path = name.replace(f"gpu{device.index}/", f"gpu{device.index}/mig/", 1)
+                    replay.files[f"/proc/driver/nvidia/capabilities/{path}"] = ""
+                next_minor += 1
+    replay.files["/proc/driver/nvidia-caps/mig-minors"] = "\n".join(minors) + "\n"
 
 
 def _maps_dxgdmal(windows: str, container: str, toolkit: object) -> bool:

@@ -13,8 +13,8 @@ from pyfakefs.fake_filesystem_unittest import Patcher
 from cudadoctor.checks.engine import run_checks
 from cudadoctor.checks.findings import Finding, Status
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.registry import probe_function, probed
 from cudadoctor.probes.collect import collect_facts
+from cudadoctor.probes.registry import probe_function, probed
 from tests.conftest import make_ctx
 from tests.corpus.builder import Replay, build, env_os
 

@@ -30,9 +30,9 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.data import load as compat_load
 from cudadoctor.facts.codec import redact_facts
 from cudadoctor.facts.model import Facts
-from cudadoctor.facts.registry import probe_function, probed
 from cudadoctor.probes.collect import collect_facts
 from cudadoctor.probes.native import LibcudaResult, NvmlDevice, NvmlResult
+from cudadoctor.probes.registry import probe_function, probed
 from cudadoctor.redact import Redactor
 from cudadoctor.report.json import render_json
 from cudadoctor.report.options import RenderOptions

@@ -263,6 +263,7 @@ def test_visible_unset_and_device_nodes(fs) -> None:
             "/dev/nvidia-caps/nvidia-cap1",
             "/dev/nvidia-caps/nvidia-cap2",
         ),
+        live_dev=False,  # no /dev/null in this tree
     )
 
 
@@ -284,4 +285,12 @@ def test_visible_wsl_dxg(fs) -> None:
 
 
 def test_visible_no_dev(fs) -> None:
-    assert probe_visible(make_ctx()) == VisibleDevices()
+    assert probe_visible(make_ctx()) == VisibleDevices(live_dev=False)
+
+
+def test_visible_dev_of_a_running_system_holds_dev_null(fs) -> None:
+    """/dev/null a character device: a running machine's or container's /dev; a file of that name is not."""
+    fs.create_file("/img/dev/null")
+    assert probe_visible(make_ctx(root="/img")).live_dev is False
+    _char_device(fs, "/ctr/dev/null")
+    assert probe_visible(make_ctx(root="/ctr")).live_dev is True

@@ -12,6 +12,7 @@ import platform
 import pytest
 from packaging.version import Version
 
+from cudadoctor.facts.derive import intel_gpu_discrete
 from cudadoctor.probes import host, loader
 from tests.conftest import fixture_path, fixture_text, make_ctx
 
@@ -339,7 +340,7 @@ def test_intel_display_devices_are_read_from_the_drm_cards(fs):
     _drm_card(fs, "card3", "DRIVER=snd_hda_intel\nPCI_CLASS=40300\nPCI_ID=8086:7A50\nPCI_SLOT_NAME=0000:00:1f.3\n")
     info = host.probe_host(make_ctx())
     assert info.intel_gpus == ("0000:00:02.0 8086:A7A0", "0000:03:00.0 8086:E20B")
-    assert [host.intel_gpu_discrete(g) for g in info.intel_gpus] == [False, True]
+    assert [intel_gpu_discrete(g) for g in info.intel_gpus] == [False, True]
     assert host.parse_drm_uevent("PCI_CLASS=garbage\nPCI_ID=8086:1\nPCI_SLOT_NAME=x\n") is None
     fs.create_file("/img/sys/class/drm/card1/device/uevent", contents="PCI_CLASS=30000\nPCI_ID=8086:56A0\n")
     assert host.probe_host(make_ctx(root="/img")).intel_gpus == ()  # an image root has no running kernel

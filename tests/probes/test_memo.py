@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zlib
@@ -21,7 +22,7 @@ from cudadoctor.facts.model import Facts
 from cudadoctor.probes import memo
 from cudadoctor.probes.collect import collect_facts, live_context, root_context
 from cudadoctor.probes.context import ProbeContext
-from cudadoctor.runner import CommandResult, helper_bootstrap
+from cudadoctor.runner import CommandResult, helper_bootstrap, helper_command
 from tests.conftest import FakeRunner
 from tests.elfwriter import shared_object
 from tests.h200_fixture import SITE, build_tree, h200_env
@@ -231,9 +232,27 @@ def test_the_tainting_wrapper_marks_the_run() -> None:
 
 
 def _helper(where: str) -> subprocess.CompletedProcess[str]:
-    root = str(Path(memo.__file__).resolve().parents[2])
-    argv = [sys.executable, "-S", "-I", "-c", helper_bootstrap("cudadoctor.probes.memo", "replay_main"), root, where]
+    """The replay helper as a live ``check`` starts it (memo.start_replay)."""
+    argv = helper_command("cudadoctor.probes.memo", "replay_main", where)
+    assert argv is not None
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+
+
+@pytest.mark.parametrize("dont_write", [True, False])
+def test_a_helper_writes_bytecode_only_where_the_doctor_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dont_write: bool
+) -> None:
+    """``-I`` ignores PYTHONDONTWRITEBYTECODE: the helper wrote ``__pycache__`` into a package whose directories the
+    memo of a source checkout watches, so the first replay after a change found them changed (the cause of
+    test_the_helper_says_unchanged_with_the_files_checksum failing after each edit, or in a fresh checkout)."""
+    copy = tmp_path / "cudadoctor"
+    shutil.copytree(Path(memo.__file__).resolve().parents[1], copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(sys, "dont_write_bytecode", dont_write)
+    argv = helper_command("cudadoctor.probes.memo", "replay_main", str(tmp_path / "none.json"))
+    assert argv is not None
+    argv[argv.index(str(Path(memo.__file__).resolve().parents[2]))] = str(tmp_path)  # the copy's package root
+    subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+    assert (copy / "probes" / "__pycache__").exists() is not dont_write
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ def test_probes_take_the_early_answers(calls: dict[str, int]) -> None:
     probe = RealNative()
     assert probe.nvml().driver_version == "580.01"
     assert probe.libcuda_version().version == 13000
-    assert nvml_health.RealHealthSource().query() == {"schema": 1, "count": 1}
+    assert native.RealHealthSource().query() == {"schema": 1, "count": 1}
     assert calls == {"nvml": 1, "libcuda": 1, "health": 1}
 
 
@@ -50,13 +50,13 @@ def test_an_early_answer_is_taken_once(calls: dict[str, int]) -> None:
     native.start_early(health=False)
     assert RealNative().nvml().driver_version == "580.01"
     assert RealNative().nvml().driver_version == "580.02"  # a second run asks anew
-    assert nvml_health.RealHealthSource().query() == {"schema": 1, "count": 1}  # health was not started early
+    assert native.RealHealthSource().query() == {"schema": 1, "count": 1}  # health was not started early
     assert calls["nvml"] == 2
 
 
 def test_utilization_never_takes_the_plain_health_answer(calls: dict[str, int]) -> None:
     native.start_early(health=True)
-    nvml_health.RealHealthSource().query(utilization=True, sample_seconds=0.0)
+    native.RealHealthSource().query(utilization=True, sample_seconds=0.0)
     assert native.take_early("health", 1.0, None) is not None  # still there for the plain query
 
 
@@ -107,7 +107,7 @@ def test_a_failed_helper_leaves_the_probes_to_ask_here(helper: Callable[[str], N
     assert isinstance(native._EARLY["nvml"], native._FromHelper)
     assert RealNative().nvml() == native._query_nvml()
     assert RealNative().libcuda_version() == native._query_libcuda()
-    health = nvml_health.RealHealthSource().query()
+    health = native.RealHealthSource().query()
     assert health.keys() == nvml_health.query_health().keys()
 
 
@@ -125,7 +125,7 @@ def test_the_helpers_answers_become_the_records(helper: Callable[[str], None]) -
     assert probe.nvml().devices[0].name == "NVIDIA H200"
     assert probe.nvml().cuda_driver_version == 13000
     assert probe.libcuda_version() == native._query_libcuda()  # libcuda is always asked in this process
-    assert nvml_health.RealHealthSource().query() == answers["health"]
+    assert native.RealHealthSource().query() == answers["health"]
 
 
 def test_a_wedged_helper_is_killed_at_its_own_deadline(helper: Callable[[str], None], monkeypatch) -> None:
@@ -161,7 +161,7 @@ def test_a_helper_killed_by_a_signal_is_an_error_not_a_retry_here(
     helper("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
     native.start_early(health=True)
     assert RealNative().nvml().error == "the NVML helper died of signal 11"
-    health = nvml_health.RealHealthSource().query()
+    health = native.RealHealthSource().query()
     assert health["init"] == {"e": "the NVML helper died of signal 11", "c": -1}
     assert asked_here == []
 

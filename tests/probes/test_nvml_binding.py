@@ -393,7 +393,8 @@ def test_bench_agrees_on_the_fake_library(fakes: dict[str, pathlib.Path]) -> Non
 _HELPER = """
 import dataclasses, json, os, sys
 from cudadoctor.probes import native
-from cudadoctor.probes.nvml_health import RealHealthSource, query_health
+from cudadoctor.probes.native import RealHealthSource
+from cudadoctor.probes.nvml_health import query_health
 
 native.start_early(health=True)
 helper = isinstance(native._EARLY.get("nvml"), native._FromHelper)

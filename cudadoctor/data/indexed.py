@@ -1,4 +1,5 @@
-"""Releases derived from the `cudadoctor update` cache, for the compatibility matrix's release lists.
+"""Releases known from the package index (the `cudadoctor update` cache), for the compatibility matrix's release
+lists.
 
 The cache holds what a package index says about each release (Requires-Dist pins, wheel tags,
 platforms); this module turns a torch or vLLM record into the same row the curated tables give, so
@@ -21,9 +22,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.cachedir import cache_file
+from cudadoctor.data.rows import TorchRelease, VllmRelease
 
 if TYPE_CHECKING:
-    from cudadoctor.data.rows import TorchRelease, VllmRelease
     from cudadoctor.update.records import IndexData, ReleaseRecord
 
 __all__ = [
@@ -122,8 +123,6 @@ def _tag_pythons(tags: Iterable[str], pattern: re.Pattern[str] = _CPYTHON_TAG) -
 
 def derived_torch(record: ReleaseRecord) -> TorchRelease | None:
     """A torch row from a cached release; None when it has no Linux x86_64 wheel."""
-    from cudadoctor.data.rows import TorchRelease
-
     if "manylinux_x86_64" not in record.platforms:
         return None
     cuda, evidence = _cuda_from_pins(_pins(record))
@@ -145,8 +144,6 @@ def derived_torch(record: ReleaseRecord) -> TorchRelease | None:
 
 def derived_vllm(record: ReleaseRecord) -> VllmRelease | None:
     """A vLLM row from a cached release; None when its metadata pins no torch."""
-    from cudadoctor.data.rows import VllmRelease
-
     pins = _pins(record)
     if "torch" not in pins:
         return None

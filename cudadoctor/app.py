@@ -97,11 +97,11 @@ def _validate_dcgm(source: FactSource) -> None:
 
 def read_snapshot(path: str) -> Facts:
     """The facts of a snapshot or JSON report file (at most 64 MiB, UTF-8)."""
-    from cudadoctor.facts.codec import facts_from_json
+    from cudadoctor.facts.codec import SNAPSHOT_LIMIT, facts_from_json
     from cudadoctor.fileread import read_named_file
 
     # A snapshot is tens of kilobytes; refuse anything absurd instead of reading it whole.
-    data = read_named_file(path, 64 << 20, "a cudadoctor snapshot", SnapshotError, allow_stream=True)
+    data = read_named_file(path, SNAPSHOT_LIMIT, "a cudadoctor snapshot", SnapshotError, allow_stream=True)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

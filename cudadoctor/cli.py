@@ -607,23 +607,56 @@ def compare(
             '({"nccl": "2.28.9 (pip)", "driver_branch": "580"}); default: the majority of each pool.',
         ),
     ] = None,
+    expect_hosts: Annotated[
+        str | None,
+        typer.Option(
+            "--expect-hosts",
+            metavar="HOSTLIST|FILE",
+            help="The nodes that must have a report: a Slurm host list (gpu[001-098]) or a file of names, one a "
+            "line; a node without one is named.",
+        ),
+    ] = None,
+    expect_gpus: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--expect-gpus",
+            metavar="COUNTxMODEL",
+            help="What each kind of node holds (8xH100; repeat for several kinds): a node with fewer GPUs, or a "
+            "model none names, is named. Default: the majority of its pool.",
+        ),
+    ] = None,
+    max_age: Annotated[
+        str | None,
+        typer.Option(
+            "--max-age", metavar="AGE", help="Name the nodes whose report is older than this (seconds, or 90m, 2h, 1d)."
+        ),
+    ] = None,
     output_format: Annotated[
         ListFormat, typer.Option("--format", "-f", help="text, json or markdown.")
     ] = ListFormat.TEXT,
 ) -> None:
     """Find the node that differs: compare the snapshots or reports of many nodes.
 
-    Nodes are split into pools by GPU model, count and MIG layout; within a pool the NCCL and cuDNN that load,
-    the NCCL network plugin, the torch build, the CUDA runtime major and Python must match and the driver must
-    be on one branch. Each fact is judged against --baseline or the pool's majority (with no majority, no node
-    is named). Exit status: 0 all agree, 1 a node differs (or a report holds an error), 2 usage error.
+    Nodes are split into pools by GPU model and MIG layout; within a pool a node with fewer GPUs than its
+    peers is named, the NCCL, cuDNN, cuBLAS and libcuda that load (what --deep saw mapped, else what LD_PRELOAD
+    or the loader's search puts first), the NCCL network plugin, the torch build, the CUDA runtime major and
+    Python must match and the driver must be on one branch. Each fact is judged against --baseline or the
+    pool's majority (with no majority, no node is named). A node named twice counts once. Exit status: 0 all
+    agree, 1 a node differs, is missing or stale (or a report holds an error), 2 usage error.
     """
+    from cudadoctor.compare.inventory import expected_gpus, expected_hosts, parse_age
     from cudadoctor.compare.judge import judge
     from cudadoctor.compare.load import baseline_values, load_nodes, node_files
     from cudadoctor.compare.render import FORMATS, exit_code
 
     expected = baseline_values(baseline) if baseline is not None else None
-    verdict = judge(list(load_nodes(node_files(paths))), expected)
+    hosts = expected_hosts(expect_hosts) if expect_hosts is not None else None
+    age = parse_age(max_age) if max_age is not None else None
+    files, notes = node_files(paths)
+    gpus = expected_gpus(expect_gpus) if expect_gpus else None
+    verdict = judge(
+        list(load_nodes(files)), expected, expected_hosts=hosts, max_age=age, notes=notes, expected_gpus=gpus
+    )
     sys.stdout.write(FORMATS[output_format.value](verdict))
     code = exit_code(verdict)
     if code:

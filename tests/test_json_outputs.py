@@ -26,6 +26,7 @@ COMMANDS = {
     "cudadoctor-compare": ["compare", SNAPSHOT, REPORT, "-f", "json"],
     "cudadoctor-node-health": ["check", "--from", SNAPSHOT, "-f", "health-json"],
     "cudadoctor-usage": ["usage", "--sample", "0", "-f", "json"],
+    "cudadoctor-why": ["why", "CUDA driver version is insufficient", "--from", SNAPSHOT, "-f", "json"],
 }
 
 

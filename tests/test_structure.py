@@ -52,7 +52,6 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
                 "output",
                 "config",
                 "pipconfig",
-                "compare",
                 "terminal",
             ]
         ),
@@ -67,9 +66,14 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
     ("the constraints a plan must fit", frozenset({"planning"})),
     ("the checks, the derived facts they are given and the engine", frozenset({"checks"})),
     ("the report and its renderers", frozenset({"report"})),
+    (
+        "`cudadoctor compare`: reports and snapshots of many nodes, read as check --from reads one",
+        frozenset({"compare"}),
+    ),
     ("the probes and the collector (what fills the facts, and fast)", frozenset({"probes"})),
     ("the application", frozenset({"app", "usage", "catalog", "testing"})),
     ("the command bodies", frozenset({"commands"})),
+    ("`cudadoctor why`: an error's text, recognised, answered from check's own findings", frozenset({"why"})),
     ("the command line", frozenset({"cli"})),
     ("the entry point", frozenset({"entry", "__main__"})),
 )

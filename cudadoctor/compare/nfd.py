@@ -41,7 +41,7 @@ def _labels(values: Mapping[str, str | None]) -> dict[str, str]:
         if value is None:
             continue
         name = key.replace("_", "-")
-        copy = _COPY.match(value) if key in ("nccl", "cudnn") else None
+        copy = _COPY.match(value) if key in ("nccl", "cudnn", "cublas") else None
         if copy:
             labels[name] = label_value(copy["version"])
             labels[f"{name}-origin"] = label_value(copy["origin"])
@@ -79,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         (node,) = load_nodes([args.report])
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if node.problem is not None:  # no labels from a report the reader refused: it would read as healthy
+        print(f"error: {args.report}: {node.problem}", file=sys.stderr)
         return 2
     now = datetime.datetime.now(datetime.timezone.utc)
     expires = now + datetime.timedelta(seconds=args.expires_in) if args.expires_in > 0 else None

@@ -26,7 +26,10 @@ from cudadoctor.facts.model import SCHEMA_VERSION, Facts
 from cudadoctor.redact import Redactor
 
 __all__ = [
+    "MAX_ITEMS",
     "SNAPSHOT_KIND",
+    "SNAPSHOT_LIMIT",
+    "check_envelope",
     "decode",
     "decode_fast",
     "encode",
@@ -274,6 +277,8 @@ def _decode_dataclass(
 #: loader's needs, capped at 2,000) stays far below; 60,000 GPUs in a snapshot is input to refuse at once,
 #: not to judge for a minute (an independent hostile run, issue #14).
 _MAX_ITEMS = 10_000
+#: the same bound, for the other readers of snapshots (``compare``), which must accept no more than ``--from``
+MAX_ITEMS = _MAX_ITEMS
 
 
 def _decode_tuple(item: Any, data: Any, path: str, depth: int, max_items: int | None) -> tuple[Any, ...]:
@@ -326,16 +331,13 @@ def _decode_scalar(tp: Any, data: Any, path: str) -> Any:
     raise SnapshotError(f"{path}: cannot decode type {tp!r}")  # a model type this codec lacks
 
 
-def facts_from_json(text: str, *, origin: str = "snapshot") -> Facts:
-    """Facts from a snapshot document; SnapshotError with one clear line if it is not one."""
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SnapshotError(f"{origin}: not JSON ({exc.msg} at line {exc.lineno})") from None
-    except ValueError as exc:  # a number too long for int() (Python's 4300-digit limit)
-        raise SnapshotError(f"{origin}: not a cudadoctor snapshot ({str(exc).split(';')[0]})") from None
-    except RecursionError:
-        raise SnapshotError(f"{origin}: nested too deeply") from None
+#: The largest snapshot or report read (``check --from``, ``compare``): one is tens of kilobytes.
+SNAPSHOT_LIMIT = 64 << 20
+
+
+def check_envelope(document: Any, origin: str) -> None:
+    """Raise SnapshotError unless ``document`` is a snapshot or report this cudadoctor reads (its ``kind`` and
+    ``schema_version``): what ``check --from`` and ``compare`` accept."""
     if not isinstance(document, dict) or document.get("kind") not in _READABLE_KINDS:
         raise SnapshotError(f'{origin}: not a cudadoctor snapshot (expected "kind": "{SNAPSHOT_KIND}")')
     version = document.get("schema_version")
@@ -346,6 +348,19 @@ def facts_from_json(text: str, *, origin: str = "snapshot") -> Facts:
             f"{origin}: written with facts schema {version}; this cudadoctor reads up to {SCHEMA_VERSION}"
             " (upgrade cudadoctor)"
         )
+
+
+def facts_from_json(text: str, *, origin: str = "snapshot") -> Facts:
+    """Facts from a snapshot document; SnapshotError with one clear line if it is not one."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SnapshotError(f"{origin}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except ValueError as exc:  # a number too long for int() (Python's 4300-digit limit)
+        raise SnapshotError(f"{origin}: not a cudadoctor snapshot ({str(exc).split(';')[0]})") from None
+    except RecursionError:
+        raise SnapshotError(f"{origin}: nested too deeply") from None
+    check_envelope(document, origin)
     try:
         facts: Facts = decode_fast(Facts, document.get("facts"), "facts", max_items=_MAX_ITEMS)
     except RecursionError:

@@ -856,6 +856,149 @@ def _(tmp: str) -> Spec:
     return Spec(["compare", nodes], must_fail=True)
 
 
+# issue #27's compare classes: duplicate votes, echoed huge fields and counts, envelopes check --from refuses,
+# control characters and Markdown from nodes; issue #32's "compare what loads"
+
+
+@case("compare", "compare-one-file-named-three-times-in-a-1-vs-1-tie")
+def _(tmp: str) -> Spec:
+    nodes, doc = _nodes(tmp, 1)
+    other = json.loads(json.dumps(doc))
+    other["facts"]["nccl"] = [{**c, "version": "2.18.1"} for c in other["facts"].get("nccl") or []] or [
+        {
+            "library": "nccl",
+            "version": "2.18.1",
+            "origin": "pip",
+            "path": "/x",
+            "source": {"kind": "file", "where": "/x"},
+        }
+    ]
+    odd = write_json(os.path.join(tmp, "odd", "n9.json"), other)
+    first = os.path.join(nodes, "n0.json")
+    return Spec(
+        ["compare", first, odd, first, first, "-f", "json"],
+        must_fail=True,  # no majority: exit 1, but no node named
+        check=lambda p: "" if '"outliers": []' in p.stdout else "a file named three times outvoted another",
+    )
+
+
+def _output_under(limit: int) -> Callable[[subprocess.CompletedProcess[str]], str]:
+    return lambda p: (
+        "" if len(p.stdout) + len(p.stderr) < limit else f"{len(p.stdout) + len(p.stderr):,} bytes of output"
+    )
+
+
+@case("compare", "compare-a-20-mb-gpu-name")
+def _(tmp: str) -> Spec:
+    nodes, doc = _nodes(tmp)
+    _bad_node("gpus.0.name", "H" * 20_000_000)(tmp, nodes, doc)
+    return Spec(["compare", nodes], must_fail=True, check=_output_under(20_000))
+
+
+@case("compare", "compare-a-report-of-a-million-findings")
+def _(tmp: str) -> Spec:
+    nodes, doc = _nodes(tmp, 3)
+    report = json.loads(json.dumps(doc))
+    report["kind"] = "cudadoctor-report"
+    report["findings"] = [{"code": f"CD{i % 1000:03d}", "status": "fail"} for i in range(1_000_000)]
+    write_json(os.path.join(nodes, "many.json"), report)
+    return Spec(["compare", nodes], must_fail=True, check=_output_under(20_000))
+
+
+@case("compare", "compare-schema-version-from-the-future")
+def _(tmp: str) -> Spec:
+    nodes, doc = _nodes(tmp, 3)
+    write_json(os.path.join(nodes, "new.json"), {**doc, "schema_version": 99})
+    return Spec(["compare", nodes], ok_exits=(2,))
+
+
+@case("compare", "compare-file-names-with-escapes-and-newlines")
+def _(tmp: str) -> Spec:
+    nodes, doc = _nodes(tmp, 3)
+    odd = json.loads(json.dumps(doc))
+    odd["facts"]["gpus"] = []
+    write_json(os.path.join(nodes, "n\x1b]0;pwned\x07\n\u2713 all agree.json".encode().decode("unicode_escape")), odd)
+    return Spec(
+        ["compare", nodes],
+        must_fail=True,
+        check=lambda p: "a control character reached the terminal" if any(c in p.stdout for c in "\x1b\x07") else "",
+    )
+
+
+@case("compare", "compare-markdown-html-and-pipes-from-an-image")
+def _(tmp: str) -> Spec:
+    nodes, doc = _nodes(tmp, 3)
+    odd = json.loads(json.dumps(doc))
+    odd["facts"]["host"]["env"].append(
+        {"name": "NCCL_NET_PLUGIN", "value": "x | <img src=x onerror=alert(1)> @team", "claims": None}
+    )
+    write_json(os.path.join(nodes, "odd|<b>.json"), odd)
+    return Spec(
+        ["compare", nodes, "-f", "markdown"],
+        must_fail=True,
+        check=lambda p: (
+            "raw HTML or a mention in the Markdown"
+            if "<img" in p.stdout or "<b>" in p.stdout or " @team" in p.stdout
+            else ""
+        ),
+    )
+
+
+@case("compare", "compare-one-node-preloads-another-nccl")
+def _(tmp: str) -> Spec:
+    nodes, doc = _nodes(tmp, 3)
+    odd = json.loads(json.dumps(doc))
+    odd["facts"]["nccl"] = [
+        {
+            "library": "nccl",
+            "version": "2.28.9",
+            "origin": "pip",
+            "path": "/v/nvidia_nccl_cu13-2.28.9.dist-info",
+            "source": {"kind": "file", "where": "/v"},
+            "lib_paths": ["/v/nvidia/nccl/lib/libnccl.so.2"],
+        },
+        {
+            "library": "nccl",
+            "version": "2.28.3",
+            "origin": "system",
+            "path": "/usr/include/nccl.h",
+            "source": {"kind": "file", "where": "/usr/include/nccl.h"},
+            "lib_paths": ["/lib/x86_64-linux-gnu/libnccl.so.2"],
+        },
+    ]
+    for d in (doc, odd):
+        d["facts"]["nccl"] = odd["facts"]["nccl"]
+    for i in range(3):
+        write_json(os.path.join(nodes, f"n{i}.json"), {**doc, "facts": {**doc["facts"], "loader": None}})
+    odd["facts"]["loader"] = None
+    odd["facts"]["host"]["env"].append(
+        {"name": "LD_PRELOAD", "value": "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "claims": None}
+    )
+    write_json(os.path.join(nodes, "odd.json"), odd)
+    return Spec(["compare", nodes], must_fail=True,
+                check=lambda p: "" if "unset LD_PRELOAD" in p.stdout else "the node preloading NCCL got no fix")  # fmt: skip
+
+
+@case("compare", "baseline-100000-unknown-keys")
+def _(tmp: str) -> Spec:
+    nodes, _doc = _nodes(tmp, 3)
+    baseline = write_json(os.path.join(tmp, "b.json"), {f"k{i}\x1b[2J": "x" for i in range(100_000)})
+    return Spec(["compare", nodes, "--baseline", baseline], ok_exits=(2,), check=_output_under(2_000))
+
+
+@case("compare", "expect-hosts-a-trillion-names")
+def _(tmp: str) -> Spec:
+    nodes, _doc = _nodes(tmp, 3)
+    return Spec(["compare", nodes, "--expect-hosts", "n[0-999999999999]"], ok_exits=(2,), check=_output_under(2_000))
+
+
+@case("compare", "expect-hosts-a-file-with-a-10-mb-name")
+def _(tmp: str) -> Spec:
+    nodes, _doc = _nodes(tmp, 3)
+    hosts = put(tmp, "hosts", "n[0-2]\n" + "x" * 10_000_000 + "\x1b[2J\n")
+    return Spec(["compare", nodes, "--expect-hosts", hosts], ok_exits=(2,), check=_output_under(2_000))
+
+
 def _baseline_case(name: str, data: Callable[[str], str]) -> None:
     @case("compare", name)
     def _(tmp: str) -> Spec:

@@ -238,4 +238,6 @@ def build_report(
 
 def stderr_notice(message: str) -> None:
     """The default ``warn``: one line on stderr."""
-    print(f"cudadoctor: {message}", file=sys.stderr)
+    from cudadoctor.report.sanitize import terminal
+
+    print(f"cudadoctor: {terminal(message)}", file=sys.stderr)  # one line, escapes shown

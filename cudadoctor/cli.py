@@ -737,3 +737,9 @@ def main() -> None:
         app(prog_name="cudadoctor", complete_var=COMPLETE_VAR)
     except BrokenPipeError:
         closed_pipe()
+    except SystemExit as exc:
+        # typer answers EPIPE in its own output (--help, --version, a usage error) with exit 1 after wrapping the
+        # streams (typer/core.py, click's PacifyFlushWrapper): the same closed pipe as every other command's
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            closed_pipe()
+        raise

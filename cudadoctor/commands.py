@@ -67,12 +67,15 @@ class CheckOptions:
 
 
 def err(message: str) -> None:
-    """One error line on stderr (red where :func:`cudadoctor.terminal.wants_color` says so)."""
+    """One error line on stderr (red where :func:`cudadoctor.terminal.wants_color` says so). A path or a key it
+    names (typed by the user, or read from a snapshot, an env file or an image) is shown with its escapes and
+    newlines visible: one line, nothing sent to the terminal (issue #27)."""
+    from cudadoctor.report.sanitize import terminal
     from cudadoctor.terminal import wants_color
 
     color = wants_color(sys.stderr)
     prefix = "\x1b[31mcudadoctor: error:\x1b[0m " if color else "cudadoctor: error: "
-    print(prefix + message, file=sys.stderr)
+    print(prefix + terminal(message), file=sys.stderr)
 
 
 def prepare_command_line(argv: list[str]) -> list[str]:

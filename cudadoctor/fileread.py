@@ -15,7 +15,7 @@ import os
 import stat
 from collections.abc import Iterator
 
-__all__ = ["NotRegularFile", "read_file", "read_named_file", "safe_path", "stream_chunks"]
+__all__ = ["NotRegularFile", "foreign", "read_file", "read_named_file", "safe_path", "stream_chunks"]
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -43,15 +43,15 @@ def read_file(path: str, limit: int, *, allow_stream: bool = False, private: boo
     never (a path with a NUL byte is an ``OSError`` too). ``allow_stream`` admits a FIFO or a
     character device the *user* named on the command line (``--env-file <(docker inspect …)``),
     read blocking, as any tool reads its named input. ``private``: only a file this user owns and nobody else may
-    write, reached without following a link (what cudadoctor itself kept and will trust); ``PermissionError``
-    otherwise.
+    write, in a directory likewise, reached without following a link (what cudadoctor itself kept and will trust);
+    ``PermissionError`` otherwise.
     """
     fd = os.open(safe_path(path), _FLAGS | (getattr(os, "O_NOFOLLOW", 0) if private else 0))
     try:
         info = os.fstat(fd)
         mode = info.st_mode
-        if private and (mode & 0o022 or info.st_uid != getattr(os, "getuid", lambda: info.st_uid)()):
-            raise PermissionError(errno.EACCES, "not this user's private file", path)
+        if private:
+            _require_private(path, info)
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
         if not stat.S_ISREG(mode):
@@ -61,6 +61,34 @@ def read_file(path: str, limit: int, *, allow_stream: bool = False, private: boo
         return _read_up_to(fd, limit)
     finally:
         os.close(fd)
+
+
+def foreign(info: os.stat_result) -> str | None:
+    """Why a file or directory with this stat is not this user's own (another owner, or others may write it), or
+    None when it is; where there are no user ids (not POSIX), only the mode counts. As git refuses a repository
+    another user owns (safe.directory, https://git-scm.com/docs/git-config)."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is not None and info.st_uid != getuid():
+        return f"owned by user {info.st_uid}, not this user ({getuid()})"
+    if info.st_mode & 0o022:
+        return f"writable by others (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def _require_private(path: str, info: os.stat_result) -> None:
+    """``PermissionError`` unless the file and the directory holding it are this user's own and nobody else may
+    write them: a cache another user could have written (a poisoned scan cache turned CD304 from fail to ok) is
+    never trusted."""
+    why = foreign(info)
+    if why is None:
+        try:
+            why = foreign(os.stat(os.path.dirname(os.path.abspath(path))))
+        except OSError as exc:
+            why = f"its directory cannot be examined ({exc.strerror or exc})"
+        else:
+            why = f"its directory is {why}" if why else None
+    if why is not None:
+        raise PermissionError(errno.EACCES, f"not this user's private file: {why}", path)
 
 
 def stream_chunks(path: str, size: int = 1 << 20) -> Iterator[bytes]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import codecs
 import enum
+import errno
+import io
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -130,10 +132,42 @@ def _ascii_stand_in(error: UnicodeError) -> tuple[str, int]:
 codecs.register_error(ASCII_ERRORS, _ascii_stand_in)
 
 
+class _ClosedStdout(io.TextIOBase):
+    """Standard output closed before the start (``cudadoctor check >&-``: Python then has ``sys.stdout = None``): a
+    write to it is a reader gone, answered as a closed pipe is (quietly, exit 141); a run that writes nothing there
+    (``check -o FILE``) ends as usual."""
+
+    def write(self, text: str) -> int:
+        if text:
+            raise BrokenPipeError(errno.EPIPE, "standard output is closed")
+        return 0
+
+    encoding = "utf-8"
+
+
+class _Discard(io.TextIOBase):
+    """Standard error closed before the start (``2>&-``): its lines go nowhere, never to standard output."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    encoding = "utf-8"
+
+
+def _closed_streams() -> None:
+    """Stand in for a standard stream that was closed before the start (None in ``sys``), so that nothing fails
+    with an internal error on it (issue #27: "'NoneType' object has no attribute 'flush'", exit 3)."""
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
+    if sys.stderr is None:
+        sys.stderr = _Discard()
+
+
 def prepare_streams() -> None:
     """Make stdout and stderr print whatever a report holds: a character the stream's encoding cannot show
     becomes its ASCII stand-in (a file name that is not UTF-8, a surrogate escape, becomes "?"), never an
-    internal error."""
+    internal error; a stream closed before the start gets a stand-in (:func:`_closed_streams`)."""
+    _closed_streams()
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors=ASCII_ERRORS)

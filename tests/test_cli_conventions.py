@@ -88,7 +88,9 @@ def test_driver_and_gpu_mean_the_same_in_check_and_suggest():
 # --- a closed pipe ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [["list-checks"], ["check", "--from", SNAPSHOT, "-v"]])
+@pytest.mark.parametrize(
+    "args", [["list-checks"], ["check", "--from", SNAPSHOT, "-v"], ["--version"], ["suggest", "--help"]]
+)
 def test_closed_pipe_ends_quietly(args):
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the first byte, as after `| head -1` has read its line
@@ -101,6 +103,30 @@ def test_closed_pipe_ends_quietly(args):
         os.close(write_end)
     assert proc.stderr == b""
     assert proc.returncode == 141  # as a process ended by SIGPIPE: 128 + 13
+
+
+@pytest.mark.parametrize(
+    "args", [["list-checks"], ["check", "--from", SNAPSHOT], ["explain", "CD304"], ["--version"], ["compare", "--help"]]
+)
+def test_closed_stdout_ends_quietly_as_a_closed_pipe(args):
+    """Issue #27: stdout closed before the start (`>&-`, Python's sys.stdout is None) was "internal error:
+    'NoneType' object has no attribute 'flush'", exit 3; typer's own output (--help, --version) ended 1 on EPIPE."""
+    proc = _with_closed(">&-", args)
+    assert proc.stderr == b""
+    assert proc.returncode == 141
+
+
+def _with_closed(redirect: str, args: list[str]) -> subprocess.CompletedProcess[bytes]:
+    """cudadoctor started by a shell with one stream closed (``>&-`` or ``2>&-``), as a user's shell does it."""
+    env = dict(os.environ, PYTHONPATH=REPO)
+    script = f'"$0" -m cudadoctor "$@" {redirect}'
+    argv = ["/bin/sh", "-c", script, sys.executable, *args]
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=60)
+
+
+def test_closed_stderr_keeps_errors_off_stdout():
+    proc = _with_closed("2>&-", ["check", "--from", "/nonexistent"])
+    assert proc.returncode == 2 and proc.stdout == b""
 
 
 # --- --python -----------------------------------------------------------------------------------------
@@ -206,3 +232,17 @@ def test_require_cuda_means_this_machine_runs_that_code(driver, requirement, met
     facts = apply_assumptions(_h200(), driver=driver)
     findings = {f.code: f for f in run_checks(facts, CompatMatrix(), requirements=(requirement,))}
     assert (findings["CD901"].status.value == "ok") is met, findings["CD901"]
+
+
+def test_an_error_naming_a_path_with_escapes_stays_one_inert_line(tmp_path):
+    """Issue #27: an error line carried the path as given: ESC and a newline reached the terminal and forged a line."""
+    bad = str(tmp_path / "x\x1b[2J\nforged line")
+    proc = subprocess.run(
+        [sys.executable, "-m", "cudadoctor", "check", "--from", bad],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=REPO),
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "\x1b" not in proc.stderr and "\\x1b[2J\\nforged line" in proc.stderr

@@ -214,6 +214,16 @@ def test_invisible_characters_do_not_split_a_gpu_model(tmp_path):
     assert result.exit_code == 1 and json.loads(result.stdout)["outliers"] == ["odd"]
 
 
+def test_a_baseline_with_100000_unknown_keys_is_refused_in_one_bounded_line(tmp_path):
+    """Issue #27: the error named every unknown key (789 KB for 100,000); now five, then a count."""
+    _write(str(tmp_path), "n1", H200)
+    bad = tmp_path / "b.json"
+    bad.write_text(json.dumps({f"key{i:06d}\x1b[2J" + "x" * 200: 1 for i in range(100_000)}))
+    result = CliRunner().invoke(app, ["compare", str(tmp_path / "n1.json"), "--baseline", str(bad)])
+    assert result.exit_code == 2 and "and 99,995 more" in result.stderr
+    assert len(result.stderr) < 2000 and "\x1b" not in result.stderr
+
+
 # --- one vote per node (issues #27 item 3, #32 item 6) ----------------------------------------------------------
 
 

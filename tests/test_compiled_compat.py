@@ -130,3 +130,13 @@ def test_planted_or_foreign_shipped_copy_is_ignored(table: Path, content: str) -
 def test_no_shipped_copy_for_a_table_json_cannot_hold() -> None:
     with pytest.raises(TypeError):
         compiled.prebuilt_text(b"t = 07:32:00", {"t": datetime.time(7, 32)})
+
+
+def test_a_same_size_edit_with_its_mtime_restored_is_parsed_again(table: Path) -> None:
+    """Issue #27: the key held size and mtime only; os.utime restores a mtime, never a change time."""
+    compiled.store(str(table), tomllib.loads(TOML))
+    before = table.stat()
+    table.write_text(TOML.replace("2026-11-30", "2026-11-29"), encoding="utf-8")
+    os.utime(table, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert table.stat().st_size == before.st_size and table.stat().st_mtime_ns == before.st_mtime_ns
+    assert compiled.load_cached(str(table)) is None

@@ -409,6 +409,25 @@ def test_10_text_report_shows_escapes_never_sends_them() -> None:
         assert not [line for line in text.splitlines() if line.startswith("[✓] No issues found")]
 
 
+def test_10_github_annotations_show_escapes_never_send_them() -> None:
+    """Issue #27: the workflow-command renderer escaped only %, CR and LF: a package or file name holding ESC or BEL
+    reached the log (and a terminal running `--format github`) raw."""
+    from dataclasses import replace as with_
+
+    from cudadoctor.checks.findings import Remediation, Status
+    from cudadoctor.report.github import render_github
+    from cudadoctor.report.options import RenderOptions
+
+    report = _report_with("Ubuntu", "torch")
+    evil = "pkg\x1b]0;owned\x07\x1b[2J\u202e"
+    fix = Remediation(evil, (evil,))
+    first = with_(report.findings[0], status=Status.FAIL, message=f"{evil} needs x", remediation=fix)
+    second = with_(report.findings[1], status=Status.UNKNOWN, reason=evil)
+    out = render_github(with_(report, findings=(first, second, *report.findings[2:])), RenderOptions())
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert out.count("pkg\\x1b]0;owned\\x07") == 4
+
+
 def test_10_markdown_report_is_inert() -> None:
     from cudadoctor.report.markdown import render_markdown
     from cudadoctor.report.options import RenderOptions

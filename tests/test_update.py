@@ -1097,3 +1097,23 @@ def test_refresh_runs_a_small_pool_of_requests_at_once(server: IndexServer, tmp_
     done = [d for d, _ in seen]
     assert result.new and done == sorted(done) and seen[-1][0] == seen[-1][1] > 1  # progress up to all tasks
     assert inspect.signature(refresh).parameters["workers"].default == 4
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'<html><body><a href="' + b"x" * (1 << 20), b"<html><!-- " + b"y" * (1 << 20), b"<p>" * 30_000],
+    ids=["unterminated-tag", "endless-comment", "no-link"],
+)
+def test_a_large_page_without_a_file_is_not_no_such_package(body: bytes, tmp_path: Any) -> None:
+    """Issue #27: megabytes in which the parser finds no link were "none of the 1 package(s) were found on …"; a
+    real project page without files is a few hundred bytes. One bounded line says what came back instead."""
+
+    def fetch(url: str, *, accept: str) -> bytes:
+        return body
+
+    with pytest.raises(UpdateError, match="without a single file link") as info:
+        refresh(["torch"], index="https://pypi.org/simple/", cache_dir=str(tmp_path), fetch=fetch)
+    assert len(str(info.value)) < 300 and "found" not in str(info.value)
+    empty = b"<!DOCTYPE html><html><head><title>Links for nothing</title></head><body></body></html>"
+    with pytest.raises(UpdateError, match="none of the 1 package"):  # a real empty page still is "not found"
+        refresh(["torch"], index="https://pypi.org/simple/", cache_dir=str(tmp_path), fetch=lambda u, accept: empty)

@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.hostfix import driver_fixed_by
+from cudadoctor.checks.loader import unread_reason
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
 from cudadoctor.facts.derive import ld_library_path
@@ -365,7 +366,8 @@ def _unjudged(loader: LoaderView | None, packages: dict[str, InstalledPackage], 
             and matrix.torch_bundled_cudnn(torch.version, torch.cuda_variant or "") is None
         ):
             parts.append(f"the cuDNN torch {torch.version} bundles in torch/lib (not in compat/torch.toml)")
-    return sorted(set(parts))
+    unread = unread_reason(loader)  # a shared object not read may load a library from that directory
+    return sorted(set(parts)) + ([unread] if unread else [])
 
 
 def _sublibrary_problems(

@@ -17,7 +17,7 @@ from cudadoctor.fixes import Install
 from cudadoctor.fixes.build import pip
 from cudadoctor.fixes.parse import parse_pin
 
-__all__ = ["CD304", "CD306", "dlopen_commands", "wheel_dir", "wheel_for"]
+__all__ = ["CD304", "CD306", "dlopen_commands", "unread_reason", "wheel_dir", "wheel_for"]
 
 #: Library stem -> the pip wheel that ships it, without the CUDA suffix (NVIDIA's wheels on PyPI:
 #: https://pypi.org/project/nvidia-cublas-cu12/, https://pypi.org/project/nvidia-cudnn-cu12/ …).
@@ -112,7 +112,9 @@ class CD304(Check):
     (any package in site-packages) that name a CUDA library (cudart, cuBLAS, cuDNN and its
     sub-libraries, NCCL, nvJitLink, cuSPARSE, cuFFT, cuRAND, cuSOLVER, NVRTC, CUPTI, TensorRT),
     resolved in ld.so's order: LD_PRELOAD, RPATH, LD_LIBRARY_PATH, RUNPATH (with $ORIGIN),
-    /etc/ld.so.cache and the default directories.
+    /etc/ld.so.cache and the default directories. A copy built for another CPU is skipped, as ld.so
+    skips it; a shared object the scan could not read (truncated, lying headers) or left out (past
+    its cap) makes it could not judge, naming it, unless a library is missing anyway.
 
     Why it matters: a needed library that resolves nowhere fails the import ("libcudnn.so.9: cannot
     open shared object file"); when only another major is installed (libcublas.so.12 where
@@ -137,6 +139,9 @@ class CD304(Check):
         host: HostInfo | None = None,
     ) -> Problem | None:
         unknown = _runtime_loads_unknown(packages or {}, matrix, host)
+        unread = unread_reason(loader)
+        if unread:  # what the objects not read need is unknown: a finding of nothing missing is not a verdict
+            unknown.append(unread)
         if loader is None or not loader.needs:
             if unknown:
                 raise CannotJudge("; ".join(unknown))
@@ -153,16 +158,32 @@ class CD304(Check):
         for need in missing:
             others = sorted({posixpath.basename(p) for p in need.other_majors})
             where = f"; only {', '.join(others)} installed (another major)" if others else ""
+            if need.foreign:
+                where += f"; skipped, built for another CPU: {', '.join(need.foreign[:2])}"
             parts.append(
                 f"{need.package} needs {need.soname} ({posixpath.basename(need.needer)}), found nowhere{where}"
             )
-            evidence[f"{need.package}: {need.soname}"] = f"needed by {need.needer}" + (
-                f"; other copies: {', '.join(need.other_majors[:4])}" if need.other_majors else ""
+            evidence[f"{need.package}: {need.soname}"] = (
+                f"needed by {need.needer}"
+                + (f"; other copies: {', '.join(need.other_majors[:4])}" if need.other_majors else "")
+                + (f"; skipped by ld.so: {', '.join(need.foreign[:4])}" if need.foreign else "")
             )
+        if unread:
+            evidence["not read"] = "; ".join(loader.unread[:4]) if loader else ""
         text, commands = _fix(loader, first)
         for need in missing[1:]:  # every missing library's wheel, in order, once
             commands += tuple(c for c in _fix(loader, need)[1] if c not in commands)
         return Problem("; ".join(parts), evidence, Remediation(text, commands))
+
+
+def unread_reason(loader: LoaderView | None) -> str | None:
+    """Why the loader's view is incomplete: the shared objects (or directories) its scan could not read or left
+    out, named (the first three) and counted; None when it read everything."""
+    if loader is None or not loader.unread:
+        return None
+    total = max(loader.unread_total, len(loader.unread))
+    shown = "; ".join(loader.unread[:3]) + (f"; and {total - 3} more" if total > 3 else "")
+    return f"the loader's view is incomplete ({total} not read, so what they need is unknown): {shown}"
 
 
 def _runtime_loads_unknown(

@@ -7,7 +7,7 @@
   built (``hatch_build.py``, :func:`prebuilt_text`) and tied to the TOML's size and CRC-32, so the very first run
   after ``pip install`` parses no TOML either, and a TOML edited in place is parsed again (:func:`load_prebuilt`);
 - **user cache**: for a source checkout or an editable install, the parse is kept in the user cache directory,
-  keyed by the file's absolute path, size and mtime (:func:`load_cached`, :func:`store`).
+  keyed by the file's absolute path, size, mtime, change time and inode (:func:`load_cached`, :func:`store`).
 
 The TOML stays the only source of truth and is still validated on every load
 (:func:`cudadoctor.data.load.parse_table`). A missing, foreign or unwritable copy costs nothing but the parse.
@@ -39,7 +39,9 @@ def _key(path: str) -> list[Any] | None:
         info = os.stat(path)
     except OSError:
         return None
-    return [_FORMAT, os.path.abspath(path), info.st_size, info.st_mtime_ns]
+    # the change time and inode too: a same-size table with its mtime set back is parsed again (os.utime cannot
+    # restore a change time)
+    return [_FORMAT, os.path.abspath(path), info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
 
 
 def _where(path: str) -> str:
@@ -102,7 +104,7 @@ def load_cached(path: str) -> dict[str, Any] | None:
     if key is None:
         return None
     try:
-        raw = read_file(_where(path), _MAX_BYTES)
+        raw = read_file(_where(path), _MAX_BYTES, private=True)  # never a copy another user could have written
         document = json.loads(raw, object_hook=_decode)
     except (OSError, ValueError, TypeError, RecursionError):
         return None  # a planted file nested a million deep is as unusable as a missing one

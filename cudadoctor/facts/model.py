@@ -356,6 +356,9 @@ class NeededLibrary:
     how: str = "DT_NEEDED"
     #: the package works without it (a feature is off): it matters only when another major is installed
     optional: bool = False
+    #: copies on its search path that ld.so skips: built for another CPU, class or byte order
+    #: (``/usr/lib/libcudart.so.12 (for AArch64)``)
+    foreign: tuple[str, ...] = ()
 
 
 @record
@@ -368,6 +371,10 @@ class LoaderView:
     #: where the loader's cache came from: ``/etc/ld.so.cache (N entries)`` or why ld.so.conf stood in
     cache: str = ""
     scanned: int = 0  #: shared objects found in site-packages (each read once, then taken from the scan cache)
+    #: what the scan could not read or left out, and why (``<path>: not read: truncated``, the object cap): what
+    #: those objects need is unknown, so a check finding nothing missing could not judge
+    unread: tuple[str, ...] = ()  #: the first 20
+    unread_total: int = 0  #: how many were not read in all
 
 
 # --- Python packages ------------------------------------------------------------------------------

@@ -22,7 +22,16 @@ from collections.abc import Callable
 from cudadoctor.fileread import RegularFile
 from cudadoctor.record import record
 
-__all__ = ["ELF_MAGIC", "ElfDynamic", "ElfError", "parse_dynamic", "read_dynamic"]
+__all__ = [
+    "ELF_MAGIC",
+    "ElfDynamic",
+    "ElfError",
+    "NotSharedObject",
+    "foreign",
+    "parse_dynamic",
+    "read_dynamic",
+    "read_target",
+]
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -45,6 +54,26 @@ _ET_DYN = 3
 
 class ElfError(ValueError):
     """The file is not an ELF shared object this reader can read, and why."""
+
+
+class NotSharedObject(ElfError):
+    """The file is not an ELF shared object at all (no ELF magic, or an executable or relocatable object): ld.so
+    could not load it as a library, so it needs nothing. Any other :class:`ElfError` is an object that could not be
+    read (truncated, lying headers): what it needs is unknown."""
+
+
+#: ``uname -m`` -> (e_machine, ELF class, byte order) of the objects its ld.so loads: ld.so skips a library of
+#: another machine, class or byte order and goes on searching (elf(5), https://man7.org/linux/man-pages/man5/elf.5.html;
+#: the numbers from the System V gABI, https://refspecs.linuxfoundation.org/elf/gabi4+/ch4.eheader.html).
+TARGETS = {
+    "x86_64": (62, 64, "<"),
+    "aarch64": (183, 64, "<"),
+    "ppc64le": (21, 64, "<"),
+    "s390x": (22, 64, ">"),
+    "i686": (3, 32, "<"),
+    "armv7l": (40, 32, "<"),
+}
+_MACHINE_NAMES = {62: "x86-64", 183: "AArch64", 21: "PowerPC64", 22: "S/390", 3: "i386", 40: "ARM"}
 
 
 @record
@@ -81,7 +110,7 @@ class _Reader:
 
     def take(self, offset: int, length: int) -> bytes:
         if offset < 0 or length < 0 or offset + length > self.size:
-            raise ElfError(f"read of {length} bytes at {offset} is past the end of the file ({self.size} bytes)")
+            raise ElfError(f"truncated: {length} bytes at {offset} are past its end ({self.size} bytes)")
         first = offset - offset % _BLOCK
         if offset + length <= first + _BLOCK:  # within one block: read the block once, slice it every time
             block = self._blocks.get(first)
@@ -112,9 +141,9 @@ class _Layout:
 
 def _header(reader: _Reader) -> tuple[_Layout, int, int, int, int]:
     """(layout, e_machine, e_phoff, e_phentsize, e_phnum)."""
+    if reader.take(0, min(4, reader.size)) != ELF_MAGIC:  # an empty file too: ld.so reads no library from it
+        raise NotSharedObject("not an ELF file")
     ident = reader.take(0, 16)
-    if ident[:4] != ELF_MAGIC:
-        raise ElfError("not an ELF file")
     if ident[4] not in (1, 2) or ident[5] not in (1, 2):
         raise ElfError("unknown ELF class or byte order")
     layout = _Layout("<" if ident[5] == 1 else ">", ident[4] == 2)
@@ -124,7 +153,7 @@ def _header(reader: _Reader) -> tuple[_Layout, int, int, int, int]:
         fields = struct.unpack(layout.endian + "HHIIIIIHHHHHH", reader.take(16, 36))
     e_type, e_machine, _ver, _entry, phoff, _shoff, _flags, _ehsize, phentsize, phnum = fields[:10]
     if e_type != _ET_DYN:
-        raise ElfError(f"not a shared object (e_type {e_type})")
+        raise NotSharedObject(f"not a shared object (e_type {e_type})")
     if phnum > _MAX_PHNUM or phentsize < (56 if layout.wide else 32):
         raise ElfError("implausible program header table")
     return layout, e_machine, phoff, phentsize, phnum
@@ -284,3 +313,34 @@ def read_dynamic(path: str, size: int, relevant: Relevant | None = None) -> ElfD
     """:func:`parse_dynamic` of the file at ``path`` (a path on this machine's disk)."""
     with RegularFile(path) as handle:  # regular files only, opened without blocking (never a FIFO)
         return parse_dynamic(handle.read, size, relevant)
+
+
+def read_target(path: str) -> tuple[int, int, str]:
+    """(e_machine, ELF class 32 or 64, byte order ``<`` or ``>``) from the first 20 bytes of the file at ``path``.
+
+    :raises ElfError: not an ELF file (:class:`NotSharedObject`), or a header that names no known class or order.
+    :raises OSError: it cannot be opened (regular files only, never a FIFO).
+    """
+    with RegularFile(path) as handle:
+        ident = handle.read(0, 20)
+    if len(ident) < 20 or ident[:4] != ELF_MAGIC:
+        raise NotSharedObject("not an ELF file")
+    if ident[4] not in (1, 2) or ident[5] not in (1, 2):
+        raise ElfError("unknown ELF class or byte order")
+    order = "<" if ident[5] == 1 else ">"
+    (machine,) = struct.unpack(order + "H", ident[18:20])
+    return machine, 64 if ident[4] == 2 else 32, order
+
+
+def foreign(target: tuple[int, int, str], machine: str) -> str | None:
+    """What makes an object of ``target`` (:func:`read_target`) one ld.so of ``machine`` (``uname -m``) skips, e.g.
+    ``"for AArch64"``; None when it would load it, or when ``machine`` is one this table does not know."""
+    wanted = TARGETS.get(machine)
+    if wanted is None or target == wanted:
+        return None
+    e_machine, elf_class, order = target
+    if e_machine != wanted[0]:
+        return f"for {_MACHINE_NAMES.get(e_machine, f'machine {e_machine}')}"
+    if elf_class != wanted[1]:
+        return f"{elf_class}-bit"
+    return "big-endian" if order == ">" else "little-endian"

@@ -4,8 +4,10 @@
 Which objects: every ELF shared object a site-packages directory holds at the depths wheels put
 them (``pkg/*.so``, ``pkg/sub/*.so``, ``pkg.libs/*.so`` as auditwheel writes them, ``nvidia/*/lib``),
 of any distribution — not a fixed list. Only their dynamic sections are read (:mod:`.elf`), and the
-answer is cached by (path, size, mtime) in the user cache directory (:mod:`.scancache`), so a second
-run reads no ELF file at all.
+answer is cached by each file's path and identity (device, inode, size, mtime, ctime) in the user cache
+directory (:mod:`.scancache`), so a second run reads no ELF file at all. An object that cannot be read (truncated,
+lying headers) and the objects past the cap are named in the view (``unread``), never taken as needing nothing;
+a copy built for another CPU is skipped, as ld.so skips it (``foreign``).
 
 How a needed soname resolves follows ld.so(8) (https://man7.org/linux/man-pages/man8/ld.so.8.html):
 a library already loaded through ``LD_PRELOAD`` wins; then the needer's ``DT_RPATH`` (only when it
@@ -33,7 +35,7 @@ from packaging.version import InvalidVersion, Version
 
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import LinkedFile, LoaderView, NeededLibrary, SubLibrary
-from cudadoctor.probes import ldcache, loader, scancache
+from cudadoctor.probes import elf, ldcache, loader, scancache
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.elf import ElfDynamic
 from cudadoctor.record import record
@@ -161,7 +163,7 @@ def _search(ctx: ProbeContext, versions: _Versions) -> tuple[_Search, str]:
         if parsed is None:
             continue
         path = entry if "/" in entry else _first(ctx, partial, entry, ())
-        if path is not None and ctx.fs.is_file(path):
+        if path is not None and ctx.fs.is_file(path) and not versions.foreign(path):  # ld.so ignores another CPU's
             preloaded.setdefault(parsed[1], versions.file(path, "LD_PRELOAD"))
     return replace(partial, preloaded=preloaded), note
 
@@ -207,28 +209,36 @@ def _first(ctx: ProbeContext, search: _Search, soname: str, dirs: list[tuple[str
 
 def resolve(
     ctx: ProbeContext, search: _Search, versions: _Versions, soname: str, dyn: ElfDynamic, needer: str
-) -> tuple[LinkedFile | None, tuple[LinkedFile, ...]]:
-    """(the copy ld.so loads for ``soname`` needed by ``needer``, the copies it hides).
+) -> tuple[LinkedFile | None, tuple[LinkedFile, ...], tuple[str, ...]]:
+    """(the copy ld.so loads for ``soname`` needed by ``needer``, the copies it hides, the copies it skips).
 
     The hidden copies include the pip wheels' copies of ``soname`` that are not on this needer's search
     path at all (``via`` says so): the package depends on that wheel, and the loaded copy stands in for it.
+    A copy built for another CPU (an aarch64 libcudart in an x86-64 image) is skipped, as ld.so skips it and
+    searches on: it is named, with why, in the third part.
     """
     found = _candidates(ctx, search, soname, _order(search, dyn, posixpath.dirname(needer)))
     found += [(p, "wheel, off this object's search path") for p in versions.wheel_copies(soname)]
     unique: list[tuple[str, str]] = []
     reals: set[str] = set()
+    foreign: list[str] = []
     for path, via in found:
         real = _real(ctx, path)
-        if real not in reals:
-            reals.add(real)
+        if real in reals:
+            continue
+        reals.add(real)
+        why = versions.foreign(path)
+        if why:
+            foreign.append(f"{path} ({why})")
+        else:
             unique.append((path, via))
     files = [versions.file(path, via) for path, via in unique]
     preloaded = search.preloaded.get(soname)
     if preloaded is not None:
-        return preloaded, tuple(f for f in files if _real(ctx, f.path) != _real(ctx, preloaded.path))
+        return preloaded, tuple(f for f in files if _real(ctx, f.path) != _real(ctx, preloaded.path)), tuple(foreign)
     if not files:
-        return None, ()
-    return files[0], tuple(files[1:])
+        return None, (), tuple(foreign)
+    return files[0], tuple(files[1:]), tuple(foreign)
 
 
 def _real(ctx: ProbeContext, path: str) -> str:
@@ -244,13 +254,36 @@ def _real(ctx: ProbeContext, path: str) -> str:
 class _Versions:
     """The version and owner of a library file: its name, its link target, or the wheel that ships it."""
 
-    def __init__(self, ctx: ProbeContext, sites: tuple[str, ...], dists: dict[str, Version | None]) -> None:
+    def __init__(
+        self,
+        ctx: ProbeContext,
+        sites: tuple[str, ...],
+        dists: dict[str, Version | None],
+        cache: scancache.ScanCache | None = None,
+    ) -> None:
         self.ctx = ctx
         self.sites = [(s, _real(ctx, s)) for s in sites]
         self.dists = dists
+        self.cache = cache  #: reads the ELF header of each copy found (its CPU), kept by the scan cache
         self._wheel_memo: dict[str, list[str]] = {}
         self._owners: dict[str, tuple[str | None, str | None]] = {}
         self._files: dict[tuple[str, str], LinkedFile] = {}
+        self._foreign: dict[str, str | None] = {}
+
+    def foreign(self, path: str) -> str | None:
+        """Why ld.so of the examined machine skips the library at ``path`` (``"for AArch64"``: its ELF header names
+        another CPU, class or byte order), or None: it loads it, or it is no ELF file this can read (kept as
+        found, as before) or the machine is not in :data:`cudadoctor.probes.elf.TARGETS`."""
+        if self.cache is None:
+            return None
+        if path not in self._foreign:
+            try:
+                host = self.ctx.fs.host_path(self.ctx.fs.resolve(path))  # an image's links followed inside it
+            except (OSError, ValueError):
+                host = None
+            target = self.cache.target(host) if host is not None else None
+            self._foreign[path] = elf.foreign(target, self.ctx.machine) if target is not None else None
+        return self._foreign[path]
 
     def wheel_copies(self, soname: str) -> list[str]:
         """``soname`` in the NVIDIA wheels' library directories of every site directory."""
@@ -337,16 +370,36 @@ def _name_version(path: str) -> Version | None:
 # --- the scan --------------------------------------------------------------------------------------
 
 
-def _objects(ctx: ProbeContext, cache: scancache.ScanCache, site: str) -> list[tuple[str, str]]:
-    """(path, path on this machine's disk) of one site directory's shared objects, at the depths wheels use."""
+def _objects(ctx: ProbeContext, cache: scancache.ScanCache, site: str, unread: list[str]) -> list[tuple[str, str]]:
+    """(path, path on this machine's disk) of one site directory's shared objects, at the depths wheels use; what
+    was left out (past the object cap, a directory not listed) is added to ``unread``."""
     try:
         host = ctx.fs.host_path(ctx.fs.resolve(site))
     except OSError:
         return []
-    found, more = scancache.site_objects(cache, host.rstrip("/") or "/", _MAX_OBJECTS)
+    host = host.rstrip("/") or "/"
+    cache.unread.clear()
+    found, more = scancache.site_objects(cache, host, _MAX_OBJECTS)
+    unread += [f"{_inside(site, host, where)}: {why}" for where, why in sorted(cache.unread.items())]
     if more:
-        ctx.fail("linkage", f"more than {_MAX_OBJECTS} shared objects; the rest were not read", site)
+        why = f"more than {_MAX_OBJECTS} shared objects; the rest were not read"
+        ctx.fail("linkage", why, site)
+        unread.append(f"{site}: {why}")
     return [(posixpath.join(site, rel), posixpath.join(host, rel)) for rel in found]
+
+
+def _inside(site: str, host: str, where: str) -> str:
+    """The examined machine's path of ``where``, a path on this machine's disk below ``host`` (``site``'s)."""
+    return site.rstrip("/") + where[len(host.rstrip("/")) :] if where.startswith(host.rstrip("/") + "/") else where
+
+
+#: At most this many unread objects are named one by one; the rest are counted.
+_MAX_UNREAD_NAMED = 20
+
+
+def _view(search: _Search, needs: list[NeededLibrary], note: str, scanned: int, unread: list[str]) -> LoaderView:
+    preloaded = tuple(search.preloaded.values())
+    return LoaderView(preloaded, tuple(needs), note, scanned, tuple(unread[:_MAX_UNREAD_NAMED]), len(unread))
 
 
 def _needs_of(versions: _Versions, site: str, path: str, dyn: ElfDynamic) -> list[tuple[str, str]]:
@@ -368,10 +421,13 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
     # Versions are needed only for NVIDIA's wheels (the copies they ship); names for every distribution.
     installed = {n: _dist_version(d.dir_version) for n, d in packages.distributions(ctx).items()}
     dists = {n: v if n.startswith("nvidia-") else None for n, v in installed.items()}
-    versions = _Versions(ctx, sites, dists)
     cache = scancache.ScanCache(observe=ctx.observe)
-    objects = [(site, path, host) for site in sites for path, host in _objects(ctx, cache, site)]
+    versions = _Versions(ctx, sites, dists, cache)
+    unread: list[str] = []
+    objects = [(site, path, host) for site in sites for path, host in _objects(ctx, cache, site, unread)]
+    cache.unread.clear()
     scanned = {path: dyn for _site, path, host in objects if (dyn := cache.dynamic(host)) is not None}
+    unread += [f"{path}: {cache.unread[host]}" for _site, path, host in objects if host in cache.unread]
     search, note = _search(ctx, versions)
     needs: list[NeededLibrary] = []
     seen: set[tuple[str, str]] = set()
@@ -384,25 +440,26 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
             if (package, soname) in seen:
                 continue
             if len(seen) >= _MAX_NEEDS:
-                ctx.fail("linkage", f"more than {_MAX_NEEDS} (package, CUDA library) needs; the rest were not resolved")
+                why = f"more than {_MAX_NEEDS} (package, CUDA library) needs; the rest were not resolved"
+                ctx.fail("linkage", why)
                 cache.save()
-                return LoaderView(tuple(search.preloaded.values()), tuple(needs), note, len(objects))
+                return _view(search, needs, note, len(objects), [*unread, why])
             seen.add((package, soname))
-            loaded, shadowed = resolve(ctx, search, versions, soname, dyn, path)
+            loaded, shadowed, foreign = resolve(ctx, search, versions, soname, dyn, path)
             wanted = tuple(v for file, names in dyn.version_needs if file == soname for v in names)
             if not loaded and soname not in majors:
                 majors[soname] = _other_majors(ctx, search, sites, soname)
             others = () if loaded else majors[soname]
             subs = _shim_sublibraries(ctx, search, versions, soname, loaded)
-            needs.append(NeededLibrary(package, path, soname, loaded, shadowed, others, wanted, subs))
+            needs.append(NeededLibrary(package, path, soname, loaded, shadowed, others, wanted, subs, foreign=foreign))
     loads = _RuntimeLoads(installed, scanned, majors, sites, cache)
     needs += runtime_needs(ctx, search, versions, loads)
     cache.save()
     needs = framework_preloads(ctx, versions, needs, installed, sites)
     needs = cudnn_siblings(ctx, needs)
-    if not needs and not search.preloaded:
+    if not needs and not search.preloaded and not unread:
         return None
-    return LoaderView(tuple(search.preloaded.values()), tuple(needs), note, len(objects))
+    return _view(search, needs, note, len(objects), unread)
 
 
 def _dist_version(text: str | None) -> Version | None:
@@ -585,13 +642,22 @@ def runtime_needs(ctx: ProbeContext, search: _Search, versions: _Versions, loads
         for obj in _loading_objects(ctx, loads.sites, row.object):
             dyn = _absolute_paths(loads.scanned.get(obj) or _opener_dynamic(ctx, obj, loads.cache))
             for soname in row.sonames:
-                loaded, shadowed = resolve(ctx, search, versions, soname, dyn, obj)
+                loaded, shadowed, foreign = resolve(ctx, search, versions, soname, dyn, obj)
                 if loaded is None and soname not in loads.majors:
                     loads.majors[soname] = _other_majors(ctx, search, loads.sites, soname)
                 others = () if loaded else loads.majors[soname]
                 needs.append(
                     NeededLibrary(
-                        row.package, obj, soname, loaded, shadowed, others, (), how="dlopen", optional=optional
+                        row.package,
+                        obj,
+                        soname,
+                        loaded,
+                        shadowed,
+                        others,
+                        (),
+                        how="dlopen",
+                        optional=optional,
+                        foreign=foreign,
                     )
                 )
     return needs
@@ -726,6 +792,8 @@ def _preloaded_copies(
     copies: dict[str, LinkedFile] = {}
     for library in row.libraries:
         found = _first_preload_file(ctx, sites, library, cuda_major if row.cuda_folder else None)
+        if found is not None and versions.foreign(found):  # dlopen fails on another CPU's library: none loaded
+            found = None
         if found is None:
             if row.ordered:
                 break

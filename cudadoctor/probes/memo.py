@@ -48,6 +48,7 @@ __all__ = [
     "RecordingEnv",
     "RecordingFS",
     "enabled",
+    "file_key",
     "load",
     "memo_path",
     "replay",
@@ -57,7 +58,7 @@ __all__ = [
 #: Set to a non-empty value other than ``0``: the file probes run every time.
 DISABLE_VAR = "CUDADOCTOR_NO_CACHE"
 
-_FORMAT = 3
+_FORMAT = 4
 #: A memo larger than this is not ours (an H200 with torch, vLLM and JAX: ~60 KB).
 _MAX_BYTES = 8 << 20
 #: Observations kept at most: a tree so large that asking again costs what probing does is not memoised.
@@ -86,9 +87,19 @@ def _stat(host: str, pick: Callable[[os.stat_result], object]) -> object:
     return pick(info)
 
 
+def file_key(info: os.stat_result, *, directory: bool = False) -> tuple[int, ...]:
+    """What stands for a file's content (a directory's listing): it changes whenever the file is written, replaced
+    or touched. The change time is in it because no user can set it back: :func:`os.utime` restores a modification
+    time and moves the change time to now (inode(7), https://man7.org/linux/man-pages/man7/inode.7.html); the
+    device and inode tell a file renamed over another. The ELF scan cache keys on the same tuple."""
+    if directory:
+        return (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def _signature(host: str) -> object:
-    """What stands for a file's content: it changes whenever the file is written, replaced or touched."""
-    return _stat(host, lambda info: (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+    """What stands for a file's content (:func:`file_key`), or the failure."""
+    return _stat(host, file_key)
 
 
 def _listing(names: list[str]) -> tuple[int, int]:
@@ -189,10 +200,10 @@ for _kind in (*_QUESTIONS, "listdir"):
 
 def stat_answer(kind: str, host: str) -> object:
     """The ELF scan cache's questions (:mod:`cudadoctor.probes.scancache`), about this machine's disk: a
-    directory's modification time (``mtime``, its listing) and a file's size and modification time (``sig``)."""
+    directory's :func:`file_key` (``mtime``, its listing) and a file's (``sig``), as the scan cache keys on them."""
     if kind == "mtime":
-        return _stat(host, lambda info: info.st_mtime_ns)
-    return _stat(host, lambda info: (info.st_size, info.st_mtime_ns))
+        return _stat(host, lambda info: file_key(info, directory=True))
+    return _stat(host, file_key)
 
 
 class RecordingEnv(Mapping[str, str]):

@@ -1,12 +1,17 @@
-"""The ELF scan's cache: what each shared object needs, keyed by (path, size, mtime), and the
-listings of the directories scanned, keyed by their mtime.
+"""The ELF scan's cache: what each shared object needs, keyed by its path and identity (device, inode, size,
+modification and change times), and the listings of the directories scanned, keyed by theirs.
 
-A second ``cudadoctor check`` on an unchanged environment stats the directories, and reads no ELF
-file and lists no directory. The cache lives in the user cache directory
-(``~/.cache/cudadoctor/elf-scan.json``, next to ``update``'s), is written atomically, and only when
-something changed; an unreadable or foreign cache is ignored and rewritten. Only the loader-relevant
-part of each file is kept: its CUDA needs, soname, RPATH/RUNPATH and the CUDA version needs — a file
-that needs no CUDA library is stored as ``null`` ("nothing to resolve").
+A second ``cudadoctor check`` on an unchanged environment stats the directories and the shared objects, and reads
+no ELF file and lists no directory. The change time (``st_ctime``) is in the key because nobody can set it back:
+``touch -d`` / :func:`os.utime` restores a modification time but moves the change time to now, and a file
+rewritten in place or renamed over another has a new one (inode(7),
+https://man7.org/linux/man-pages/man7/inode.7.html): a same-size replacement with its mtime restored is read again.
+
+The cache lives in the user cache directory (``~/.cache/cudadoctor/elf-scan.json``, next to ``update``'s), is
+written atomically, and only when something changed; an unreadable cache, or one this user does not own or others
+may write, is ignored and rewritten. Only the loader-relevant part of each file is kept: its CUDA needs, soname,
+RPATH/RUNPATH and the CUDA version needs — a file that needs no CUDA library is stored as ``null`` ("nothing to
+resolve"), one that could not be read as ``{"unread": why}`` (it is named in the view every time).
 """
 
 from __future__ import annotations
@@ -19,15 +24,17 @@ from typing import Any
 
 from cudadoctor.cachedir import default_cache_dir, write_private
 from cudadoctor.fileread import read_file
-from cudadoctor.probes.elf import ElfDynamic, ElfError, read_dynamic
+from cudadoctor.probes.elf import ElfDynamic, ElfError, NotSharedObject, read_dynamic, read_target
+from cudadoctor.probes.memo import file_key
 
 __all__ = ["CACHE_NAME", "Observer", "ScanCache", "cache_path", "site_objects"]
 
-#: ``observe(kind, path, answer)``: ``mtime`` of a directory, ``sig`` (size, mtime) of a file, or the OSError
+#: ``observe(kind, path, answer)``: ``mtime`` of a directory, ``sig`` of a file (:func:`cudadoctor.probes.memo.identity`
+#: of each), or the OSError
 Observer = Callable[[str, str, object], None]
 
 CACHE_NAME = "elf-scan.json"
-_FORMAT = 3
+_FORMAT = 4
 #: The file names a listing keeps: shared objects, the only files the scan reads (a site-packages tree holds tens
 #: of thousands of other names, and the cache is read on every run).
 _SHARED_OBJECT = re.compile(r"\.so(\.\d+)*$")
@@ -52,7 +59,7 @@ def cache_path() -> str:
 
 def _load(path: str) -> dict[str, Any]:
     try:
-        raw = read_file(path, _MAX_CACHE_BYTES + 1)
+        raw = read_file(path, _MAX_CACHE_BYTES + 1, private=True)  # another user's, or writable by others: ignored
         if len(raw) > _MAX_CACHE_BYTES:
             return {}
         data = json.loads(raw)
@@ -96,8 +103,14 @@ def _from_slim(value: Any) -> ElfDynamic | None:
         return None
 
 
+def _joined(identity: tuple[int, ...]) -> str:
+    """A :func:`file_key` as the cache keeps it: one string (``dev:ino:size:mtime:ctime``) decodes faster than a
+    list of numbers, on every run."""
+    return ":".join(map(str, identity))
+
+
 class ScanCache:
-    """One run's view of the cache: directory listings by mtime, dynamic sections by (size, mtime)."""
+    """One run's view of the cache: directory listings and dynamic sections, each by its :func:`file_key`."""
 
     def __init__(self, observe: Observer | None = None) -> None:
         #: told each stat this cache decides by (:mod:`cudadoctor.probes.memo` remembers them)
@@ -108,26 +121,30 @@ class ScanCache:
         self.dirs: dict[str, Any] = data.get("dirs", {}) if isinstance(data.get("dirs"), dict) else {}
         #: objects that open CUDA libraries by name (compat/runtime_libraries.toml): their soname and search paths
         self.openers: dict[str, Any] = data.get("openers", {}) if isinstance(data.get("openers"), dict) else {}
+        #: the libraries the loader would load: their (e_machine, class, byte order)
+        self.targets: dict[str, Any] = data.get("targets", {}) if isinstance(data.get("targets"), dict) else {}
         self.changed = False
-        #: directories whose listing is unchanged since the cache was written
-        self.unchanged: set[str] = set()
+        #: path on this machine's disk -> why it was not read (an object or directory): what it needs is unknown
+        self.unread: dict[str, str] = {}
 
     def listing(self, host_dir: str) -> tuple[list[str], list[str]]:
         """(shared-object file names, subdirectory names but ``__pycache__``) of a directory on this machine's
-        disk; [] when unreadable.
+        disk; [] when unreadable (and, when it exists, :attr:`unread` says why).
 
-        A directory's mtime changes whenever an entry is added, removed or renamed in it, so an
-        unchanged mtime means an unchanged listing: a warm run stats directories instead of listing them.
+        An entry added, removed or renamed changes a directory's mtime and change time, and nobody can set the
+        change time back, so an unchanged :func:`file_key` means an unchanged listing: a warm run stats
+        directories instead of listing them.
         """
         try:
-            mtime = os.stat(host_dir).st_mtime_ns
+            info = os.stat(host_dir)
         except OSError as exc:
             self._observed("mtime", host_dir, exc)
             return [], []
-        self._observed("mtime", host_dir, mtime)
+        identity = file_key(info, directory=True)
+        self._observed("mtime", host_dir, identity)
+        key = _joined(identity)
         entry = self.dirs.get(host_dir)
-        if isinstance(entry, list) and len(entry) == 3 and entry[0] == mtime:
-            self.unchanged.add(host_dir)
+        if isinstance(entry, list) and len(entry) == 3 and entry[0] == key:
             return list(entry[1]), list(entry[2])
         files: list[str] = []
         subdirs: list[str] = []
@@ -142,42 +159,71 @@ class ScanCache:
                             files.append(item.name)
                     except OSError:
                         continue
-        except OSError:
+        except NotADirectoryError:
+            return [], []
+        except OSError as exc:
+            self.unread[host_dir] = f"directory not listed ({exc.strerror or exc})"
             return [], []
         files.sort()
         subdirs.sort()
-        self.dirs[host_dir] = [mtime, files, subdirs]
+        self.dirs[host_dir] = [key, files, subdirs]
         self.changed = True
         return files, subdirs
 
     def dynamic(self, host: str) -> ElfDynamic | None:
-        """The loader-relevant dynamic section of a file, or None (not ELF, unreadable, no CUDA need).
+        """The loader-relevant dynamic section of a file, or None: not a shared object, no CUDA need, or not read
+        (then :attr:`unread` says why: a truncated object or one with lying headers needs something unknown).
 
-        A file in a directory whose listing is unchanged is taken from the cache without a stat: pip,
-        uv and conda replace a file by writing a new one and renaming it, which changes the directory's
-        mtime. (A file overwritten in place keeps its directory's mtime; ``rm ~/.cache/cudadoctor/elf-scan.json``
-        forgets everything.)
+        Every file is stat'ed (~4 µs each, measured): a file rewritten in place keeps its directory's listing, and a
+        same-size copy with its mtime set back still has a new change time, so neither keeps an old answer.
         """
-        entry = self.files.get(host)
-        if isinstance(entry, list) and len(entry) == 2 and host.rpartition("/")[0] in self.unchanged:
-            return _from_slim(entry[1]) if entry[1] is not None else None
         signed = self._signature(host)
         if signed is None:
             return None
         key, size = signed
+        entry = self.files.get(host)
         if isinstance(entry, list) and len(entry) == 2 and entry[0] == key:
             slim = entry[1]
         else:
             try:
                 slim = _slim(read_dynamic(host, size, _needs_cuda))
-            except (ElfError, OSError):
+            except NotSharedObject:
                 slim = None
+            except ElfError as exc:
+                slim = {"unread": str(exc)[:200]}
+            except OSError as exc:  # not kept: a permission may be given back without a new file
+                self.unread[host] = f"not read ({exc.strerror or exc})"
+                return None
             self.files[host] = [key, slim]
             self.changed = True
+        if isinstance(slim, dict):
+            self.unread[host] = f"not read: {slim.get('unread')}"
+            return None
         return _from_slim(slim) if slim is not None else None
 
+    def target(self, host: str) -> tuple[int, int, str] | None:
+        """(e_machine, ELF class, byte order) of a library the loader would load (:func:`read_target`), by its
+        :func:`file_key` like :meth:`dynamic`; None when it is not an ELF file or cannot be read."""
+        signed = self._signature(host)
+        if signed is None:
+            return None
+        key = signed[0]
+        entry = self.targets.get(host)
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == key:
+            found = entry[1]
+        else:
+            try:
+                found = list(read_target(host))
+            except (ElfError, OSError):
+                found = None
+            self.targets[host] = [key, found]
+            self.changed = True
+        if isinstance(found, list) and len(found) == 3 and isinstance(found[0], int) and isinstance(found[1], int):
+            return found[0], found[1], str(found[2])
+        return None
+
     def opener(self, host: str) -> ElfDynamic:
-        """The soname, RPATH and RUNPATH of an object that opens CUDA libraries by name, by (size, mtime) like
+        """The soname, RPATH and RUNPATH of an object that opens CUDA libraries by name, by :func:`file_key` like
         :meth:`dynamic` (which keeps only objects that link one); empty when it cannot be read."""
         signed = self._signature(host)
         if signed is None:
@@ -196,14 +242,16 @@ class ScanCache:
         return _from_slim(slim) or ElfDynamic()
 
     def _signature(self, host: str) -> tuple[str, int] | None:
-        """(the cache key ``size:mtime``, the size) of a file, told to the memo; None when it cannot be stat'ed."""
+        """(the cache key, the file's :func:`file_key`, and its size), told to the memo; None when it cannot be
+        stat'ed."""
         try:
-            stat = os.stat(host)
+            info = os.stat(host)
         except OSError as exc:
             self._observed("sig", host, exc)
             return None
-        self._observed("sig", host, (stat.st_size, stat.st_mtime_ns))
-        return f"{stat.st_size}:{stat.st_mtime_ns}", stat.st_size
+        identity = file_key(info)
+        self._observed("sig", host, identity)
+        return _joined(identity), info.st_size
 
     def _observed(self, kind: str, host: str, answer: object) -> None:
         if self.observe is not None:
@@ -212,9 +260,10 @@ class ScanCache:
     def save(self) -> None:
         if not self.changed:
             return
-        if len(self.files) + len(self.dirs) > _MAX_ENTRIES:
+        if len(self.files) + len(self.dirs) + len(self.targets) > _MAX_ENTRIES:
             return
-        _save(self.where, {"format": _FORMAT, "files": self.files, "dirs": self.dirs, "openers": self.openers})
+        data = {"format": _FORMAT, "files": self.files, "dirs": self.dirs, "openers": self.openers}
+        _save(self.where, {**data, "targets": self.targets})
 
 
 def site_objects(cache: ScanCache, host: str, limit: int) -> tuple[list[str], bool]:

@@ -9,12 +9,20 @@ from __future__ import annotations
 from cudadoctor.checks.findings import Status
 from cudadoctor.report.document import Report
 from cudadoctor.report.options import RenderOptions
+from cudadoctor.report.sanitize import terminal
 
 __all__ = ["render_github"]
 
 
 def _escape(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _fact(text: str) -> str:
+    """A finding's text, made of facts from the examined machine (a file name holding ESC, BEL or a newline), with
+    every control character shown as an escape (:func:`~cudadoctor.report.sanitize.terminal`): a log viewer or a
+    terminal running the command acts on raw ones (issue #27)."""
+    return terminal(text)
 
 
 def _escape_property(text: str) -> str:
@@ -26,15 +34,16 @@ def render_github(report: Report, options: RenderOptions) -> str:
     for f in report.findings:
         if f.status is Status.UNKNOWN:
             title = _escape_property(f"cudadoctor {f.code} {f.name}")
-            lines.append(f"::notice title={title}::{_escape(f'could not judge: {f.reason}')}")
+            reason = _fact(f"could not judge: {f.reason}")
+            lines.append(f"::notice title={title}::{_escape(reason)}")
             continue
         if not f.status.is_problem:
             continue
         level = "warning" if f.status is Status.WARN else "error"
-        message = f.message
+        message = _fact(f.message or "")
         if f.remediation:
-            message += f"\nFix: {f.remediation.text}"
-            message += "".join(f"\n  $ {c}" for c in f.remediation.commands)
+            message += f"\nFix: {_fact(f.remediation.text)}"
+            message += "".join(f"\n  $ {_fact(c)}" for c in f.remediation.commands)
         lines.append(f"::{level} title={_escape_property(f'cudadoctor {f.code} {f.name}')}::{_escape(message)}")
     counts = report.counts
     found = counts.problems_phrase() or "no issues"

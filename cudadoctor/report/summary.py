@@ -239,7 +239,12 @@ def _loader_lines(facts: Facts) -> list[Line]:
         if need.shadowed:
             hidden = (f"{s.path}{' ' + str(s.version) if s.version else ''}" for s in need.shadowed[:3])
             text += "; hides " + ", ".join(hidden)
+        if need.foreign:  # ld.so skips them: named so that "NOT FOUND" beside a file there is not a riddle
+            text += "; skips " + ", ".join(need.foreign[:3])
         lines.append(Line(text))
+    if view.unread:
+        total = max(view.unread_total, len(view.unread))
+        lines.append(Line(f"  not read ({total}): " + "; ".join(view.unread[:3]) + ("; …" if total > 3 else "")))
     return lines
 
 

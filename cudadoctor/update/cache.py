@@ -180,7 +180,8 @@ def load_cache(cache_dir: str) -> tuple[IndexData | None, str | None]:
     path = os.path.join(cache_dir, CACHE_FILE)
     hint = "run `cudadoctor update` to rebuild it"
     try:
-        raw = read_file(path, _MAX_CACHE_BYTES + 1)  # a FIFO here hung every `check`: regular files only
+        # a FIFO here hung every `check`: regular files only; another user's (or one others may write) is not used
+        raw = read_file(path, _MAX_CACHE_BYTES + 1, private=True)
     except FileNotFoundError:
         return None, None
     except OSError as exc:
@@ -230,7 +231,9 @@ def write_atomic(cache_dir: str, data: bytes) -> str:
     """Write ``data`` as the cache file through a temporary file in the same directory and os.replace."""
     path = os.path.join(cache_dir, CACHE_FILE)
     try:
-        os.makedirs(cache_dir, exist_ok=True)
+        # never writable by others when made here: its file would not be read (a directory the user named is theirs
+        # to set: a file in one others may write is refused when read, saying so)
+        os.makedirs(cache_dir, mode=0o755, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".index-releases.", suffix=".tmp", dir=cache_dir)
     except OSError as exc:
         raise UpdateError(f"cannot write the cache in {cache_dir}: {exc.strerror or exc}") from None

@@ -216,6 +216,11 @@ def _previous(cache_dir: str, shown: str) -> tuple[Releases, list[str]]:
 # --- phases 2 to 4: read the pages, plan, read the metadata -----------------------------------------------
 
 
+#: A project page with no file larger than this is not read as "no release" (PEP 503's page of a project without
+#: files is an HTML skeleton of a few hundred bytes; PEP 691's JSON one about as small).
+_MAX_EMPTY_PAGE_BYTES = 64 << 10
+
+
 class _Reader:
     """The GETs of one refresh, counted, each turned into a parsed page or metadata file."""
 
@@ -241,7 +246,15 @@ class _Reader:
             raise
         if len(body) > MAX_INDEX_BYTES:  # a getter other than HttpFetcher may not cap what it returns
             raise UpdateError(f"index page {redacted(url)}: larger than {size_text(MAX_INDEX_BYTES)}")
-        return parse_index_page(body, base_url=url)
+        files = parse_index_page(body, base_url=url)
+        if not files and len(body) > _MAX_EMPTY_PAGE_BYTES:
+            # a project page without files is a few hundred bytes: megabytes with no link in them (one unterminated
+            # tag, a comment that never ends) are not "no such package" but a page this cannot read
+            raise UpdateError(
+                f"index page {redacted(url)}: {size_text(len(body))} without a single file link; "
+                "too large for an empty project page, and not one this can read"
+            )
+        return files
 
     def metadata(self, candidates: Sequence[IndexFile]) -> MetadataRead | None:
         """The first of ``candidates``' metadata files that is there; None when none is."""

@@ -242,3 +242,45 @@ def test_cd421_out_of_data_is_not_judged(h200):
     cpu = replace(torch("2.7.0+cpu", "12.6", True), cuda_variant="cpu", cuda_build=None, torch_build=None)
     facts = with_packages(h200, cpu, package("xformers", "0.0.30"))
     assert run_check("CD421", facts).status is Status.NOT_APPLICABLE
+
+
+# --- issue #27: what the scan could not read is never "fine" -----------------------------------------
+
+
+def test_cd304_objects_not_read_make_nothing_to_resolve_could_not_judge(h200):
+    """A view with no need but an object not read was "not applicable (no installed package needs a CUDA
+    library)": the object not read may need one."""
+    view = LoaderView(cache="test", unread=(f"{SITE}/torch/lib/libtorch_cuda.so: not read: truncated",), unread_total=1)
+    finding = run_check("CD304", replace(h200, loader=view))
+    assert finding.status is Status.UNKNOWN
+    assert "libtorch_cuda.so" in finding.reason and "1 not read" in finding.reason
+
+
+def test_cd304_objects_not_read_beside_resolved_needs_could_not_judge_and_a_missing_one_still_fails(h200):
+    named = tuple(f"{SITE}/pkg/lib{i}.so: not read: truncated" for i in range(20))
+    view = replace(nvjitlink_view("12.4.127"), unread=named, unread_total=25)
+    finding = run_check("CD304", replace(h200, loader=view))
+    assert finding.status is Status.UNKNOWN and "25 not read" in finding.reason and "and 22 more" in finding.reason
+    assert len(finding.reason) < 600  # bounded: three named, the rest counted
+    missing = NeededLibrary("torch", f"{SITE}/torch/lib/libtorch_cuda.so", "libcudart.so.12", None, foreign=(
+        "/usr/lib/aarch64-linux-gnu/libcudart.so.12 (for AArch64)",))  # fmt: skip
+    finding = run_check("CD304", replace(h200, loader=replace(view, needs=(missing,))))
+    assert finding.status is Status.FAIL
+    assert "built for another CPU" in finding.message and "AArch64" in finding.message
+    assert "not read" in finding.evidence
+
+
+def test_cd302_objects_not_read_could_not_judge(h200):
+    view = replace(nvjitlink_view("12.6.77"), unread=(f"{SITE}/x.so: not read: truncated",), unread_total=1)
+    assert run_check("CD302", replace(h200, loader=view)).status is Status.UNKNOWN
+
+
+def test_the_verbose_summary_names_what_was_skipped_and_not_read(h200):
+    from cudadoctor.report.summary import _loader_lines
+
+    missing = NeededLibrary("torch", f"{SITE}/torch/lib/libtorch_cuda.so", "libcudart.so.12", None, foreign=(
+        "/usr/lib/libcudart.so.12 (for AArch64)",))  # fmt: skip
+    view = LoaderView(needs=(missing,), cache="test", unread=(f"{SITE}/x.so: not read: truncated",), unread_total=9)
+    text = "\n".join(line.text for line in _loader_lines(replace(h200, loader=view)))
+    assert "NOT FOUND; skips /usr/lib/libcudart.so.12 (for AArch64)" in text
+    assert f"not read (9): {SITE}/x.so: not read: truncated; …" in text

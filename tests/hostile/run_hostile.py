@@ -49,6 +49,7 @@ class Spec:
     cwd: str | None = None
     check: Callable[[subprocess.CompletedProcess[str]], str] | None = None  #: extra judgement: "" = fine
     cleanup: Callable[[], None] | None = None
+    close_stdout: bool = False  #: start cudadoctor with its stdout closed (``>&-``)
 
 
 CASES: list[tuple[str, str, Callable[[str], Spec]]] = []
@@ -163,6 +164,7 @@ def elf(
     verneed_loop: bool = False,
     big_endian: bool = False,
     truncate: int | None = None,
+    machine: int = 62,
 ) -> bytes:
     """A minimal ELF64 shared object (one PT_LOAD, one PT_DYNAMIC), with knobs to make it hostile."""
     end = ">" if big_endian else "<"
@@ -194,7 +196,7 @@ def elf(
     hdr = ident + struct.pack(
         end + "HHIQQQIHHHHHH",
         e_type,
-        62,
+        machine,
         1,
         0,
         64 if phoff is None else phoff,
@@ -1228,7 +1230,11 @@ def _resp(status: str, headers: list[tuple[str, str]], body: bytes) -> bytes:
     return head.encode("latin-1") + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
 
 
-def _update_case(name: str, respond: Callable[[socket.socket, str, int], None]) -> None:
+def _update_case(
+    name: str,
+    respond: Callable[[socket.socket, str, int], None],
+    check: Callable[[subprocess.CompletedProcess[str]], str] | None = None,
+) -> None:
     @case("update", name)
     def _(tmp: str) -> Spec:
         server = HostileServer(respond)
@@ -1250,6 +1256,7 @@ def _update_case(name: str, respond: Callable[[socket.socket, str, int], None]) 
             ok_exits=(0, 1, 2, 3),  # 3: a failed refresh (README), one line, the old cache kept
             watch=[marker, old],
             env={"PIP_CONFIG_FILE": os.devnull, "NO_PROXY": "*", "no_proxy": "*"},
+            check=check,
             cleanup=server.close,
         )
 
@@ -1390,10 +1397,186 @@ def _(tmp: str) -> Spec:
     return spec
 
 
+# --- issue #27: what could not be read is never "fine" ------------------------------------------------------
+#
+# The classes of the second adversarial round outside `compare`: the loader view's objects not read or left out, a
+# library for another CPU, the ELF scan cache trusted when stale or foreign, a closed stdout, an index page with no
+# link in it, unknown --baseline keys and escapes in the GitHub annotations. Each judges the outcome, not only that
+# nothing crashed: CD304 must not be ok or not applicable where a need is unknown or unmet.
+
+
+def _finding(proc: subprocess.CompletedProcess[str], code: str) -> dict[str, object]:
+    try:
+        doc = json.loads(proc.stdout)
+    except ValueError:
+        return {}
+    return next((f for f in doc.get("findings", []) if isinstance(f, dict) and f.get("code") == code), {})
+
+
+def _cd304_is(*allowed: str) -> Callable[[subprocess.CompletedProcess[str]], str]:
+    def judge(proc: subprocess.CompletedProcess[str]) -> str:
+        found = _finding(proc, "CD304")
+        status = found.get("status")
+        if status in allowed:
+            return ""
+        why = str(found.get("reason") or found.get("message") or "")[:160]
+        return f"FAIL-OPEN: CD304 is {status!r}, expected {' or '.join(allowed)} ({why})"
+
+    return judge
+
+
+def _loader_case(name: str, build: Callable[[str], None], *allowed: str) -> None:
+    @case("loader", name)
+    def _(tmp: str) -> Spec:
+        spec = image(tmp, "--format", "json")
+        build(spec.argv[2])
+        spec.check = _cd304_is(*(allowed or ("unknown",)))
+        return spec
+
+
+_TORCH_LIB = f"{SITE}/torch/lib/libtorch_cuda.so"
+_loader_case("loader-truncated-object-is-unknown-not-not-applicable", lambda r: put(r, _TORCH_LIB, b"\x7fELF\x02\x01"))
+_loader_case(
+    "loader-lying-program-headers-is-unknown",
+    lambda r: put(r, _TORCH_LIB, elf(["libcudart.so.13"], phoff=1 << 40)),
+)
+_loader_case(
+    "loader-runpath-of-20000-bytes-is-unknown",
+    lambda r: put(r, _TORCH_LIB, elf(["libcudart.so.13"], ["/opt/" + "x" * 20_000])),
+)
+_loader_case(
+    "loader-truncated-object-beside-one-that-resolves",
+    lambda r: (
+        put(r, _TORCH_LIB, elf(["libcudart.so.13"], ["$ORIGIN/../../nvidia/cu13/lib"])),
+        put(r, f"{SITE}/nvidia/cu13/lib/libcudart.so.13", elf()),
+        put(r, f"{SITE}/torch/lib/libtorch_cuda_linalg.so", elf(["libcusolver.so.12"], truncate=100)),
+    ),
+)
+
+
+def _many_objects(root: str) -> None:
+    blob = elf(["libc.so.6"])
+    for i in range(5001):
+        put(root, f"{SITE}/manyobjects/lib{i}.so", blob)
+
+
+_loader_case("loader-5001-objects-past-the-cap-is-unknown", _many_objects)
+_loader_case(
+    "loader-aarch64-libcudart-in-an-x86-64-image-is-not-found",
+    lambda r: (
+        put(r, _TORCH_LIB, elf(["libcudart.so.13"], ["$ORIGIN/../../nvidia/cu13/lib"])),
+        put(r, f"{SITE}/nvidia/cu13/lib/libcudart.so.13", elf(machine=183)),
+    ),
+    "fail",
+)
+
+
+def _warm_then(tmp: str, spec: Spec, change: Callable[[str], None]) -> None:
+    """Run the check once (the scan cache is written), then ``change`` the image or the cache."""
+    run_cd(spec.argv, tmp, spec.env)
+    change(spec.argv[2])
+
+
+@case("cache", "scan-cache-same-size-replacement-with-mtime-restored")
+def _(tmp: str) -> Spec:
+    spec = image(tmp, "--format", "json")
+    root = spec.argv[2]
+    put(root, _TORCH_LIB, elf(["libcudart.so.13"], ["$ORIGIN/../../nvidia/cu13/lib"]))
+    put(root, f"{SITE}/nvidia/cu13/lib/libcudart.so.13", elf())
+
+    def swap(root: str) -> None:
+        path = os.path.join(root, _TORCH_LIB.lstrip("/"))
+        before = os.stat(path)
+        with open(path, "r+b") as handle:  # in place, same size: libcudart.so.13 -> libcudart.so.93
+            handle.write(elf(["libcudart.so.93"], ["$ORIGIN/../../nvidia/cu13/lib"]))
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    _warm_then(tmp, spec, swap)
+    spec.check = _cd304_is("fail")
+    return spec
+
+
+def _poisoned_scan_cache(tmp: str, make_foreign: Callable[[str], None]) -> Spec:
+    spec = image(tmp, "--format", "json")
+    put(spec.argv[2], _TORCH_LIB, elf(["libcudart.so.93"]))  # needs what nothing has: CD304 fails
+
+    def poison(_root: str) -> None:
+        where = os.path.join(tmp, "xdg", "cudadoctor", "elf-scan.json")
+        with open(where) as handle:
+            doc = json.load(handle)
+        doc["files"] = {path: [entry[0], None] for path, entry in doc["files"].items()}  # "needs nothing"
+        write_json(where, doc)
+        make_foreign(where)
+
+    _warm_then(tmp, spec, poison)
+    spec.check = _cd304_is("fail")
+    return spec
+
+
+@case("cache", "scan-cache-poisoned-and-world-writable")
+def _(tmp: str) -> Spec:
+    return _poisoned_scan_cache(tmp, lambda path: os.chmod(path, 0o666))
+
+
+@case("cache", "scan-cache-poisoned-in-a-group-writable-directory")
+def _(tmp: str) -> Spec:
+    return _poisoned_scan_cache(tmp, lambda path: os.chmod(os.path.dirname(path), 0o775))
+
+
+if IS_ROOT:
+
+    @case("cache", "scan-cache-poisoned-and-owned-by-another-user")
+    def _(tmp: str) -> Spec:
+        return _poisoned_scan_cache(tmp, lambda path: os.chown(path, 4242, 4242))
+
+
+def _no_output_expected(proc: subprocess.CompletedProcess[str]) -> str:
+    return (
+        "" if proc.returncode == 141 and not proc.stderr.strip() else f"exit {proc.returncode}, {proc.stderr[-120:]!r}"
+    )
+
+
+@case("output", "stdout-closed-before-the-start")
+def _(tmp: str) -> Spec:
+    spec = image(tmp)
+    spec.must_fail = False
+    spec.ok_exits = (141,)
+    spec.close_stdout = True
+    spec.check = _no_output_expected
+    return spec
+
+
+@case("output", "github-annotations-with-escapes-in-names")
+def _(tmp: str) -> Spec:
+    spec = image(tmp, "--format", "github")
+    put(spec.argv[2], f"{SITE}/evil\x1b]0;owned\x07\n/lib\x1b[2J.so", elf(["libcudart.so.93"]))
+
+    def inert(proc: subprocess.CompletedProcess[str]) -> str:
+        raw = sorted({c for c in proc.stdout if (ord(c) < 32 and c != "\n") or c == "\x7f"})
+        return f"raw control characters in the output: {raw!r}" if raw else ""
+
+    spec.check = inert
+    return spec
+
+
+def _linkless_page(conn: socket.socket, line: str, port: int) -> None:
+    _send(conn, _resp("200 OK", [("Content-Type", "text/html")], b'<html><a href="' + b"x" * (4 << 20)))
+
+
+def _says_why(proc: subprocess.CompletedProcess[str]) -> str:
+    last = proc.stderr.strip().splitlines()[-1:] or [""]
+    return "" if "without a single file link" in last[0] else f"said {last[0][:160]!r}"
+
+
+_update_case("update-index-page-of-4MB-without-a-link", _linkless_page, _says_why)
+
+
 # --- the runner ---------------------------------------------------------------------------------------
 
 
-def run_cd(argv: list[str], cwd: str, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_cd(
+    argv: list[str], cwd: str, env_extra: dict[str, str], close_stdout: bool = False
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDADOCTOR", "PIP_", "VIRTUAL_ENV", "CONDA"))}
     env.update(
         {
@@ -1413,6 +1596,7 @@ def run_cd(argv: list[str], cwd: str, env_extra: dict[str, str]) -> subprocess.C
         errors="replace",
         timeout=TIMEOUT,
         stdin=subprocess.DEVNULL,
+        preexec_fn=(lambda: os.close(1)) if close_stdout else None,  # in the child, before exec: `>&-`
     )
 
 
@@ -1450,7 +1634,7 @@ def run_one(group: str, name: str, build: Callable[[str], Spec], keep: bool) -> 
         cwd = spec.cwd or tmp
         start = time.monotonic()
         try:
-            proc = run_cd(spec.argv, cwd, spec.env)
+            proc = run_cd(spec.argv, cwd, spec.env, spec.close_stdout)
             rc: int | str = proc.returncode
             out = proc.stdout + proc.stderr
         except subprocess.TimeoutExpired as exc:

@@ -165,3 +165,40 @@ def test_corrupted_real_files_never_raise_anything_else(draw):
     except ElfError:
         return
     assert all(isinstance(n, str) for n in dyn.needed)
+
+
+# --- issue #27: what ld.so would skip, and what could not be read ------------------------------------------
+
+
+def test_the_target_of_an_object_and_what_makes_it_foreign(tmp_path) -> None:
+    from cudadoctor.probes.elf import foreign, read_target
+
+    lib = tmp_path / "libcudart.so.12"
+    lib.write_bytes(shared_object(soname="libcudart.so.12", machine=183))
+    assert read_target(str(lib)) == (183, 64, "<")
+    assert foreign((183, 64, "<"), "x86_64") == "for AArch64"
+    assert foreign((183, 64, "<"), "aarch64") is None
+    assert foreign((62, 32, "<"), "x86_64") == "32-bit"
+    assert foreign((21, 64, ">"), "ppc64le") == "big-endian"
+    assert foreign((62, 64, "<"), "riscv64") is None  # a machine the table does not know: nothing is skipped
+    thirty_two = bytearray(shared_object())
+    thirty_two[4] = 1  # ELFCLASS32
+    lib.write_bytes(bytes(thirty_two))
+    assert read_target(str(lib)) == (62, 32, "<")
+
+
+@pytest.mark.parametrize(
+    ("data", "readable"),
+    [(b"", False), (b"INPUT(-lfoo)\n", False), (b"\x7fELF\x02\x01", True), (b"\x7fELF" + bytes(60), True)],
+    ids=["empty", "linker-script", "truncated-ident", "zero-header"],
+)
+def test_not_an_elf_file_needs_nothing_and_a_broken_one_could_not_be_read(tmp_path, data, readable) -> None:
+    """No ELF magic: ld.so loads no library from it (NotSharedObject). ELF magic, then garbage: what it needs is
+    unknown (an ElfError that is not NotSharedObject), which the loader's view names."""
+    from cudadoctor.probes.elf import ElfError, NotSharedObject, read_dynamic
+
+    lib = tmp_path / "lib.so"
+    lib.write_bytes(data)
+    with pytest.raises(ElfError) as info:
+        read_dynamic(str(lib), len(data))
+    assert isinstance(info.value, NotSharedObject) is not readable

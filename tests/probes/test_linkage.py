@@ -122,8 +122,24 @@ def test_the_ld_so_cache_is_used_when_present(root):
 def test_nothing_needing_cuda_is_no_view(root):
     dist(root, "numpy", "2.1.0")
     put(root, f"{SITE}/numpy/core/_multiarray.so", shared_object(["libc.so.6"]))
-    put(root, f"{SITE}/numpy/core/broken.so", b"\x7fELF garbage")
+    put(root, f"{SITE}/numpy/core/not-elf.so", b"INPUT(-lfoo)\n")  # no ELF magic: ld.so loads no library from it
     assert view(root)[0] is None
+
+
+def test_an_object_that_cannot_be_read_is_named_not_taken_as_needing_nothing(root):
+    """Issue #27: a truncated object (ELF magic, then nothing) needs something unknown; the view says so."""
+    dist(root, "numpy", "2.1.0")
+    put(root, f"{SITE}/numpy/core/_multiarray.so", shared_object(["libc.so.6"]))
+    put(root, f"{SITE}/numpy/core/broken.so", b"\x7fELF garbage")
+    put(root, f"{SITE}/numpy/core/huge_runpath.so", shared_object(["libcudart.so.12"], runpath=["/x" * 3000]))
+    result = view(root)[0]
+    assert result is not None and result.needs == ()
+    assert [u.split(": ", 1)[0] for u in result.unread] == [
+        f"{SITE}/numpy/core/broken.so",
+        f"{SITE}/numpy/core/huge_runpath.so",
+    ]
+    assert "truncated" in result.unread[0] and "unterminated string" in result.unread[1]
+    assert view(root)[0] == result  # the second run, from the scan cache, says the same
 
 
 def test_a_second_run_reads_no_elf_file(root, monkeypatch):
@@ -203,3 +219,111 @@ def test_the_openers_runpath_is_read_inside_an_image_root(tmp_path) -> None:
     ctx = ProbeContext(fs=RootFS(str(image)))
     dyn = linkage._opener_dynamic(ctx, "/site/tensorrt_libs/libnvinfer.so.8", scancache.ScanCache())
     assert dyn.runpath == ("$ORIGIN/../nvidia/cudnn/lib",)
+
+
+# --- issue #27 ------------------------------------------------------------------------------------------
+
+
+def _torch_needing_cudart(root, runpath=("$ORIGIN/../../nvidia/cuda_runtime/lib",)) -> None:
+    dist(root, "torch", "2.5.1")
+    put(root, f"{SITE}/torch/lib/libtorch_cuda.so", shared_object(["libcudart.so.12"], None, list(runpath)))
+    dist(root, "nvidia-cuda-runtime-cu12", "12.4.127")
+
+
+def test_a_library_built_for_another_cpu_is_skipped_as_ld_so_skips_it(root):
+    """An aarch64 libcudart in an x86-64 image is not "found": ld.so skips it and searches on (issue #27)."""
+    _torch_needing_cudart(root)
+    put(root, f"{SITE}/nvidia/cuda_runtime/lib/libcudart.so.12", shared_object(soname="libcudart.so.12", machine=183))
+    result, _ctx = view(root)
+    cudart = need(result, "torch", "libcudart.so.12")
+    assert cudart.loaded is None
+    assert cudart.foreign == (f"{SITE}/nvidia/cuda_runtime/lib/libcudart.so.12 (for AArch64)",)
+    # an x86-64 copy later in the search order is the one loaded
+    put(root, "/usr/local/cuda/lib64/libcudart.so.12", shared_object(soname="libcudart.so.12"))
+    result, _ctx = view(root, {"LD_LIBRARY_PATH": "/usr/local/cuda/lib64"})
+    # LD_LIBRARY_PATH comes before RUNPATH: the x86-64 copy loads, the foreign one is named as skipped
+    assert need(result, "torch", "libcudart.so.12").loaded.path == "/usr/local/cuda/lib64/libcudart.so.12"
+    put(root, "/usr/local/cuda/lib64/libcudart.so.12", shared_object(soname="libcudart.so.12", machine=183))
+    put(root, f"{SITE}/nvidia/cuda_runtime/lib/libcudart.so.12", shared_object(soname="libcudart.so.12"))
+    cudart = need(view(root, {"LD_LIBRARY_PATH": "/usr/local/cuda/lib64"})[0], "torch", "libcudart.so.12")
+    assert cudart.loaded.path == f"{SITE}/nvidia/cuda_runtime/lib/libcudart.so.12"
+    assert cudart.foreign == ("/usr/local/cuda/lib64/libcudart.so.12 (for AArch64)",)
+
+
+def test_the_examined_machines_cpu_decides_which_copy_is_foreign(root):
+    _torch_needing_cudart(root)
+    put(root, f"{SITE}/torch/lib/libtorch_cuda.so", shared_object(
+        ["libcudart.so.12"], None, ["$ORIGIN/../../nvidia/cuda_runtime/lib"], machine=183))  # fmt: skip
+    put(root, f"{SITE}/nvidia/cuda_runtime/lib/libcudart.so.12", shared_object(soname="libcudart.so.12", machine=183))
+    ctx = make_ctx(root=str(root), machine="aarch64")
+    cudart = need(linkage.probe_loader_view(ctx), "torch", "libcudart.so.12")
+    assert cudart.loaded is not None and cudart.foreign == ()
+
+
+def test_the_object_cap_is_named_in_the_view(root, monkeypatch):
+    monkeypatch.setattr(linkage, "_MAX_OBJECTS", 3)
+    for index in range(5):
+        put(root, f"{SITE}/pkg/lib{index}.so", shared_object(["libc.so.6"]))
+    dist(root, "pkg", "1.0")
+    result, _ctx = view(root)
+    assert result is not None and result.unread == (f"{SITE}: more than 3 shared objects; the rest were not read",)
+
+
+def test_a_directory_that_cannot_be_listed_is_named(root, monkeypatch):
+    dist(root, "pkg", "1.0")
+    put(root, f"{SITE}/pkg/sub/lib.so", shared_object(["libcudart.so.12"]))
+    denied = str(root / SITE.lstrip("/") / "pkg" / "sub")
+    real = os.scandir
+
+    def scandir(path):  # EACCES as for a mode-0 directory (root, who runs the tests here, lists any)
+        if path == denied:
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(scancache.os, "scandir", scandir)
+    result, _ctx = view(root)
+    assert result is not None and result.unread == (f"{SITE}/pkg/sub: directory not listed (Permission denied)",)
+
+
+@pytest.mark.parametrize("how", ["in place", "renamed over it"])
+def test_a_same_size_replacement_with_its_mtime_restored_is_read_again(root, how):
+    """Issue #27: the scan cache was keyed on (path, size, mtime), and a directory with an unchanged mtime was
+    not even stat'ed: a library replaced by a same-size file, its (and its directory's) mtime set back, kept the
+    old answer. The change time cannot be set back."""
+    dist(root, "torch", "2.5.1")
+    lib = root / SITE.lstrip("/") / "torch" / "lib"
+    put(root, f"{SITE}/torch/lib/libtorch_cuda.so", shared_object(["libcudnn.so.9"]))
+    before = (os.stat(lib / "libtorch_cuda.so"), os.stat(lib))
+    assert [n.soname for n in view(root)[0].needs] == ["libcudnn.so.9"]
+    replacement = shared_object(["libcudnn.so.8"])  # the same size: one digit differs
+    assert len(replacement) == before[0].st_size
+    if how == "in place":
+        with open(lib / "libtorch_cuda.so", "r+b") as handle:
+            handle.write(replacement)
+    else:
+        (lib / ".new").write_bytes(replacement)
+        os.replace(lib / ".new", lib / "libtorch_cuda.so")
+    os.utime(lib / "libtorch_cuda.so", ns=(before[0].st_atime_ns, before[0].st_mtime_ns))
+    os.utime(lib, ns=(before[1].st_atime_ns, before[1].st_mtime_ns))
+    assert os.stat(lib / "libtorch_cuda.so").st_mtime_ns == before[0].st_mtime_ns
+    assert [n.soname for n in view(root)[0].needs] == ["libcudnn.so.8"]
+
+
+def test_the_memo_asks_what_the_scan_cache_keys_on(tmp_path, monkeypatch):
+    """The memo replays the scan cache's stats (probes/memo.py stat_answer): the same key, so a restored mtime is
+    a change for both."""
+    from cudadoctor.probes import memo
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    lib = tmp_path / "lib.so"
+    lib.write_bytes(shared_object(["libcudart.so.12"]))
+    seen: dict[tuple[str, str], object] = {}
+    cache = scancache.ScanCache(observe=lambda kind, path, answer: seen.setdefault((kind, path), answer))
+    cache.dynamic(str(lib))
+    cache.listing(str(tmp_path))
+    for (kind, path), answer in seen.items():
+        assert memo.stat_answer(kind, path) == answer
+    info = os.stat(lib)
+    lib.write_bytes(shared_object(["libcudart.so.13"]))
+    os.utime(lib, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert memo.stat_answer("sig", str(lib)) != seen[("sig", str(lib))]

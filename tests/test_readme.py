@@ -38,7 +38,9 @@ def test_readme_h200_example_is_the_captured_output():
 
 
 #: ``$ cudadoctor check --from tests/fixtures/...`` blocks: their output is the command's, run here on the fixture.
-_REPLAYED = re.compile(r"```console\n\$ cudadoctor (check --from tests/fixtures/[^\n#]*?)\s*(?:#[^\n]*)?\n(.*?)```\n", re.S)
+_REPLAYED = re.compile(
+    r"```console\n\$ cudadoctor (check --from tests/fixtures/[^\n#]*?)\s*(?:#[^\n]*)?\n(.*?)```\n", re.S
+)
 
 
 def test_readme_examples_replayed_from_fixtures_are_what_check_prints_today():

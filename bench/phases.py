@@ -51,7 +51,7 @@ def _phases(snapshot: str | None, marks: list[float]) -> tuple[str, Any]:
     findings = tuple(run_checks(facts, matrix, select=selected((), ())))
     report = build_report(facts, findings, matrix)
     marks.append(time.perf_counter())
-    text = render(report, Format.TEXT, RenderOptions(verbose=False, color=False, width=100))
+    text = render(report, Format.TEXT, RenderOptions(verbose=False, color=False))
     marks.append(time.perf_counter())
     return text, facts
 

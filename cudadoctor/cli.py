@@ -24,7 +24,7 @@ from typing import Annotated, Any
 import typer
 
 from cudadoctor import __version__
-from cudadoctor.cli_options import COMMANDS, GLOBAL, Param
+from cudadoctor.cli_options import COMMANDS, GLOBAL, HELP_FLAGS, Param
 from cudadoctor.commands import check_command, check_options, closed_pipe, guard, prepare_command_line
 from cudadoctor.errors import UsageError
 from cudadoctor.terminal import ColorMode, set_color_mode
@@ -48,7 +48,7 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     add_completion=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": list(HELP_FLAGS)},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -71,8 +71,9 @@ def _parameter(param: Param, callback: Callable[[Any], None] | None) -> inspect.
         kind = kind | None
     info: Any
     if param.flags:
-        eager = {"callback": callback, "is_eager": True} if callback else {}
-        info = typer.Option(*param.flags, metavar=param.metavar, help=param.help, **eager)
+        info = typer.Option(
+            *param.flags, metavar=param.metavar, help=param.help, callback=callback, is_eager=callback is not None
+        )
     else:
         info = typer.Argument(metavar=param.metavar, help=param.help)
     return inspect.Parameter(

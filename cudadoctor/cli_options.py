@@ -21,6 +21,7 @@ __all__ = [
     "CHECK",
     "COMMANDS",
     "GLOBAL",
+    "HELP_FLAGS",
     "NOT_TAKEN_BY_WHY",
     "SUGGEST_PLAN_FORMATS",
     "Kind",
@@ -180,9 +181,7 @@ CHECK: tuple[Param, ...] = (
         "installed framework imported with one small GPU operation and the libraries it really loaded. Takes "
         "seconds; never imports a framework in cudadoctor's own process.",
     ),
-    Param(
-        "timeout", ("--timeout",), "Time allowed to each --deep child process.", "float", "SECONDS", default=30.0
-    ),
+    Param("timeout", ("--timeout",), "Time allowed to each --deep child process.", "float", "SECONDS", default=30.0),
     _flag(
         "nccl",
         ("--nccl",),
@@ -275,7 +274,9 @@ SUGGEST = (
         choices=(*SUGGEST_PLAN_FORMATS, "markdown"),
     ),
     VERBOSE.but(help="List every excluded candidate."),
-    _flag("matrix", ("--matrix",), "Every release x CUDA build of the target: fits, or why not (text, json, markdown)."),
+    _flag(
+        "matrix", ("--matrix",), "Every release x CUDA build of the target: fits, or why not (text, json, markdown)."
+    ),
 )
 
 # --- the other commands ---------------------------------------------------------------------------------------
@@ -372,6 +373,9 @@ COMPLETION = (
         required=True,
     ),
 )
+
+#: The flags that ask any command (or none) for its help.
+HELP_FLAGS = ("-h", "--help")
 
 #: The options taken before any command (``--color`` and ``--no-color`` also after it:
 #: :func:`cudadoctor.terminal.take_color_options` takes them out of the command line first).

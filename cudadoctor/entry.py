@@ -22,7 +22,9 @@ __all__ = ["Helpers", "fast_check_options", "fast_suggest_args", "main", "run"]
 
 #: check's options the fast path takes (by their ``dest`` in :data:`cudadoctor.cli_options.CHECK`): those without
 #: a value, and those whose value is one of a few names; the rest, and every mistake, go to typer.
-_FAST_CHECK = frozenset({"output_format", "verbose", "no_health", "strict", "fail_on_unknown", "no_redact", "root_kind"})
+_FAST_CHECK = frozenset(
+    {"output_format", "verbose", "no_health", "strict", "fail_on_unknown", "no_redact", "root_kind"}
+)
 #: suggest's parameters the fast path takes: the target (an argument or --target), the format, -v.
 _FAST_SUGGEST = frozenset({"what", "target", "output_format", "verbose"})
 

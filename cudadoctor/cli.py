@@ -64,6 +64,7 @@ def _choices(param: Param) -> type[enum.Enum]:
     return enum.Enum(param.dest, {value: value for value in param.choices}, type=str)  # type: ignore[return-value]
 
 
+@functools.cache  # check's parameters are why's too
 def _parameter(param: Param, callback: Callable[[Any], None] | None) -> inspect.Parameter:
     kind = _choices(param) if param.kind == "choice" else _TYPES[param.kind]
     default = kind(param.default) if param.kind == "choice" and param.default is not None else param.default

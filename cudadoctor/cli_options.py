@@ -111,6 +111,9 @@ NO_REDACT = _flag(
     "secret-looking environment values, credentials in URLs and GPU UUIDs stay masked.",
 )
 
+#: The options that say what check, snapshot and why examine, and how (in the order --help lists them).
+EXAMINED = (ROOT, ENV_FILE, PYTHON, DRIVER, GPU, ROOT_KIND, NO_REDACT)
+
 # --- output ------------------------------------------------------------------------------------------------
 
 FORMAT = Param(
@@ -137,13 +140,7 @@ CHECK: tuple[Param, ...] = (
     FORMAT,
     VERBOSE,
     FROM,
-    ROOT,
-    ENV_FILE,
-    PYTHON,
-    DRIVER,
-    GPU,
-    ROOT_KIND,
-    NO_REDACT,
+    *EXAMINED,
     Param(
         "select",
         ("--select",),
@@ -214,13 +211,7 @@ CHECK: tuple[Param, ...] = (
 
 SNAPSHOT = (
     OUTPUT.but(help="Write here instead of standard output."),
-    ROOT,
-    ENV_FILE,
-    PYTHON,
-    DRIVER,
-    GPU,
-    ROOT_KIND,
-    NO_REDACT,
+    *EXAMINED,
 )
 
 # --- why: check's options, less those that shape check's own output --------------------------------------------

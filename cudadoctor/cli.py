@@ -224,14 +224,8 @@ def list_checks(*, output_format: str) -> None:
 def explain(*, code: str, output_format: str) -> None:
     """Explain one check: what it checks, why it matters, and how to fix what it finds."""
     from cudadoctor.catalog import explain as explanation
-    from cudadoctor.checks import resolve_codes
 
-    matches = resolve_codes([code], "explain")
-    if len(matches) != 1:
-        raise UsageError(
-            f"explain {code!r}: matches {len(matches)} checks ({', '.join(sorted(matches))}); give one code"
-        )
-    sys.stdout.write(explanation(matches.pop(), output_format))
+    sys.stdout.write(explanation(code, output_format))
 
 
 @_command("compare")

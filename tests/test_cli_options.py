@@ -105,10 +105,22 @@ def test_check_options_are_the_declarations() -> None:
     assert fields == {p.dest: p.default for p in CHECK}
 
 
+def _choices(command: str) -> tuple[str, ...]:
+    (found,) = [p.choices for p in COMMANDS[command] if p.kind == "choice"]
+    return found
+
+
 def test_values_declared_elsewhere_agree() -> None:
+    """The values an option takes are those its body knows (the bodies' tables are not imported by the fast
+    path)."""
     from cudadoctor.assume import ROOT_KINDS
+    from cudadoctor.catalog import EXPLAIN_FORMATS, LIST_FORMATS
+    from cudadoctor.compare.render import FORMATS
 
     assert cli_options.ROOT_KIND.choices == ROOT_KINDS
+    assert _choices("list-checks") == tuple(LIST_FORMATS)
+    assert _choices("explain") == tuple(EXPLAIN_FORMATS)
+    assert _choices("compare") == tuple(FORMATS)
 
 
 @pytest.mark.parametrize("param", [p for p in GLOBAL if p.dest in ("color", "no_color")], ids=lambda p: p.dest)

@@ -66,6 +66,8 @@ def _choices(param: Param) -> type[enum.Enum]:
 
 @functools.cache  # check's parameters are why's too
 def _parameter(param: Param, callback: Callable[[Any], None] | None) -> inspect.Parameter:
+    """``param`` as a typer parameter: its type (``| None`` where it may be absent) annotated with typer's Option or
+    Argument, and its default (a choice's as the enum's member)."""
     kind = _choices(param) if param.kind == "choice" else _TYPES[param.kind]
     default = kind(param.default) if param.kind == "choice" and param.default is not None else param.default
     if param.default is None and not param.required:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from cudadoctor.checks import ALL_CHECKS
+from cudadoctor.checks import ALL_CHECKS, resolve_codes
 from cudadoctor.checks._base import Check
+from cudadoctor.errors import UsageError
 
 __all__ = ["EXPLAIN_FORMATS", "LIST_FORMATS", "check_table", "explain", "list_checks"]
 
@@ -82,4 +83,10 @@ EXPLAIN_FORMATS: dict[str, Callable[[Check], str]] = {
 
 
 def explain(code: str, fmt: str) -> str:
-    return EXPLAIN_FORMATS[fmt](ALL_CHECKS[code])
+    """``cudadoctor explain``: the check ``code`` names (a code, CD102, or a name) explained in ``fmt``."""
+    matches = resolve_codes([code], "explain")
+    if len(matches) != 1:
+        raise UsageError(
+            f"explain {code!r}: matches {len(matches)} checks ({', '.join(sorted(matches))}); give one code"
+        )
+    return EXPLAIN_FORMATS[fmt](ALL_CHECKS[matches.pop()])

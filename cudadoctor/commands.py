@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from cudadoctor.errors import CudadoctorError, UsageError
@@ -26,12 +26,15 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckOptions",
     "check_command",
+    "check_options",
     "check_request",
     "closed_pipe",
     "err",
     "guard",
     "render_report",
+    "snapshot_command",
     "suggest_command",
+    "suggest_matrix_command",
     "this_machine",
 ]
 
@@ -64,6 +67,15 @@ class CheckOptions:
     no_health: bool = False
     dcgm_diag: int | None = None
     dcgm_timeout: float | None = None
+
+
+def check_options(values: Mapping[str, object]) -> CheckOptions:
+    """The options of ``check`` from the values a parser read (:data:`cudadoctor.cli_options.CHECK`'s, by their
+    ``dest``; repeated options as tuples, the format as its name); what is not given keeps its default."""
+    given = dict(values)
+    if "output_format" in given:
+        given["output_format"] = Format(given["output_format"])
+    return CheckOptions(**given)  # type: ignore[arg-type]
 
 
 def err(message: str) -> None:
@@ -246,3 +258,47 @@ def suggest_command(target: str, flags: HostFlags, output_format: str, *, verbos
             print("cudadoctor: nothing fits: " + "; ".join(result.advice), file=sys.stderr)
         return 1
     return 0
+
+
+def snapshot_command(
+    output: str | None,
+    *,
+    root: str | None,
+    env_file: str | None,
+    python: str | None,
+    assume_driver: str | None,
+    assume_gpu: Sequence[str] | None,
+    root_kind: str,
+    no_redact: bool,
+) -> None:
+    """``cudadoctor snapshot``: every fact, with its source, as JSON on stdout or in ``output``."""
+    from cudadoctor.app import FactSource, gather, stderr_notice
+    from cudadoctor.facts.codec import facts_to_json
+    from cudadoctor.output import write_text
+
+    source = FactSource(
+        root=root, env_file=env_file, python=python, assume_driver=assume_driver,
+        assume_gpus=tuple(assume_gpu or ()), root_kind=root_kind, redact_home=not no_redact,
+    )  # fmt: skip
+    text = facts_to_json(gather(source, stderr_notice)) + "\n"
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        return
+    write_text(output, text)
+    print(f"cudadoctor: wrote {output}", file=sys.stderr)
+
+
+def suggest_matrix_command(target: str, flags: HostFlags, output_format: str, *, verbose: bool) -> int:
+    """``cudadoctor suggest --matrix``: the table of releases x builds as text, JSON or Markdown; 1 when no cell
+    fits."""
+    from cudadoctor.planning import matrix_plan
+    from cudadoctor.report.fit_matrix import render_matrix_json, render_matrix_markdown, render_matrix_text
+
+    found, constraints = matrix_plan(target, flags, this_machine)
+    if output_format == "json":
+        sys.stdout.write(render_matrix_json(found, constraints))
+    elif output_format == "markdown":
+        sys.stdout.write(render_matrix_markdown(found, constraints, verbose=verbose))
+    else:
+        sys.stdout.write(render_matrix_text(found, constraints, verbose=verbose))
+    return 0 if any(cell.fits for row in found.rows for cell in row.cells) else 1

@@ -1,9 +1,10 @@
 """Entry point of the ``cudadoctor`` command: the common forms of ``check`` without typer.
 
 ``cudadoctor check``, with any of a few flags, is what CI jobs and Dockerfile pre-flights run; typer
-and click cost about 35 ms of it (measured). Those forms are parsed here into the
-:class:`~cudadoctor.commands.CheckOptions` that the typer command would build (a test compares the
-two for every form); anything else, including ``-h`` and every mistake, goes to :mod:`cudadoctor.cli`.
+and click cost about 35 ms of it (measured). Those forms, and ``suggest TARGET``'s, are parsed here, with the
+declarations typer is given (:mod:`cudadoctor.cli_options`), into the :class:`~cudadoctor.commands.CheckOptions`
+that the typer command would build (a test compares the two for every form); anything else, including ``-h`` and
+every mistake, goes to :mod:`cudadoctor.cli`.
 """
 
 from __future__ import annotations
@@ -14,53 +15,58 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
+    from cudadoctor.cli_options import Param
     from cudadoctor.commands import CheckOptions
 
 __all__ = ["Helpers", "fast_check_options", "fast_suggest_args", "main", "run"]
 
-#: Flags without a value that the fast path takes, and the option each sets.
-_FLAGS = {
-    "--no-health": "no_health",
-    "-v": "verbose",
-    "--verbose": "verbose",
-    "--strict": "strict",
-    "--fail-on-unknown": "fail_on_unknown",
-    "--no-redact": "no_redact",
-}
-_FORMATS = ("text", "json", "github", "markdown", "slurm", "npd", "health-json")
-#: ``--root-kind`` values (cudadoctor.assume.ROOT_KINDS, not imported here: the fast path imports nothing)
-_ROOT_KINDS = ("auto", "host", "image")
-#: Options with a value that the fast path takes: option -> (field, the values it accepts)
-_VALUED = {"-f": ("output_format", _FORMATS), "--format": ("output_format", _FORMATS),
-           "--root-kind": ("root_kind", _ROOT_KINDS)}  # fmt: skip
+#: check's options the fast path takes (by their ``dest`` in :data:`cudadoctor.cli_options.CHECK`): those without
+#: a value, and those whose value is one of a few names; the rest, and every mistake, go to typer.
+_FAST_CHECK = frozenset(
+    {"output_format", "verbose", "no_health", "strict", "fail_on_unknown", "no_redact", "root_kind"}
+)
+#: suggest's parameters the fast path takes: the target (an argument or --target), the format, -v.
+_FAST_SUGGEST = frozenset({"what", "target", "output_format", "verbose"})
+
+
+def _parse(words: Sequence[str], params: Sequence[Param]) -> dict[str, object] | None:
+    """The values (by ``dest``) of a command line made only of ``params``: flags, options with a value (one of the
+    choices, or any but the empty one) and at most one argument; None for anything else, which typer parses (and
+    explains when it is wrong)."""
+    named = {flag: param for param in params for flag in param.flags}
+    argument = next((param.dest for param in params if not param.flags), None)
+    values: dict[str, object] = {}
+    rest = list(words)
+    while rest:
+        token = rest.pop(0)
+        if token in named and named[token].kind == "flag":
+            values[named[token].dest] = True
+            continue
+        name, equals, value = token.partition("=") if token.startswith("--") else (token, "", "")
+        param = named.get(name)
+        if param is None:
+            if token.startswith("-") or argument is None or argument in values:
+                return None  # an option the fast path does not take, or a second argument
+            values[argument] = token
+            continue
+        if param.kind == "flag" or not (equals or rest):
+            return None  # a value given to a flag, or an option without its value
+        if not equals:
+            value = rest.pop(0)
+        if not value or (param.choices and value not in param.choices):
+            return None  # a value typer must check and explain
+        values[param.dest] = value
+    return values
 
 
 def _fast_values(argv: Sequence[str]) -> dict[str, object] | None:
     """The :class:`~cudadoctor.commands.CheckOptions` fields of a ``check`` command line this module parses itself
-    (the format as its name), else None; nothing is imported."""
+    (the format as its name), else None."""
     if not argv or argv[0] != "check":
         return None
-    values: dict[str, object] = {}
-    rest = list(argv[1:])
-    while rest:
-        token = rest.pop(0)
-        if token in _FLAGS:
-            values[_FLAGS[token]] = True
-            continue
-        name, equals, value = token.partition("=") if token.startswith("--") else (token, "", "")
-        if name not in _VALUED or not (equals or rest):
-            return None  # an option the fast path does not take, or one without its value
-        if not equals:
-            value = rest.pop(0)
-        field, accepted = _VALUED[name]
-        if value not in accepted:
-            return None  # a value typer must check and explain
-        values[field] = value
-    return values
+    from cudadoctor.cli_options import CHECK
 
-
-#: ``suggest`` formats the fast path takes (the plan's; ``markdown`` is the matrix's, through typer).
-_SUGGEST_FORMATS = ("text", "json", "commands", "dockerfile")
+    return _parse(argv[1:], [p for p in CHECK if p.dest in _FAST_CHECK])
 
 
 def fast_suggest_args(argv: Sequence[str]) -> tuple[str, str, bool] | None:
@@ -68,48 +74,23 @@ def fast_suggest_args(argv: Sequence[str]) -> tuple[str, str, bool] | None:
     ``-f``, ``-v``), parsed here; None for anything else, which typer parses (and explains when it is wrong)."""
     if not argv or argv[0] != "suggest":
         return None
-    target: str | None = None
-    fmt, verbose = "text", False
-    rest = list(argv[1:])
-    while rest:
-        token = rest.pop(0)
-        if token in ("-v", "--verbose"):
-            verbose = True
-            continue
-        name, equals, value = token.partition("=") if token.startswith("--") else (token, "", "")
-        if name in ("-t", "--target", "-f", "--format") and not equals:
-            if not rest:
-                return None
-            value = rest.pop(0)
-        elif name not in ("--target", "--format"):
-            if token.startswith("-") or target is not None:
-                return None  # another option, or a second target: typer's to refuse or to take
-            target = token
-            continue
-        if name in ("-t", "--target"):
-            if target is not None or not value:
-                return None
-            target = value
-        elif value in _SUGGEST_FORMATS:
-            fmt = value
-        else:
-            return None
-    return (target, fmt, verbose) if target else None
+    from cudadoctor.cli_options import SUGGEST, SUGGEST_PLAN_FORMATS
 
-
-def _options(values: dict[str, object]) -> CheckOptions:
-    from cudadoctor.commands import CheckOptions
-    from cudadoctor.report import Format
-
-    if "output_format" in values:
-        values = {**values, "output_format": Format(values["output_format"])}
-    return CheckOptions(**values)  # type: ignore[arg-type]
+    values = _parse(argv[1:], [p for p in SUGGEST if p.dest in _FAST_SUGGEST])
+    if values is None or ("what" in values) == ("target" in values):
+        return None  # no target, or one given twice: typer's to refuse
+    target, fmt = str(values.get("what") or values.get("target") or ""), str(values.get("output_format", "text"))
+    if not target or fmt not in SUGGEST_PLAN_FORMATS:
+        return None  # an empty target, or the matrix's format
+    return target, fmt, bool(values.get("verbose", False))
 
 
 def fast_check_options(argv: Sequence[str]) -> CheckOptions | None:
     """The options of a ``check`` command line this module parses itself, else None."""
+    from cudadoctor.commands import check_options
+
     values = _fast_values(argv)
-    return _options(values) if values is not None else None
+    return check_options(values) if values is not None else None
 
 
 def run() -> None:
@@ -145,9 +126,9 @@ _COMPLETING = "_CUDADOCTOR_COMPLETE"
 
 
 def _check(values: dict[str, object]) -> int:
-    from cudadoctor.commands import check_command
+    from cudadoctor.commands import check_command, check_options
 
-    return check_command(_options(values))
+    return check_command(check_options(values))
 
 
 def _suggest(target: str, fmt: str, verbose: bool) -> int:

@@ -73,6 +73,7 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
     ),
     ("the probes and the collector (what fills the facts, and fast)", frozenset({"probes"})),
     ("the application", frozenset({"app", "usage", "catalog", "testing"})),
+    ("the options of the command line, declared once as plain data", frozenset({"cli_options"})),
     ("the command bodies", frozenset({"commands"})),
     ("`cudadoctor why`: an error's text, recognised, answered from check's own findings", frozenset({"why"})),
     ("the command line", frozenset({"cli"})),

@@ -1,23 +1,15 @@
-"""``cudadoctor why`` on the command line: its own argument and options, and every option of ``check``.
+"""``cudadoctor why`` on the command line: its help and the body typer calls.
 
-The options of ``check`` are not declared again: :func:`register` reads ``check``'s signature and gives
-``why`` the same parameters (an option added to ``check`` reaches ``why`` with no edit here), less those that
-shape check's own output (``--format``, whose values are report formats, and ``--output``).
+Its parameters are declared with every other command's in :mod:`cudadoctor.cli_options`: its own argument and
+options, and every option of ``check`` less those that shape check's own output (``--format``, whose values are
+report formats, and ``--output``), so an option added to ``check`` reaches ``why`` with no edit here.
 """
 
 from __future__ import annotations
 
-import enum
-import inspect
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
-__all__ = ["register"]
-
-#: check's parameters that ``why`` does not take: it has its own --format, and prints one answer.
-NOT_TAKEN = frozenset({"output_format", "output"})
+__all__ = ["HELP", "why"]
 
 HELP = """Start from the error you have: recognise it, run the checks that decide its cause, name the cause.
 
@@ -42,39 +34,9 @@ Exit status as check: 0 no errors, 1 errors found, 2 usage error, 3 cudadoctor c
 """
 
 
-class WhyFormat(str, enum.Enum):
-    TEXT = "text"
-    JSON = "json"
+def why(*, error: tuple[str, ...] | None, file: str | None, why_format: str, **check: Any) -> int:
+    """The body typer runs: the error (its arguments, or ``--file``) and check's options, to :func:`why_command`."""
+    from cudadoctor.commands import check_options
+    from cudadoctor.why.command import why_command
 
-
-def _own_parameters() -> list[inspect.Parameter]:
-    keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    return [
-        inspect.Parameter("error", keyword, default=None, annotation=Annotated[
-            list[str] | None,
-            typer.Argument(metavar="[ERROR]...", help="The error text, quoted; several arguments are several lines."),
-        ]),
-        inspect.Parameter("file", keyword, default=None, annotation=Annotated[
-            str | None,
-            typer.Option("--file", metavar="LOG", help="Read the error from a log file; - reads standard input."),
-        ]),
-        inspect.Parameter("why_format", keyword, default=WhyFormat.TEXT, annotation=Annotated[
-            WhyFormat, typer.Option("--format", "-f", help="text for people; json for tools (with check's report).")
-        ]),
-    ]  # fmt: skip
-
-
-def register(app: typer.Typer, check: Callable[..., Any], guarded: Callable[[Callable[..., Any]], Any]) -> None:
-    """Add ``why`` to ``app`` with ``check``'s options; ``guarded`` wraps the body as every command's is."""
-    taken = [p for p in inspect.signature(check, eval_str=True).parameters.values() if p.name not in NOT_TAKEN]
-
-    def why(**kwargs: Any) -> int:
-        from cudadoctor.commands import CheckOptions
-        from cudadoctor.why.command import why_command
-
-        error, file, fmt = kwargs.pop("error"), kwargs.pop("file"), kwargs.pop("why_format")
-        options: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}
-        return why_command(tuple(error or ()), file, CheckOptions(**options), WhyFormat(fmt).value)
-
-    why.__signature__ = inspect.Signature([*_own_parameters(), *taken])  # type: ignore[attr-defined]
-    app.command("why", help=HELP)(guarded(why))
+    return why_command(tuple(error or ()), file, check_options(check), why_format)

@@ -82,7 +82,7 @@ def devices_named(matrix: CompatMatrix, tokens: tuple[str, ...]) -> tuple[GpuDev
     if not tokens:
         return ()
     # Only names holding the first token are split into tokens: this runs on every CD114 of a GPU.
-    named = [(normalise(d.name), d) for d in matrix.gpu_devices if tokens[0] in d.name.lower()]
+    named = [(normalise(d.name), d) for d in matrix.gpu_devices_naming(tokens[0])]
     exact = tuple(d for key, d in named if key == tokens)
     return exact or tuple(d for key, d in named if key[: len(tokens)] == tokens)
 

@@ -16,7 +16,7 @@ import functools
 import itertools
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from packaging.version import Version
@@ -65,6 +65,16 @@ class Table:
     def rows(self, key: str) -> tuple[Any, ...]:
         """The ``[[key]]`` records as rows of the type the file's kind declares for them."""
         return _rows(self, key)
+
+    def select(self, key: str, wanted: Callable[[Mapping[str, Any]], bool]) -> tuple[Any, ...]:
+        """The ``[[key]]`` records ``wanted`` accepts (it sees each record as read), as rows: only those are made
+        into rows, as :meth:`find` does for one (a check asking about one GPU does not build the 365 of the
+        device table)."""
+        row_type = _row_type(self, key, single=False)
+        try:
+            return tuple(build_row(row_type, record) for record in self.data.get(key, ()) if wanted(record))
+        except Exception as exc:  # as in _rows
+            raise _invalid(self, exc) from exc
 
     def find(self, key: str, field: str, value: Any) -> Any | None:
         """The first ``[[key]]`` record whose ``field`` is ``value``, as a row (None: no such record).

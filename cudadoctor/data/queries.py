@@ -276,6 +276,16 @@ class CompatMatrix:
         rows: tuple[GpuDevice, ...] = self._rows("gpu_devices", "device")
         return rows
 
+    def gpu_devices_naming(self, word: str) -> tuple[GpuDevice, ...]:
+        """The rows of compat/gpu_devices.toml whose name holds ``word`` (lower case), the others left unbuilt:
+        CD114 asks this for every GPU on every run."""
+        if "gpu_devices" in self.__dict__:  # the whole table was built already
+            return tuple(d for d in self.gpu_devices if word in d.name.lower())
+        rows: tuple[GpuDevice, ...] = self._table("gpu_devices").select(
+            "device", lambda record: word in str(record.get("name", "")).lower()
+        )
+        return rows
+
     def devices_by_pci(self, device_id: str) -> tuple[GpuDevice, ...]:
         """The rows of a PCI device ID (``"2237"``, any case): one per name it is listed under."""
         wanted = device_id.upper().removeprefix("0X")

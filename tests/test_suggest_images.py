@@ -151,7 +151,8 @@ def test_ngc_pytorch_forward_branches_are_the_cuda_compat_packages() -> None:
     """A release whose notes give no driver numbers records the branches of its CUDA's cuda-compat package."""
     for image in M.ngc_pytorch_images:
         cuda = Version(image.cuda.split()[0])
-        package = next((p for p in M.forward_compat_packages if p.package == f"cuda-compat-{cuda.major}-{cuda.minor}"), None)
+        name = f"cuda-compat-{cuda.major}-{cuda.minor}"
+        package = next((p for p in M.forward_compat_packages if p.package == name), None)
         if image.min_driver_linux is None and image.forward_compat_drivers and package is not None:
             assert image.forward_compat_drivers == tuple(str(b) for b in package.compatible_driver_branches), image
 

@@ -6,11 +6,11 @@ import datetime
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
-from cudadoctor.data import CompatMatrix
-from cudadoctor.record import record
 from cudadoctor.checks.hostfix import assumed_host, is_image
+from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import DriverInfo, DriverVersion, GpuInfo, HostInfo, ManagedPlatform, RootKind
 from cudadoctor.gpu_models import gpu_segments
+from cudadoctor.record import record
 from cudadoctor.rules.branches import branch_status, lifecycle_covers, oldest_of_branch
 from cudadoctor.rules.verdict import Outcome, Verdict
 

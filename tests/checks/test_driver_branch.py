@@ -10,8 +10,7 @@ from packaging.version import Version
 
 from cudadoctor.checks.findings import Status
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, GpuInfo, Source, SourceKind
-from cudadoctor.facts.model import RootKind
+from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, GpuInfo, RootKind, Source, SourceKind
 from cudadoctor.rules.branches import branch_status, lifecycle_covers, recommended_branch, supported_upgrades
 from cudadoctor.rules.verdict import Outcome
 from cudadoctor.testing import run_check

@@ -40,16 +40,16 @@ class CD115(Check):
 
     What it checks: the branch of the kernel driver (R580 for 580.95.05) against NVIDIA's data center driver
     lifecycle (compat/cuda.toml ``driver_branch``): each branch's type (long-term support, production, new
-    feature) and end-of-life month, and NVIDIA's note that every earlier branch missing from its table is end
-    of life. NVIDIA publishes that lifecycle for data center GPUs only (compat/cuda.toml ``driver_lifecycle``,
-    by the GPU's segment in compat/gpus.toml): on a machine with no data center GPU (GeForce, RTX/Quadro
+    feature) and end-of-life month, and NVIDIA's note that every earlier branch missing from its table is end of
+    life. NVIDIA publishes that lifecycle for data center GPUs only (compat/cuda.toml ``driver_lifecycle``, by
+    the GPU's segment in compat/gpus.toml): on a machine with no data center GPU (GeForce, RTX/Quadro
     workstation GPUs, whose driver archive gives no branch an end of life) it is not applicable, and where a
-    GPU's product line is unknown it could not be judged. The branch to move to is the oldest supported
-    long-term support branch newer than the driver (else a production branch) that still runs every GPU (a
-    legacy GPU's last branch bounds it). Judged on the day the facts were gathered; a branch newer than every
-    branch of the data is not applicable (*inferred*: no table read can have ended it); a branch between
-    listed ones that no table names, and a Windows driver whose version does not name its branch, could not
-    be judged. Jetson's L4T drivers are not applicable.
+    GPU's product line is unknown a branch that lifecycle ended could not be judged (a supported one is ok). The
+    branch to move to is the oldest supported long-term support branch newer than the driver (else a production
+    branch) that still runs every GPU (a legacy GPU's last branch bounds it). Judged on the day the facts were
+    gathered; a branch newer than every branch of the data is not applicable (*inferred*: no table read can have
+    ended it); a branch between listed ones that no table names, and a Windows driver whose version does not
+    name its branch, could not be judged. Jetson's L4T drivers are not applicable.
 
     Why it matters: an end-of-life branch gets no security or bug fixes, new CUDA releases and GPUs need
     newer branches, and NVIDIA's forward-compatibility packages support only the listed branches.
@@ -90,8 +90,6 @@ class CD115(Check):
         covers = lifecycle_covers(matrix, gpu_segments(gpus))
         if covers.outcome is Outcome.NOT_APPLICABLE:
             raise NotApplicable(covers.basis)
-        if covers.is_unknown:
-            raise CannotJudge(f"{covers.missing} is not known")
         last, legacy = _last_branch(matrix, gpus)
         verdict = branch_status(matrix, branch, as_of(collected_at), last=last)
         if verdict.outcome is Outcome.NOT_APPLICABLE:
@@ -99,7 +97,9 @@ class CD115(Check):
         if verdict.is_unknown:
             raise CannotJudge(f"{verdict.missing} is not in the data")
         if verdict.is_ok:
-            return None
+            return None  # supported in the only lifecycle NVIDIA publishes, whatever the GPUs' line
+        if covers.is_unknown:  # ended for a data center GPU: whether it is one decides
+            raise CannotJudge(f"{covers.missing} is not known; branch {verdict.observed} ended for data center GPUs")
         where = _Where(is_image(root_kind), "ubuntu" in (host.distro or "").lower(), assumed_host(root_kind))
         return _problem(matrix, driver.version, verdict, legacy, where)
 

@@ -114,10 +114,13 @@ def test_cd115_only_for_the_product_lines_nvidia_publishes_a_lifecycle_for(h200)
     # the same driver on a data center GPU is end of life
     h100 = replace(h200, driver=_driver("550.54.15"), gpus=_gpu("H100", "9.0"), collected_at="2026-12-01")
     assert run_check("CD115", h100).status is Status.WARN
-    # a GPU the table lacks: its product line, hence the lifecycle, is unknown
+    # a GPU the table lacks: its product line, hence whether the ended branch is ended for it, is unknown
     unknown = replace(h100, gpus=_gpu("NVIDIA Zorblax 9000", "9.0"))
     finding = run_check("CD115", unknown)
     assert finding.status is Status.UNKNOWN and "product line of NVIDIA Zorblax 9000" in finding.reason
+    assert "branch R550 (end of life) ended for data center GPUs" in finding.reason
+    # ... but a branch the lifecycle still supports is supported whatever the line
+    assert run_check("CD115", replace(unknown, driver=_driver("580.95.05"))).status is Status.OK
     # a fleet with one data center GPU is judged
     fleet = replace(h100, gpus=_gpu("GeForce RTX 4090", "8.9") + _gpu("H100", "9.0"))
     assert run_check("CD115", fleet).status is Status.WARN

@@ -8,7 +8,15 @@ from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.hostfix import assumed_host, is_image
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import DriverInfo, DriverVersion, GpuInfo, HostInfo, ManagedPlatform, RootKind
+from cudadoctor.facts.model import (
+    DriverInfo,
+    DriverVersion,
+    GpuInfo,
+    HostInfo,
+    ManagedPlatform,
+    RootKind,
+    SourceKind,
+)
 from cudadoctor.gpu_models import gpu_segments
 from cudadoctor.record import record
 from cudadoctor.rules.branches import branch_status, lifecycle_covers, oldest_of_branch
@@ -57,7 +65,9 @@ class CD115(Check):
     How to fix: on a host, install the named long-term support branch (for example `sudo apt install
     nvidia-driver-580` on Ubuntu, or the data center driver of that branch); in a container image, nothing
     in the image: a container runs on the host's kernel driver, so upgrade the host's driver (a driver is
-    never installed in an image, CD101). A GPU whose last branch is end of life has no supported driver left.
+    never installed in an image, CD101); with a driver given by --assume-driver (a build stage's pre-flight), the
+    text names that machine and there is no command. A GPU whose last branch is end of life has no supported
+    driver left.
     Not applicable on a managed platform (Colab, Kaggle, SageMaker …), whose driver only the platform can
     change.
     """
@@ -100,7 +110,9 @@ class CD115(Check):
             return None  # supported in the only lifecycle NVIDIA publishes, whatever the GPUs' line
         if covers.is_unknown:  # ended for a data center GPU: whether it is one decides
             raise CannotJudge(f"{covers.missing} is not known; branch {verdict.observed} ended for data center GPUs")
-        where = _Where(is_image(root_kind), "ubuntu" in (host.distro or "").lower(), assumed_host(root_kind))
+        where = _Where(
+            is_image(root_kind), "ubuntu" in (host.distro or "").lower(), assumed_host(root_kind), _given(driver)
+        )
         return _problem(matrix, driver.version, verdict, legacy, where)
 
 
@@ -112,6 +124,16 @@ class _Where:
     image: bool
     ubuntu: bool
     assumed: str
+    given: str  #: where a driver given on the command line came from (``--assume-driver``); "" when it was read
+
+
+def _given(driver: DriverInfo) -> str:
+    """``--assume-driver`` when the driver version was given, not read: it describes another machine (the host a
+    build stage's image will run on), where the fix belongs."""
+    if driver.kernel_module is not None:
+        return ""
+    given = next((r for r in driver.readings if r.source.kind is SourceKind.ASSUMED and r.version), None)
+    return given.source.where if given is not None else ""
 
 
 def _problem(
@@ -142,6 +164,12 @@ def _problem(
         text = (
             f"Upgrade the host's driver to the R{branch} branch: a container runs on the host's kernel driver, and "
             f"a driver is never installed in an image (NVIDIA's data center driver lifecycle: {lifecycle})."
+        )
+        return Problem(message, evidence, Remediation(text, ()))
+    if where.given:
+        text = (
+            f"Upgrade the driver of the machine {where.given} describes to the R{branch} branch; nothing is to be "
+            f"installed here (NVIDIA's data center driver lifecycle: {lifecycle})."
         )
         return Problem(message, evidence, Remediation(text, ()))
     if where.assumed:

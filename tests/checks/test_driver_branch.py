@@ -139,8 +139,14 @@ def test_cd115_in_an_image_says_upgrade_the_hosts_driver(h200):
     finding = run_check("CD115", facts)
     assert finding.status is Status.WARN and finding.remediation.commands == ()
     assert finding.remediation.text.startswith("Upgrade the host's driver to the R580 branch")
-    host = replace(facts, root_kind=RootKind("host"))
+    nvml = Source(SourceKind.API, "nvmlSystemGetDriverVersion")
+    read = DriverInfo(DriverVersion("535.104.05"), None, readings=(DriverReading(nvml, DriverVersion("535.104.05")),))
+    host = replace(facts, driver=read, root_kind=RootKind("host"))
     assert run_check("CD115", host).remediation.commands == ("sudo apt install nvidia-driver-580",)
+    # a driver given with --assume-driver is another machine's (a build stage's host): nothing to install here
+    given = run_check("CD115", replace(facts, root_kind=RootKind("host")))
+    assert given.status is Status.WARN and given.remediation.commands == ()
+    assert given.remediation.text.startswith("Upgrade the driver of the machine --assume-driver describes")
 
 
 def test_cd115_a_branch_newer_than_the_data(h200):

@@ -8,6 +8,7 @@ from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.hostfix import assumed_host, is_image
 from cudadoctor.data import CompatMatrix
+from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import (
     DriverInfo,
     DriverVersion,
@@ -31,6 +32,15 @@ def as_of(collected_at: str) -> datetime.date:
         return datetime.date.fromisoformat(collected_at[:10])
     except ValueError:
         return datetime.date.today()
+
+
+def _segments(gpus: tuple[GpuInfo, ...]) -> tuple[tuple[str, str | None], ...]:
+    """(name, segment) of each GPU; every segment unknown when the GPU table cannot be read (the GPU probe records
+    that as its reason)."""
+    try:
+        return gpu_segments(gpus)
+    except CompatDataError:
+        return tuple((gpu.name, None) for gpu in gpus)
 
 
 def _last_branch(matrix: CompatMatrix, gpus: tuple[GpuInfo, ...]) -> tuple[int | None, list[str]]:
@@ -97,8 +107,8 @@ class CD115(Check):
         windows = host.os == "Windows" or host.wsl
         if windows and matrix.driver_branch(branch) is None:
             raise CannotJudge(f"a Windows driver's version ({driver.version}) does not name its branch")
-        covers = lifecycle_covers(matrix, gpu_segments(gpus))
-        if covers.outcome is Outcome.NOT_APPLICABLE:
+        covers = lifecycle_covers(matrix, _segments(gpus))
+        if covers.outcome is Outcome.NOT_APPLICABLE:  # no lifecycle is published for these GPUs
             raise NotApplicable(covers.basis)
         last, legacy = _last_branch(matrix, gpus)
         verdict = branch_status(matrix, branch, as_of(collected_at), last=last)
@@ -107,7 +117,7 @@ class CD115(Check):
         if verdict.is_unknown:
             raise CannotJudge(f"{verdict.missing} is not in the data")
         if verdict.is_ok:
-            return None  # supported in the only lifecycle NVIDIA publishes, whatever the GPUs' line
+            return None  # supported in the only lifecycle NVIDIA publishes, whatever an unknown GPU's line
         if covers.is_unknown:  # ended for a data center GPU: whether it is one decides
             raise CannotJudge(f"{covers.missing} is not known; branch {verdict.observed} ended for data center GPUs")
         where = _Where(

@@ -111,6 +111,8 @@ def test_cd115_only_for_the_product_lines_nvidia_publishes_a_lifecycle_for(h200)
         finding = run_check("CD115", facts)
         assert finding.status is Status.NOT_APPLICABLE, (name, finding)
         assert "data center GPUs only" in finding.reason
+        supported = run_check("CD115", replace(facts, driver=_driver("580.95.05")))  # the same, whatever the branch
+        assert supported.status is Status.NOT_APPLICABLE
     # the same driver on a data center GPU is end of life
     h100 = replace(h200, driver=_driver("550.54.15"), gpus=_gpu("H100", "9.0"), collected_at="2026-12-01")
     assert run_check("CD115", h100).status is Status.WARN

@@ -271,11 +271,19 @@ def test_the_cuda12_build_is_asked_for_by_name_and_ranks_below_pypi_where_both_f
 
 
 def test_vllm_below_580_is_told_what_580_unlocks():
-    s = with_upgrades(M, _c("550.54.14", ("H100", "9.0")), suggest_vllm)
+    c = _c("550.54.14", ("H100", "9.0"))
+    s = with_upgrades(M, replace(c, gpus=(replace(c.gpus[0], segment="datacenter"),)), suggest_vllm)
     assert s.plans[0].packages == (("vllm", _newest_cuda12_vllm()[0]),) and s.plans[0].variant == "cu129"
     newest = max(r.version for r in M.vllm_releases)
     assert any(u.value == "580.65.06" and u.plan.packages == (("vllm", str(newest)),) for u in s.upgrades)
     assert any("R550 is end of life" in n for n in s.notes)
+
+
+def test_the_end_of_life_note_is_for_data_center_gpus_only():
+    # issue #30: NVIDIA's branch lifecycle is the data center GPUs'; a GeForce on R550 is not told it ended
+    c = _c("550.54.14", ("RTX 4090", "8.9"))
+    s = with_upgrades(M, replace(c, gpus=(replace(c.gpus[0], segment="geforce"),)), suggest_vllm)
+    assert not any("end of life" in n for n in s.notes)
 
 
 def test_a_470_driver_gets_vllms_cuda_11_build_and_a_supported_branch_to_move_to():

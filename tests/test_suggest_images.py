@@ -22,6 +22,11 @@ def _c(driver: str, gpu: tuple[str, str] = ("H100", "9.0"), python: str = "3.12"
     return described(driver, gpu, python=python, **kw)
 
 
+def _on(driver: str, name: str, cc: str, segment: str) -> Constraints:
+    """A machine with one GPU of that segment (compat/gpus.toml), as planning gives it."""
+    return replace(_c(driver), gpus=(Gpu(name, cc, "--gpu", segment),))
+
+
 def _images(plan: Plan) -> dict[str, str]:
     return dict(plan.images)
 
@@ -112,8 +117,11 @@ def test_ngc_pytorch_is_offered_only_where_the_driver_runs_its_cuda() -> None:
     ngc = "nvcr.io/nvidia/pytorch:25.12-py3"  # CUDA 13.1.0 (compat/images.toml)
     on_595 = suggest_torch(M, _c("595.45.04"), limit=1).plans[0]
     assert ngc in _images(on_595) and "CUDA 13.1.0" in _images(on_595)[ngc]
-    on_580 = suggest_torch(M, _c("580.65.06"), limit=1).plans[0]  # CUDA 13.0 < 13.1
-    assert ngc not in _images(on_580)
+    geforce = _on("580.65.06", "RTX 5090", "12.0", "geforce")  # CUDA 13.0 < 13.1; no forward compatibility there
+    assert ngc not in _images(suggest_torch(M, geforce, limit=1).plans[0])
+    # an H100 on R580 runs it through the cuda-compat package (the forward compatibility guide's R580 for 13.1)
+    on_580 = _images(suggest_torch(M, _on("580.65.06", "H100", "9.0", "datacenter"), limit=1).plans[0])
+    assert ngc in on_580 and "any R580 driver on a data center GPU" in on_580[ngc]
 
 
 def _ngc_caveat(plan: Plan) -> str:
@@ -126,7 +134,27 @@ def test_a_535_driver_on_an_a100_gets_an_ngc_release_whose_floor_it_meets_throug
     c = replace(c, gpus=(replace(c.gpus[0], segment="datacenter"),))
     caveat = _ngc_caveat(suggest_torch(M, c, limit=1).plans[0])
     assert "nvcr.io/nvidia/tritonserver 24.10 (CUDA 12.6.2" in caveat
-    assert "535.86 or later R535 on a data center GPU (forward compatibility)" in caveat
+    assert "535.86 or later R535 on a data center GPU (forward compatibility: the cuda-compat package" in caveat
+
+
+def test_a_535_data_center_host_gets_a_current_ngc_pytorch_container_a_geforce_does_not() -> None:
+    """Issue #30: an H100 on 535.104.05 was offered NGC PyTorch 20.06 (2020). NGC PyTorch 25.12 (CUDA 13.1) runs
+    on R535 data center drivers through forward compatibility (cuda-compat-13-1's branches), never on a GeForce."""
+    h100 = _ngc_caveat(suggest_torch(M, _on("535.104.05", "H100", "9.0", "datacenter"), limit=1).plans[0])
+    assert "nvcr.io/nvidia/pytorch 25.12 (CUDA 13.1.0" in h100 and "pytorch 20.06" not in h100
+    assert "cuda-compat package in the container, data center GPUs only" in h100
+    geforce = _ngc_caveat(suggest_torch(M, _on("535.104.05", "RTX 4090", "8.9", "geforce"), limit=1).plans[0])
+    assert "nvcr.io/nvidia/pytorch 20.06" in geforce and "pytorch 25.12" not in geforce
+
+
+def test_ngc_pytorch_forward_branches_are_the_cuda_compat_packages() -> None:
+    """A release whose notes give no driver numbers records the branches of its CUDA's cuda-compat package."""
+    for image in M.ngc_pytorch_images:
+        cuda = Version(image.cuda.split()[0])
+        name = f"cuda-compat-{cuda.major}-{cuda.minor}"
+        package = next((p for p in M.forward_compat_packages if p.package == name), None)
+        if image.min_driver_linux is None and image.forward_compat_drivers and package is not None:
+            assert image.forward_compat_drivers == tuple(str(b) for b in package.compatible_driver_branches), image
 
 
 def test_a_470_driver_is_told_the_newest_ngc_release_it_runs() -> None:

@@ -28,6 +28,7 @@ from cudadoctor.data.rows import (
     CudnnSublibrary,
     CupyPackage,
     DriverBranch,
+    DriverLifecycle,
     DriverOpen,
     ErrorCause,
     ErrorMessage,
@@ -162,6 +163,12 @@ class CompatMatrix:
     def forward_compat(self) -> ForwardCompat | None:
         """What holds for every forward-compatibility package."""
         found: ForwardCompat | None = self._table("cuda").single("forward_compat")
+        return found
+
+    @property
+    def driver_lifecycle(self) -> DriverLifecycle | None:
+        """Which GPUs (by segment) the driver branch lifecycle covers."""
+        found: DriverLifecycle | None = self._table("cuda").single("driver_lifecycle")
         return found
 
     @property

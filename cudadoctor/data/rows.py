@@ -42,6 +42,7 @@ __all__ = [
     "CudnnSublibrary",
     "CupyPackage",
     "DriverBranch",
+    "DriverLifecycle",
     "DriverOpen",
     "ErrorCause",
     "ErrorMessage",
@@ -147,6 +148,16 @@ class DriverBranch(Row):
     end_of_life: YearMonth | None = None  #: ``"2028-06"``: the branch is end of life once that month is over
     listed_end_of_life: bool = False  #: NVIDIA lists it among the end-of-life branches (no date)
     older_unlisted_end_of_life: bool = False  #: every older branch not in the table is end of life
+
+
+@row(kw_only=True)
+class DriverLifecycle(Row):
+    """Which GPUs NVIDIA's driver branch lifecycle (the ``driver_branch`` rows) covers, by their segment in
+    compat/gpus.toml."""
+
+    segments: tuple[str, ...]  #: the product lines the lifecycle covers (``datacenter``)
+    #: product lines whose driver NVIDIA publishes no branch end of life for (``geforce``, ``workstation``)
+    unpublished_segments: tuple[str, ...] = ()
 
 
 # --- compat/gpus.toml (gpu-models) and compat/gpu_archs.toml (gpu-architectures) -----------------------
@@ -772,7 +783,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "forward_compat_package": ForwardCompatPackage,
                 "driver_branch": DriverBranch,
             },
-            {"forward_compat": ForwardCompat},
+            {"forward_compat": ForwardCompat, "driver_lifecycle": DriverLifecycle},
         ),
         "gpu-architectures": Layout({"arch": GpuArch}),
         "gpu-devices": Layout({"device": GpuDevice}),

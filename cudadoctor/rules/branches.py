@@ -14,17 +14,19 @@ release of a branch is the oldest driver any CUDA release in the release notes' 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import DriverBranch
 from cudadoctor.facts.model import DriverVersion
-from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
+from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits, not_applicable
 
 __all__ = [
     "branch_ended",
     "branch_label",
     "branch_status",
     "known_branches",
+    "lifecycle_covers",
     "oldest_of_branch",
     "recommended_branch",
     "supported_branches",
@@ -128,6 +130,13 @@ def branch_status(
     day = today or datetime.date.today()
     row = matrix.driver_branch(branch)
     covering = _unlisted_ended(matrix, branch)
+    newest = max((r.branch for r in matrix.driver_branches), default=None)
+    if row is None and newest is not None and branch > newest:
+        return not_applicable(
+            "driver-branch-eol",
+            f"inferred: R{branch} is newer than every branch of NVIDIA's lifecycle tables in compat data (the newest "
+            f"is R{newest}), so no table read can list it as end of life",
+        )
     if row is None and covering is None:
         return cannot_judge(
             "driver-branch-eol", f"R{branch}'s lifecycle (compat/cuda.toml driver_branch)", f"R{branch}"
@@ -142,6 +151,39 @@ def branch_status(
         return fails("driver-branch-eol", branch_label(row), required, row)
     older = f"R{branch} (older than R{covering.branch}, and absent from NVIDIA's table)" if covering else ""
     return fails("driver-branch-eol", older, required, covering)
+
+
+def lifecycle_covers(matrix: CompatMatrix, gpus: Sequence[tuple[str, str | None]]) -> Verdict[tuple[str, ...]]:
+    """Does NVIDIA's branch lifecycle (compat/cuda.toml ``driver_lifecycle``) cover these GPUs of ``(name, segment)``?
+
+    NVIDIA publishes branch types and end-of-life months for data center GPU drivers only
+    (https://docs.nvidia.com/datacenter/tesla/drivers/driver-lifecycle.html); the Linux driver of GeForce and
+    RTX/Quadro GPUs names its latest production and new feature branch without any end of life
+    (https://www.nvidia.com/en-us/drivers/unix.html). Ok (``detail``: the covered GPUs) when one GPU is of a
+    covered line; not applicable when every GPU is of a line without a published lifecycle or a Jetson; could
+    not judge when a GPU's line, or every GPU, is unknown.
+    """
+    rule = "driver-branch-lifecycle"
+    lifecycle = matrix.driver_lifecycle
+    if lifecycle is None:
+        return cannot_judge(rule, "which GPUs NVIDIA's driver lifecycle covers (compat/cuda.toml driver_lifecycle)")
+    covered = tuple(name for name, segment in gpus if segment in lifecycle.segments)
+    if covered:
+        return fits(rule, f"{', '.join(covered)}: NVIDIA's data center driver lifecycle covers it", covered)
+    unknown = [name for name, segment in gpus if segment is None]
+    if not gpus or unknown:
+        what = f"the product line of {', '.join(unknown)} (compat/gpus.toml)" if unknown else "the GPUs"
+        return cannot_judge(rule, what + ", which decides whether NVIDIA's data center driver lifecycle applies")
+    jetson = [name for name, segment in gpus if segment == "embedded"]
+    if len(jetson) == len(gpus):
+        return not_applicable(rule, f"{', '.join(jetson)}: a Jetson's driver comes with L4T/JetPack, not a branch")
+    lines = sorted({segment for _n, segment in gpus if segment in lifecycle.unpublished_segments})
+    return not_applicable(
+        rule,
+        f"{', '.join(name for name, _s in gpus)} ({', '.join(lines) or 'no data center GPU'}): NVIDIA publishes driver "
+        "branch end of life for data center GPUs only; its driver archive for GeForce and RTX GPUs gives no end of "
+        "life for any branch",
+    )
 
 
 def supported_upgrades(

@@ -210,6 +210,24 @@ def _datacenter(c: Constraints) -> bool:
     return bool(c.gpus) and all(gpu.segment == "datacenter" for gpu in c.gpus)
 
 
+def _forward_branch(c: Constraints, forward: tuple[str, ...]) -> str | None:
+    """The entry of an NGC release's data center driver list (``470.57``: "470.57 or later R470"; ``535``: any
+    R535) the driver meets, on data center GPUs only: forward compatibility, through the cuda-compat package the
+    container carries, runs on data center GPUs only (compat/cuda.toml ``forward_compat``); None otherwise."""
+    driver = c.driver
+    if driver is None or not _datacenter(c):
+        return None
+    return next((e for e in forward if (n := _driver_number(e)) and n.major == driver.major and driver >= n), None)
+
+
+def _forward_words(driver: Version, branch: str, asked: str) -> str:
+    later = f"{branch} or later R{driver.major}" if "." in branch else f"any R{branch} driver"
+    return (
+        f"driver {driver} is older than {asked}, but NVIDIA allows {later} on a data center GPU (forward "
+        "compatibility: the cuda-compat package in the container, data center GPUs only)"
+    )
+
+
 def _ngc_floor(c: Constraints, floor: str | None, forward: tuple[str, ...]) -> tuple[bool | None, str]:
     """Whether the driver meets an NGC release's Driver Requirements: the driver its CUDA needs, or, on a data
     center GPU, a driver of one of the branches the notes list ("470.57 (or later R470)": forward compatibility,
@@ -219,23 +237,23 @@ def _ngc_floor(c: Constraints, floor: str | None, forward: tuple[str, ...]) -> t
         return None, ""
     if driver >= low:
         return True, f"its release notes ask for driver {floor} or later; this one is {driver}"
-    branch = next((e for e in forward if (n := _driver_number(e)) and n.major == driver.major and driver >= n), None)
-    if branch is not None and _datacenter(c):
-        return True, (
-            f"driver {driver} is older than the {floor} its release notes ask for, but they allow {branch} or "
-            f"later R{driver.major} on a data center GPU (forward compatibility)"
-        )
+    branch = _forward_branch(c, forward)
+    if branch is not None:
+        return True, _forward_words(driver, branch, f"the {floor} its release notes ask for")
     where = f" ({', '.join(forward)} on a data center GPU)" if forward else ""
     return False, f"its release notes ask for driver {floor} or later{where}; this one is {driver}"
 
 
 def _release_floor(c: Constraints, cuda: Version, floor: str | None, forward: tuple[str, ...]) -> tuple[bool, str]:
     """Whether the driver meets an NGC release: its release notes' Driver Requirements where they give a number,
-    else the driver its CUDA needs."""
+    else the driver its CUDA needs, or on a data center GPU a branch its forward compatibility allows."""
     fits, words = _ngc_floor(c, floor, forward)
     if fits is not None:
         return fits, words
     fits, words = _driver_floor(c, cuda)
+    branch = _forward_branch(c, forward)
+    if not fits and branch is not None and c.driver is not None:
+        return True, _forward_words(c.driver, branch, f"the driver of CUDA {short(cuda)}")
     return fits, words + "; inferred from its CUDA: NVIDIA's release notes give no driver number"
 
 
@@ -269,6 +287,9 @@ def _ngc_newest(matrix: CompatMatrix, c: Constraints) -> list[tuple[str, str]]:
     best: dict[str, tuple[str, str | None, str]] = {}
     for image, release, cuda, floor, forward in rows:
         fits, words = _ngc_floor(c, floor, forward)
+        if fits is None and forward:  # no driver number: its CUDA's driver, or its forward compatibility
+            known = version_or_none(cuda or "")
+            fits, words = _release_floor(c, known, floor, forward) if known is not None else (None, "")
         if fits and (image not in best or _release_key(release) > _release_key(best[image][0])):
             best[image] = (release, cuda, words)
     if not best:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data import CompatMatrix
-from cudadoctor.rules.branches import branch_status, supported_upgrades
+from cudadoctor.rules.branches import branch_status, lifecycle_covers, supported_upgrades
 from cudadoctor.suggest.constraints import Constraints, Plan, Suggestion, Upgrade, short
 
 __all__ = ["upgrades", "with_upgrades"]
@@ -98,13 +98,15 @@ def upgrades(
 
 
 def with_upgrades(matrix: CompatMatrix, c: Constraints, planner: Planner, requirement: str = "") -> Suggestion:
-    """``planner``'s answer with its upgrade paths, and a word when this driver's branch is end of life."""
+    """``planner``'s answer with its upgrade paths, and a word when this driver's branch is end of life (for a data
+    center GPU: NVIDIA publishes the branch lifecycle for those only, as CD115 judges it)."""
     now = planner(matrix, c, requirement)
     paths = upgrades(matrix, c, planner, requirement, now)
     notes = list(now.notes)
     if c.driver is not None and c.accelerator in (None, "cuda"):
         status = branch_status(matrix, c.driver.major)
-        if status.is_problem:
+        covered = lifecycle_covers(matrix, [(gpu.name, gpu.segment) for gpu in c.gpus])
+        if status.is_problem and covered.is_ok:
             notes.append(f"driver {c.driver}: branch R{c.driver.major} is end of life; {status.required}")
     advice = list(now.advice)
     if paths and not now.plans:  # the planner's own driver advice is replaced by the checked paths

@@ -10,8 +10,9 @@ from packaging.version import Version
 
 from cudadoctor.checks.findings import Status
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, GpuInfo, Source, SourceKind
-from cudadoctor.rules.branches import branch_status, recommended_branch, supported_upgrades
+from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, GpuInfo, RootKind, Source, SourceKind
+from cudadoctor.rules.branches import branch_status, lifecycle_covers, recommended_branch, supported_upgrades
+from cudadoctor.rules.verdict import Outcome
 from cudadoctor.testing import run_check
 
 M = CompatMatrix()
@@ -40,9 +41,16 @@ def test_an_end_of_life_month_counts_once_it_is_over():
 
 
 def test_branches_no_edition_read_could_not_be_judged():
-    for branch in (590, 615, 630):  # between listed branches, or newer than the data
+    for branch in (590, 615):  # between listed branches
         verdict = branch_status(M, branch, DEC_2026)
         assert verdict.is_unknown and f"R{branch}" in verdict.missing
+
+
+def test_a_branch_newer_than_the_data_is_never_end_of_life():
+    # issue #30: a driver newer than every lifecycle table read is not warned about; the reason says it is inferred
+    verdict = branch_status(M, 630, DEC_2026)
+    assert verdict.outcome is Outcome.NOT_APPLICABLE
+    assert verdict.basis.startswith("inferred: R630 is newer than") and "R620" in verdict.basis
 
 
 def test_the_branch_to_move_to_is_a_supported_long_term_branch():
@@ -94,6 +102,58 @@ def test_cd115_could_not_judge_what_the_data_lacks(h200):
     assert finding.status is Status.UNKNOWN and "R590" in finding.reason
     windows = replace(h200, host=replace(h200.host, os="Windows"), driver=_driver("581.57"))
     assert run_check("CD115", windows).status is Status.UNKNOWN
+
+
+def test_cd115_only_for_the_product_lines_nvidia_publishes_a_lifecycle_for(h200):
+    # issue #30: the data center lifecycle is not a GeForce's or an RTX workstation GPU's
+    for name, cc in (("GeForce RTX 4090", "8.9"), ("RTX A6000", "8.6")):
+        facts = replace(h200, driver=_driver("550.54.15"), gpus=_gpu(name, cc), collected_at="2026-12-01")
+        finding = run_check("CD115", facts)
+        assert finding.status is Status.NOT_APPLICABLE, (name, finding)
+        assert "data center GPUs only" in finding.reason
+        supported = run_check("CD115", replace(facts, driver=_driver("580.95.05")))  # the same, whatever the branch
+        assert supported.status is Status.NOT_APPLICABLE
+    # the same driver on a data center GPU is end of life
+    h100 = replace(h200, driver=_driver("550.54.15"), gpus=_gpu("H100", "9.0"), collected_at="2026-12-01")
+    assert run_check("CD115", h100).status is Status.WARN
+    # a GPU the table lacks: its product line, hence whether the ended branch is ended for it, is unknown
+    unknown = replace(h100, gpus=_gpu("NVIDIA Zorblax 9000", "9.0"))
+    finding = run_check("CD115", unknown)
+    assert finding.status is Status.UNKNOWN and "product line of NVIDIA Zorblax 9000" in finding.reason
+    assert "branch R550 (end of life) ended for data center GPUs" in finding.reason
+    # ... but a branch the lifecycle still supports is supported whatever the line
+    assert run_check("CD115", replace(unknown, driver=_driver("580.95.05"))).status is Status.OK
+    # a fleet with one data center GPU is judged
+    fleet = replace(h100, gpus=_gpu("GeForce RTX 4090", "8.9") + _gpu("H100", "9.0"))
+    assert run_check("CD115", fleet).status is Status.WARN
+
+
+def test_lifecycle_covers_by_segment():
+    assert lifecycle_covers(M, [("H100", "datacenter"), ("RTX 4090", "geforce")]).detail == ("H100",)
+    assert lifecycle_covers(M, [("Jetson Orin", "embedded")]).outcome is Outcome.NOT_APPLICABLE
+    assert lifecycle_covers(M, []).is_unknown
+
+
+def test_cd115_in_an_image_says_upgrade_the_hosts_driver(h200):
+    # issue #30: a Dockerfile pre-flight never gets a driver install command (CD101: no driver in an image)
+    facts = replace(h200, driver=_driver("535.104.05"), host=replace(h200.host, distro="Ubuntu 22.04"),
+                    collected_at="2026-12-01", root_kind=RootKind("image"))  # fmt: skip
+    finding = run_check("CD115", facts)
+    assert finding.status is Status.WARN and finding.remediation.commands == ()
+    assert finding.remediation.text.startswith("Upgrade the host's driver to the R580 branch")
+    nvml = Source(SourceKind.API, "nvmlSystemGetDriverVersion")
+    read = DriverInfo(DriverVersion("535.104.05"), None, readings=(DriverReading(nvml, DriverVersion("535.104.05")),))
+    host = replace(facts, driver=read, root_kind=RootKind("host"))
+    assert run_check("CD115", host).remediation.commands == ("sudo apt install nvidia-driver-580",)
+    # a driver given with --assume-driver is another machine's (a build stage's host): nothing to install here
+    given = run_check("CD115", replace(facts, root_kind=RootKind("host")))
+    assert given.status is Status.WARN and given.remediation.commands == ()
+    assert given.remediation.text.startswith("Upgrade the driver of the machine --assume-driver describes")
+
+
+def test_cd115_a_branch_newer_than_the_data(h200):
+    finding = run_check("CD115", replace(h200, driver=_driver("630.10.01"), collected_at="2026-12-01"))
+    assert finding.status is Status.NOT_APPLICABLE and "inferred" in finding.reason
 
 
 def test_cd115_not_applicable_on_jetson(h200):

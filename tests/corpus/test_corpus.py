@@ -60,6 +60,10 @@ UNKNOWN_ON_HEALTHY: dict[str, dict[str, str]] = {
         "CD114": "no README of the open kernel modules before R515 (the A100 is listed from 515.48.07)",
         "CD404": "torch 1.6.0a0 (an NGC build) is not in compat/torch.toml",
     },
+    "ray-gpu-task-num-gpus-1": {
+        "CD115": "the NVIDIA A10G's product line is in no NVIDIA table read (compat/gpus.toml lacks it), and R535's "
+        "end of life (June 2026) is the data center GPUs' lifecycle",
+    },
     "vllm-openai-082-h100-driver550": {
         "CD113": "no arch list for torch 2.6.0 cu124 in compat/torch.toml",
     },

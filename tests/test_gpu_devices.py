@@ -8,7 +8,15 @@ import pytest
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.load import load_table
 from cudadoctor.facts.model import DriverVersion
-from cudadoctor.gpu_models import device_models, devices_named, load_models, lookup, normalise, parse_gpu_spec
+from cudadoctor.gpu_models import (
+    device_models,
+    devices_named,
+    load_models,
+    lookup,
+    model_named,
+    normalise,
+    parse_gpu_spec,
+)
 from cudadoctor.rules.driver import device_listing, driver_supports_gpu
 
 M = CompatMatrix()
@@ -87,6 +95,15 @@ def test_device_models_add_only_names_gpus_toml_lacks() -> None:
     assert extra and all(lookup(m.name, CURATED) is None for m in extra)
     assert all(m.inferred and m.source == "nvidia-ogkm-readme" for m in extra)
     assert len({normalise(m.name) for m in extra}) == len(extra)
+
+
+def test_model_named_is_lookup_in_every_model() -> None:
+    """model_named builds only the device rows naming a GPU's first word; it answers as the whole table does for
+    every name either table lists, as a driver prints it, with a suffix, and as another chip ("... A")."""
+    aliases = sorted({alias for m in CURATED for alias in (m.name, *m.aliases)})
+    spellings = sorted({d.name for d in DEVICES}) + [f"NVIDIA {a} 80GB" for a in aliases] + [f"{a} A" for a in aliases]
+    spellings += ["", "NVIDIA", "Tesla", "Unknown GPU 9000", "RTX 3050 A Laptop GPU"]
+    assert [model_named(n) for n in spellings] == [lookup(n, ALL) for n in spellings]
 
 
 @pytest.mark.parametrize(

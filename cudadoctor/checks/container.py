@@ -129,7 +129,7 @@ def _segment(gpu: GpuInfo) -> str | None:
     """The GPU's segment in compat/gpus.toml; None when the table lacks the model or cannot be read (the GPU
     probe records an unreadable table as its reason, and a brand left unknown only makes CD701 less sure)."""
     try:
-        model = gpu_models.lookup(gpu.name, gpu_models.load_models())
+        model = gpu_models.model_named(gpu.name)
     except CompatDataError:
         return None
     return model.segment if model else None

@@ -112,9 +112,9 @@ def device_models(matrix: CompatMatrix, devices: Sequence[GpuDevice] | None = No
 
 
 def model_named(name: str) -> GpuModel | None:
-    """``lookup(name, load_models())`` without building the whole device table: a device's model can only match a
-    name whose first token its own name holds, so only those rows are made (:meth:`CompatMatrix.gpu_devices_naming`;
-    CD115 and CD701 ask this for every GPU on every run: 10 ms -> under 1 ms on the H200 fixture).
+    """``lookup(name, load_models())`` without building whole tables: a model (a record of compat/gpus.toml or a
+    device's) can only match a name whose first token its own name or an alias holds, so only those rows are made
+    (``CompatMatrix.gpu_models_naming``, ``gpu_devices_naming``). CD115 and CD701 ask this for every GPU on every run.
 
     :raises CompatDataError: when a table is missing or malformed.
     """
@@ -122,7 +122,8 @@ def model_named(name: str) -> GpuModel | None:
     if not tokens:
         return None
     matrix = CompatMatrix()
-    return lookup(name, matrix.gpu_models + device_models(matrix, matrix.gpu_devices_naming(tokens[0])))
+    word = tokens[0]  # the first token of every name or alias that can match
+    return lookup(name, matrix.gpu_models_naming(word) + device_models(matrix, matrix.gpu_devices_naming(word)))
 
 
 def lookup(name: str, table: GpuTable) -> GpuModel | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from packaging.version import Version
@@ -276,6 +276,17 @@ class CompatMatrix:
     def gpu_models(self) -> tuple[GpuModel, ...]:
         """The GPU models, fully validated: the table is read on the probe path, before any check."""
         return self._table("gpus", validate=True).rows("gpu")
+
+    def gpu_models_naming(self, word: str) -> tuple[GpuModel, ...]:
+        """The models of compat/gpus.toml whose name or an alias holds ``word`` (lower case), in the table's order,
+        the others left unbuilt (a GPU's segment is asked on every run: gpu_models.model_named)."""
+
+        def naming(record: Mapping[str, Any]) -> bool:
+            names = (record.get("name", ""), *record.get("aliases", ()))
+            return any(word in str(name).lower() for name in names)
+
+        rows: tuple[GpuModel, ...] = self._table("gpus", validate=True).select("gpu", naming)
+        return rows
 
     @functools.cached_property
     def gpu_devices(self) -> tuple[GpuDevice, ...]:

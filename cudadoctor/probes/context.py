@@ -8,7 +8,8 @@ interpreter) are computed once per context, thread-safely, whichever probe asks 
 
 from __future__ import annotations
 
-import platform
+import os
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import field
@@ -21,13 +22,54 @@ from cudadoctor.record import mutable_record
 from cudadoctor.rootfs import RootFS
 from cudadoctor.runner import NullRunner, Runner
 
-__all__ = ["DRIVER_FILES", "HealthSource", "ProbeContext"]
+__all__ = ["DRIVER_FILES", "HealthSource", "ProbeContext", "kernel_release", "own_sys_path"]
 
 T = TypeVar("T")
 
 #: The ``ctx.once`` key of the driver's file part (:func:`cudadoctor.probes.driver.driver_files`), which the file
 #: probes' memo keeps with their facts (:mod:`cudadoctor.probes.collect`).
 DRIVER_FILES = "driver.files"
+
+
+def _uname() -> tuple[str, str, str]:
+    """(system, release, machine) of this machine as :func:`platform.uname` gives them. Where ``os.uname`` exists
+    they are its fields (platform.uname() is os.uname() there, Linux and macOS): the platform module costs ~1.5 ms
+    to import on every run; elsewhere (Windows) it is asked."""
+    if hasattr(os, "uname"):
+        info = os.uname()
+        return info.sysname, info.release, info.machine
+    import platform  # pragma: no cover - no os.uname: Windows
+
+    return platform.system(), platform.release(), platform.machine()  # pragma: no cover
+
+
+def _this_machine() -> str:
+    return _uname()[2]
+
+
+def _this_system() -> str:
+    return _uname()[0]
+
+
+def kernel_release() -> str:
+    """This machine's kernel release (``uname -r``), as :func:`platform.release` gives it."""
+    return _uname()[1]
+
+
+def own_sys_path() -> list[str]:
+    """This process's sys.path without its first entry when that is the script's directory or the
+    working directory (``python -m``): a property of how cudadoctor was started, not of the env."""
+    paths = list(sys.path)
+    if paths and not paths[0].endswith(("site-packages", "dist-packages")):
+        first = os.path.abspath(paths[0] or ".")
+        script_dir = os.path.dirname(os.path.abspath(sys.argv[0])) if sys.argv and sys.argv[0] else None
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            cwd = None
+        if first in (cwd, script_dir):
+            paths = paths[1:]
+    return paths
 
 
 class HealthSource(Protocol):
@@ -50,8 +92,8 @@ class ProbeContext:
     #: ``--python PATH``: the interpreter whose packages to examine (None: detect)
     python: str | None = None
     #: CPU architecture and OS of the examined machine (live: this one's)
-    machine: str = field(default_factory=platform.machine)
-    system: str = field(default_factory=platform.system)
+    machine: str = field(default_factory=_this_machine)
+    system: str = field(default_factory=_this_system)
     errors: list[ProbeError] = field(default_factory=list)
     #: told each stat that decides a fact without passing through ``fs`` (the ELF scan cache's), for
     #: :mod:`cudadoctor.probes.memo`; None when nothing records them

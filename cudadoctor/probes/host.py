@@ -9,7 +9,6 @@ machine running cudadoctor (kernel, cgroups, WSL) is reported for it.
 from __future__ import annotations
 
 import os
-import platform
 import posixpath
 import re
 from collections.abc import Mapping
@@ -20,7 +19,7 @@ from packaging.version import Version
 from cudadoctor.bounded import version_or_none
 from cudadoctor.facts.model import ContainerInfo, EnvVar, HostInfo
 from cudadoctor.probes import loader
-from cudadoctor.probes.context import ProbeContext
+from cudadoctor.probes.context import ProbeContext, kernel_release
 
 __all__ = [
     "CLAIMING_VARS",
@@ -412,7 +411,7 @@ def probe_host(ctx: ProbeContext) -> HostInfo:
         os=ctx.system,
         arch=arch,
         distro=part("host", "the distribution", lambda: _distro(ctx), None),
-        kernel=platform.release() if ctx.live else None,
+        kernel=kernel_release() if ctx.live else None,
         glibc=part("host", "the C library", lambda: _live_glibc() if ctx.live else _image_glibc(ctx, arch), None),
         container=part("host", "the container markers", lambda: _container(ctx), ContainerInfo(False, None, ())),
         wsl=part("host", "the WSL markers", lambda: _wsl(ctx), False),

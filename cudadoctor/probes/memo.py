@@ -272,7 +272,7 @@ def run_key(root: str, machine: str, system: str, python: str | None) -> tuple[A
 
     from cudadoctor import __version__
     from cudadoctor.cachedir import cache_file
-    from cudadoctor.probes.packages import own_sys_path
+    from cudadoctor.probes.context import own_sys_path
 
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return (

@@ -42,7 +42,7 @@ from cudadoctor.facts.model import InstalledPackage, PythonEnv, Source, SourceKi
 from cudadoctor.facts.names import INTERESTING_NAMES, INTERESTING_PREFIXES, canonical_name, is_interesting
 from cudadoctor.facts.requires import read_requirement
 from cudadoctor.probes import markers
-from cudadoctor.probes.context import ProbeContext
+from cudadoctor.probes.context import ProbeContext, own_sys_path
 from cudadoctor.record import record
 
 __all__ = [
@@ -288,22 +288,6 @@ def _filter_sys_path(
         and posixpath.normpath(p) not in stdlib
     ]  # fmt: skip
     return _existing_dirs(ctx, kept)
-
-
-def own_sys_path() -> list[str]:
-    """This process's sys.path without its first entry when that is the script's directory or the
-    working directory (``python -m``): a property of how cudadoctor was started, not of the env."""
-    paths = list(sys.path)
-    if paths and not paths[0].endswith(("site-packages", "dist-packages")):
-        first = os.path.abspath(paths[0] or ".")
-        script_dir = os.path.dirname(os.path.abspath(sys.argv[0])) if sys.argv and sys.argv[0] else None
-        try:
-            cwd = os.getcwd()
-        except OSError:
-            cwd = None
-        if first in (cwd, script_dir):
-            paths = paths[1:]
-    return paths
 
 
 def _this_interpreter(ctx: ProbeContext, chosen_by: str) -> PythonEnv:

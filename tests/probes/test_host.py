@@ -144,7 +144,7 @@ def test_live_host_like_the_capture(fs, monkeypatch):
     fs.create_file("/.dockerenv")
     fs.create_file("/proc/1/cgroup", contents="0::/process_api/core\n")
     fs.create_file("/proc/version", contents="Linux version 6.18.44-fc-v657-gpu (nixbld@) #1 SMP\n")
-    monkeypatch.setattr(host.platform, "release", lambda: "6.18.44-fc-v657-gpu")
+    monkeypatch.setattr(host, "kernel_release", lambda: "6.18.44-fc-v657-gpu")
     monkeypatch.setattr(host, "_live_glibc", lambda: Version("2.39"))
     env = _capture_env()
     ctx = make_ctx(env=env)
@@ -344,3 +344,12 @@ def test_intel_display_devices_are_read_from_the_drm_cards(fs):
     assert host.parse_drm_uevent("PCI_CLASS=garbage\nPCI_ID=8086:1\nPCI_SLOT_NAME=x\n") is None
     fs.create_file("/img/sys/class/drm/card1/device/uevent", contents="PCI_CLASS=30000\nPCI_ID=8086:56A0\n")
     assert host.probe_host(make_ctx(root="/img")).intel_gpus == ()  # an image root has no running kernel
+
+
+def test_this_machine_is_what_platform_says() -> None:
+    """The context's machine, system and kernel release come from os.uname (the platform module is not imported
+    on check's path); they are platform's answers."""
+    from cudadoctor.probes.context import ProbeContext, kernel_release
+
+    ctx = ProbeContext()
+    assert (ctx.machine, ctx.system, kernel_release()) == (platform.machine(), platform.system(), platform.release())

@@ -407,3 +407,15 @@ def test_a_first_run_lists_the_driver_files_once(root: Path, monkeypatch: pytest
     first = collect_facts(context(root))
     assert calls == ["x"] and "memo" not in first.timings
     assert "memo" in collect_facts(context(root)).timings and calls == ["x"]
+
+
+def test_a_hit_imports_neither_the_packages_probe_nor_platform() -> None:
+    """The run's key and context need this interpreter's sys.path and uname, not the packages probe's module nor the
+    platform module (~3 ms of every warm check's imports between them)."""
+    code = (
+        "import sys; from cudadoctor.probes import context, memo; "
+        "memo.run_key('/', 'x86_64', 'Linux', None); context.ProbeContext(); "
+        "print(sorted({'cudadoctor.probes.packages', 'cudadoctor.probes.markers', 'platform'} & set(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"

@@ -12,6 +12,7 @@ order.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import sys
 import time
@@ -23,6 +24,8 @@ def main(argv: list[str]) -> int:
     marks = [time.perf_counter()]
 
     from cudadoctor.entry import Helpers  # check's common forms never import typer: cudadoctor/entry.py
+
+    gc.disable()  # as the command does (cudadoctor/entry.py _probing)
 
     helpers = Helpers(health=True) if snapshot is None else contextlib.nullcontext()
     with helpers:  # as the command does, started before it imports the checks

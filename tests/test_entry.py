@@ -100,6 +100,24 @@ def test_fast_path_never_imports_typer(argv: list[str], patched: str) -> None:
     assert out.stdout.split() == ["0", "False", "False"]
 
 
+def test_the_fast_path_runs_without_the_cyclic_collector() -> None:
+    """check's fast path turns the cyclic collector off before its helpers start (~9 ms of a warm check)."""
+    program = (
+        "import gc, sys\n"
+        "import cudadoctor.commands as c\n"
+        "c.check_command = lambda options: print(gc.isenabled()) or 0\n"
+        "sys.argv = ['cudadoctor', 'check', '--no-health']\n"
+        "from cudadoctor.entry import main\n"
+        "print(gc.isenabled())\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    print(exc.code)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["True", "False", "0"]
+
+
 def test_fast_path_errors_exit_like_typer_path(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -25,6 +25,8 @@ _KEYS = {"ignore", "select", "require", "fail-on"}
 
 @record
 class Settings:
+    """The settings of a configuration file: checks ignored or selected, requirements and ``fail-on``."""
+
     ignore: tuple[str, ...] = ()
     select: tuple[str, ...] = ()
     require: tuple[str, ...] = ()

@@ -41,6 +41,8 @@ class RequirementError(ValueError):
 
 @record
 class Condition:
+    """One comparison of a requirement (``cuda>=12.4``, ``brand=tesla``): the property, operator and value."""
+
     prop: str
     op: str
     value: str

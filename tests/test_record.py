@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import copy
 import dataclasses
+import pathlib
 import pickle
 
 import pytest
@@ -136,3 +138,26 @@ def test_a_mutable_record_can_be_changed_and_each_gets_its_own_default() -> None
     assert dataclasses.replace(first, name="c") == Mut("c", ["x"])
     with pytest.raises(TypeError, match="missing required argument"):
         Mut()  # type: ignore[call-arg]
+
+
+_DECORATORS = {"record", "mutable_record", "dataclass"}
+
+
+def _decorator_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    return target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+
+
+def test_every_record_class_has_its_own_docstring() -> None:
+    """A dataclass without a docstring gets one made from ``inspect.signature`` when its module is imported (~0.3 to
+    2.4 ms each, measured on check's path: nvreq.Condition, RenderOptions …)."""
+    package = pathlib.Path(mutable_record.__code__.co_filename).parent
+    missing = [
+        f"{path.relative_to(package)}:{node.name}"
+        for path in sorted(package.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+        and any(_decorator_name(d) in _DECORATORS for d in node.decorator_list)
+        and ast.get_docstring(node) is None
+    ]
+    assert missing == []

@@ -26,6 +26,8 @@ __all__ = ["Difference", "Flag", "Node", "Pool", "Verdict", "judge"]
 
 @record
 class Node:
+    """One node of the fleet: its fact values, the worst status of each of its checks, and its fixes."""
+
     name: str
     values: Mapping[str, str | None]
     #: check code -> worst status on this node (from a JSON report; empty for a snapshot)
@@ -55,6 +57,8 @@ class Difference:
 
 @record
 class Pool:
+    """The nodes that share one key (the values that decide a pool), and how they differ from the rest."""
+
     key: Mapping[str, str | None]
     nodes: tuple[str, ...]
     differences: tuple[Difference, ...]
@@ -70,6 +74,8 @@ class Flag:
 
 @record
 class Verdict:
+    """What compare concludes: the pools, every problem a node's report holds, the flags and the notes."""
+
     pools: tuple[Pool, ...]
     #: check code -> (status, nodes) for every problem a node's report holds
     findings: Mapping[str, Mapping[str, tuple[str, ...]]]

@@ -55,6 +55,8 @@ class Policy(str, enum.Enum):
 
 @record
 class CompareFact:
+    """A fact compare reads: its key, its title and the policy that judges a difference in it."""
+
     key: str
     title: str
     policy: Policy

@@ -75,6 +75,8 @@ class Install:
 
 @record
 class Uninstall:
+    """``pip uninstall``: the distributions to remove."""
+
     names: tuple[str, ...]
     tool: Tool = "pip"
 

@@ -438,6 +438,9 @@ def probe_cuda_wheels(ctx: ProbeContext) -> CudaWheels | None:
 
 @record
 class _Spec:
+    """How one library (cuDNN, NCCL, TensorRT) is found: its headers and their parser, its library files, wheels
+    and conda packages."""
+
     library: str  #: ``cudnn`` / ``nccl`` / ``tensorrt``
     #: header name patterns in tiers: a later tier is read only in a directory where no earlier
     #: tier matched (``cudnn.h`` holds the version only for cuDNN <= 7)
@@ -509,6 +512,8 @@ class _Item:
 
 @mutable_record
 class _Group:
+    """The items of one install of a library, gathered before it becomes one copy."""
+
     items: list[_Item] = field(default_factory=list)
 
 

@@ -9,6 +9,8 @@ __all__ = ["RenderOptions"]
 
 @record
 class RenderOptions:
+    """How a report is rendered: verbosity, colour and the terminal's width."""
+
     verbose: bool = False  #: every fact and its source (text)
     color: bool = False  #: ANSI colours (text)
     #: the terminal's columns, to wrap the text report's finding lines at (commands are never wrapped); None: a

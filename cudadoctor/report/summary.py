@@ -49,6 +49,8 @@ class Line:
 
 @mutable_record
 class Category:
+    """One part of the summary (the driver, the GPUs …): its title, headline, mark and lines."""
+
     key: str
     title: str
     headline: str

@@ -27,6 +27,8 @@ __all__ = [
 
 @record
 class Gpu:
+    """A GPU a plan must run on: its name, compute capability, where that came from and its segment."""
+
     name: str
     compute_capability: str
     source: str  #: ``probed`` or ``--gpu`` (with the rule of an *inferred* compute capability)
@@ -78,6 +80,8 @@ class Exclusion:
 
 @record
 class Plan:
+    """One installable plan: the packages and versions, the CUDA variant and the index to install from."""
+
     target: str
     packages: tuple[tuple[str, str], ...]  #: (name, version) pairs to install
     variant: str  #: ``cu126``, or ``pypi`` for the default PyPI wheel
@@ -105,6 +109,8 @@ class Upgrade:
 
 @record
 class Suggestion:
+    """What suggest answers for one target: the plans that fit, those excluded and why."""
+
     target: str
     requirement: str
     plans: tuple[Plan, ...]

@@ -47,6 +47,8 @@ class Cell:
 
 @record
 class MatrixRow:
+    """One release of the fit matrix: a cell per build, and why nothing of it can be planned."""
+
     version: str
     cells: tuple[Cell, ...]
     #: why nothing of this release can be planned where it has no build to lay out (its builds are not in data)
@@ -55,6 +57,8 @@ class MatrixRow:
 
 @record
 class FitMatrix:
+    """The fit matrix of a target: its releases (rows) by CUDA build (columns)."""
+
     target: str
     requirement: str
     builds: tuple[str, ...]  #: the columns, oldest CUDA first

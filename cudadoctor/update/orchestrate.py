@@ -101,6 +101,8 @@ class PackageSummary:
 
 @record
 class UpdateResult:
+    """What ``cudadoctor update`` did: the index, the cache written, each package's summary and the GETs."""
+
     index: str  #: credentials masked
     cache_path: str
     packages: tuple[PackageSummary, ...]

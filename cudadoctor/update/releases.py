@@ -37,6 +37,8 @@ _PLATFORM_ARCH = re.compile(r"_(x86_64|aarch64|i686|ppc64le|ppc64|s390x|armv7l|r
 
 @record
 class Dist:
+    """One file of a release on the index: the file, its version and its wheel tags."""
+
     file: IndexFile
     version: Version
     tags: frozenset[Any] | None  #: wheel tags; None for an sdist

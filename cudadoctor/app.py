@@ -152,6 +152,8 @@ def _probed(source: FactSource, warn: Callable[[str], None]) -> Facts:
 
 
 def _assumed(facts: Facts, source: FactSource) -> Facts:
+    if source.assume_driver is None and not source.assume_gpus and source.root_kind == "auto":
+        return facts  # nothing assumed: the plain run does not import the assumptions' module
     from cudadoctor.assume import apply_assumptions, apply_root_kind
 
     try:

@@ -180,6 +180,15 @@ def test_assumed_driver_is_shown_as_assumed_not_as_unreadable():
     assert "not read here: no NVIDIA driver found" in _text(apply_assumptions(facts, driver="580.95.05"), verbose=True)
 
 
+def test_a_run_that_assumes_nothing_does_not_import_the_assumptions():
+    code = (
+        "import sys; from cudadoctor.app import FactSource, gather; "
+        f"gather(FactSource(from_file={SNAPSHOT!r}), print); print('cudadoctor.assume' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split()[-1:] == ["False"]
+
+
 def test_verbose_snapshot_says_it_is_a_snapshot():
     result = run("check", "--from", SNAPSHOT, "-v")
     assert "(a snapshot)" in result.stdout.splitlines()[0] and "(live)" not in result.stdout

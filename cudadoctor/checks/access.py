@@ -30,6 +30,7 @@ from cudadoctor.facts.model import (
     DriverInfo,
     HostInfo,
     InstalledPackage,
+    NvidiaModuleState,
     SourceKind,
     ToolkitInstall,
     VisibleDevices,
@@ -103,7 +104,7 @@ class CD120(Check):
     What it checks: in a running container (not an image, not a build stage; under --root the root of a running
     container, with the host's driver from --assume-driver when its /proc does not show it) where a CUDA framework,
     GPU package or CUDA toolkit is installed and the host's NVIDIA kernel module shows in
-    /proc/driver/nvidia: whether the GPU device nodes (/dev/nvidia0 …) are there, and whether the
+    /proc/driver/nvidia (or, live, /sys/module/nvidia; when it shows nowhere, CD136 speaks): whether the GPU device nodes (/dev/nvidia0 …) are there, and whether the
     user-space driver (libcuda) was injected.
 
     Why it matters: `docker run` without `--gpus` (or the NVIDIA runtime, or a pod without an
@@ -129,6 +130,7 @@ class CD120(Check):
         packages: dict[str, InstalledPackage],
         toolkits: tuple[ToolkitInstall, ...] = (),
         mode: str = "live",
+        nvidia_module: NvidiaModuleState | None = None,
     ) -> Problem | None:
         markers = [m for m in (host.container.markers if host.container else ()) if m != IMAGE_ROOT]
         if host.container is None or not host.container.in_container or not markers or host.wsl:
@@ -141,9 +143,13 @@ class CD120(Check):
                 "(/proc/<pid>/root), so it cannot show whether the container got its GPUs"
             )
         host_driver = _host_driver(driver, live=mode == "live")
+        if host_driver is None and mode == "live" and nvidia_module is not None and nvidia_module.nvidia_loaded:
+            # /sys/module is the host kernel's in any container, also where /proc/driver/nvidia is masked
+            host_driver = ("kernel module", "nvidia loaded (/sys/module/nvidia)")
         if host_driver is None:
             raise NotApplicable(
-                "the host's NVIDIA kernel module does not show in /proc/driver/nvidia"
+                "the host's NVIDIA kernel module does not show in /proc/driver/nvidia or /sys/module (CD136 says "
+                "when the PCI bus shows a GPU it is missing for)"
                 + ("" if mode == "live" else " (under --root, --assume-driver gives the host's driver)")
             )
         wanting = gpu_consumers(packages, toolkits)

@@ -92,6 +92,7 @@ class CD136(Check):
         health: HealthInfo | None = None,
         driver: DriverInfo | None = None,
         root_kind: RootKind | None = None,
+        mode: str = "live",
     ) -> Problem | None:
         if gpus or (health is not None and health.nvml_error is None and health.nvml_count):
             return None  # a GPU answered (NVML, /proc/driver/nvidia/gpus): the module is loaded
@@ -99,7 +100,9 @@ class CD136(Check):
             return None
         if host.wsl:
             raise NotApplicable("WSL: the Windows driver serves the GPU (no Linux kernel module)")
-        if is_image(root_kind):
+        # a running container shares the host's kernel, so its /sys tells of the host; an image root has none
+        in_container = mode == "live" and host.container is not None and host.container.in_container
+        if not in_container and is_image(root_kind):
             raise NotApplicable("an image root: the kernel and its modules are the host's")
         if passed_through(nvidia_module.pci_gpus):
             raise NotApplicable("every NVIDIA GPU is bound to vfio-pci/pci-stub: passed through to a virtual machine")
@@ -113,9 +116,6 @@ class CD136(Check):
         bound = sorted({g.driver for g in nvidia_module.pci_gpus if g.driver})
         if bound:
             evidence["bound to"] = ", ".join(bound)
-        in_container = (
-            host.container is not None and host.container.in_container and host.container.markers != ("image root",)
-        )
         if in_container:
             return _host_lacks_module(names, evidence, nvidia_module)
         return _cause(names, evidence, nvidia_module, driver, _family(host.distro))

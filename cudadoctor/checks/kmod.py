@@ -85,7 +85,6 @@ class CD136(Check):
 
     def check(
         self,
-        nvidia_module: NvidiaModuleState,
         host: HostInfo,
         matrix: CompatMatrix,
         gpus: tuple[GpuInfo, ...] = (),
@@ -93,10 +92,16 @@ class CD136(Check):
         driver: DriverInfo | None = None,
         root_kind: RootKind | None = None,
         mode: str = "live",
+        # optional: where a GPU answered the module is loaded, whether or not this fact was read (an older snapshot)
+        nvidia_module: NvidiaModuleState | None = None,
     ) -> Problem | None:
         if gpus or (health is not None and health.nvml_error is None and health.nvml_count):
             return None  # a GPU answered (NVML, /proc/driver/nvidia/gpus): the module is loaded
-        if nvidia_module.nvidia_loaded or (driver is not None and driver.kernel_module is not None):
+        if driver is not None and driver.kernel_module is not None:
+            return None
+        if nvidia_module is None:
+            raise NotApplicable("no NVIDIA GPU on the PCI bus (or an image root, whose kernel is the host's)")
+        if nvidia_module.nvidia_loaded:
             return None
         if host.wsl:
             raise NotApplicable("WSL: the Windows driver serves the GPU (no Linux kernel module)")

@@ -22,7 +22,7 @@ from cudadoctor.probes.kmod import nvidia_module_files, probe_nvidia_module
 from tests.conftest import make_ctx
 
 MATRIX = CompatMatrix()
-MATRIX.gpu_devices  # read compat/ now, from the real disk: the tests run under pyfakefs
+_ = MATRIX.gpu_devices  # read compat/ now, from the real disk: the tests run under pyfakefs
 RELEASE = "6.8.0-49-generic"
 UBUNTU = 'PRETTY_NAME="Ubuntu 24.04.1 LTS"\nNAME="Ubuntu"\nID=ubuntu\n'
 ADDR = "0000:01:00.0"
@@ -98,8 +98,8 @@ def test_the_probe_answers_none_without_an_nvidia_gpu_and_unknown_without_sysfs_
     fs.create_file(f"/sys/bus/pci/devices/{ADDR}/vendor", contents="0x10de\n")
     fs.create_file(f"/sys/bus/pci/devices/{ADDR}/class", contents="0x068000\n")  # an NVSwitch, not a GPU
     assert probe_nvidia_module(make_ctx()) is None
-    fs.create_file(f"/sys/bus/pci/devices/0000:02:00.0/vendor", contents="0x10de\n")
-    fs.create_file(f"/sys/bus/pci/devices/0000:02:00.0/class", contents="0x030200\n")
+    fs.create_file("/sys/bus/pci/devices/0000:02:00.0/vendor", contents="0x10de\n")
+    fs.create_file("/sys/bus/pci/devices/0000:02:00.0/class", contents="0x030200\n")
     state = probe_nvidia_module(make_ctx())
     assert state is not None and state.nvidia_loaded is None  # no /sys/module to list
     assert state.nvidia_module_files is None  # no /proc/sys/kernel/osrelease

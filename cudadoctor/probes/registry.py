@@ -51,9 +51,9 @@ PROBES: dict[str, Probe] = {
     "python": Probe(lambda: import_module("cudadoctor.probes.packages").probe_python, memo=True),
     "packages": Probe(lambda: import_module("cudadoctor.probes.packages").probe_packages, memo=True),
     "health": Probe(lambda: import_module("cudadoctor.probes.health").probe_health, background=True),
-    "nvidia_module": Probe(lambda: import_module("cudadoctor.probes.kmod").probe_nvidia_module),
     "root_kind": Probe(lambda: import_module("cudadoctor.probes.origin").probe_root_kind),
     "platform": Probe(lambda: import_module("cudadoctor.probes.origin").probe_platform),
+    "nvidia_module": Probe(lambda: import_module("cudadoctor.probes.kmod").probe_nvidia_module),
 }
 
 

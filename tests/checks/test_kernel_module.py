@@ -255,3 +255,25 @@ def test_never_fires_where_a_gpu_answered(fs: Any) -> None:
     assert _cd136(replace(facts, gpus=(gpu,))).status is Status.OK
     assert _cd136(replace(facts, health=HealthInfo(nvml_count=1))).status is Status.OK
     assert _cd136(replace(facts, health=HealthInfo(nvml_error="Driver Not Loaded"))).status is Status.FAIL
+
+
+def test_why_names_cd136_for_nvidia_smis_couldnt_communicate(fs: Any) -> None:
+    """`cudadoctor why` on nvidia-smi's message names the module that is not loaded, from the real finding."""
+    from cudadoctor.why.decide import Verdict, diagnose
+    from cudadoctor.why.matching import recognise
+    from cudadoctor.why.reading import from_argument
+
+    _machine(fs, dkms=True, libcuda="550.127.05")
+    facts = _facts()
+    fs.pause()  # every check runs, reading compat/ from the real disk
+    findings = run_checks(facts, MATRIX)
+    line = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest"
+    answer = diagnose(
+        recognise(from_argument(line).lines, MATRIX.error_messages),
+        findings,
+        MATRIX.error_causes,
+        deep=False,
+        health=False,
+    )
+    assert answer.verdict == Verdict.CAUSE
+    assert answer.cause is not None and answer.cause.code == "CD136"

@@ -104,8 +104,8 @@ class CD120(Check):
     What it checks: in a running container (not an image, not a build stage; under --root the root of a running
     container, with the host's driver from --assume-driver when its /proc does not show it) where a CUDA framework,
     GPU package or CUDA toolkit is installed and the host's NVIDIA kernel module shows in
-    /proc/driver/nvidia (or, live, /sys/module/nvidia; when it shows nowhere, CD136 speaks): whether the GPU device nodes (/dev/nvidia0 …) are there, and whether the
-    user-space driver (libcuda) was injected.
+    /proc/driver/nvidia (or, live, /sys/module/nvidia; when it shows nowhere, CD136 speaks): whether the GPU
+    device nodes (/dev/nvidia0 …) are there, and whether the user-space driver (libcuda) was injected.
 
     Why it matters: `docker run` without `--gpus` (or the NVIDIA runtime, or a pod without an
     nvidia.com/gpu limit) gives the container no device nodes and no driver libraries: torch reports

@@ -166,6 +166,8 @@ def _cause(
         evidence[f"/lib/modules/{release}/modules.dep"] = "lists no nvidia.ko"
         if state.dkms_registered:
             evidence["DKMS"] = "the nvidia source is registered (/var/lib/dkms/nvidia)"
+        if state.dkms_sources:
+            evidence["module source"] = ", ".join(f"/usr/src/nvidia-{v}" for v in state.dkms_sources)
         return _no_module(subject, evidence, state, user, family)
     if state.nvidia_module_files:
         evidence["module file"] = f"{state.nvidia_module_files[0]} (/lib/modules/{release}/modules.dep)"
@@ -199,6 +201,13 @@ def _cause(
     )
 
 
+def _dkms_source(sources: tuple[str, ...], user: str | None) -> str | None:
+    """The /usr/src/nvidia-<version> to build: the user-space driver's version, else the only one there."""
+    if user in sources:
+        return user
+    return sources[0] if len(sources) == 1 and user is None else None
+
+
 def _no_module(
     subject: str, evidence: dict[str, str], state: NvidiaModuleState, user: str | None, family: str | None
 ) -> Problem:
@@ -206,14 +215,27 @@ def _no_module(
     release = state.kernel_release
     what = f"the user-space driver {user} is installed but " if user else ""
     commands: tuple[str, ...] = ()
+    source = _dkms_source(state.dkms_sources, user)
     if state.dkms_registered and family is not None:
         # dkms(8): autoinstall builds and installs every registered module for the running kernel
         commands = (_HEADERS[family], "sudo dkms autoinstall", "sudo modprobe nvidia")
+    elif source is not None and family == "deb":
+        # dkms(8): install builds the source in /usr/src/nvidia-<version> for the running kernel and installs it
+        commands = (
+            "sudo apt-get install dkms linux-headers-$(uname -r)",
+            f"sudo dkms install -m nvidia -v {source}",
+            "sudo modprobe nvidia",
+        )
     if state.dkms_registered:
         text = (
             "The driver's source is registered with DKMS but was not built for this kernel (often a kernel update "
             "without its headers): install the running kernel's headers, build it with `sudo dkms autoinstall`, "
             "then load it."
+        )
+    elif source is not None:
+        text = (
+            f"The driver's module source is in /usr/src/nvidia-{source} but was not built for this kernel: build and "
+            "install it with DKMS for the running kernel (with that kernel's headers), then load it."
         )
     elif user:
         text = (

@@ -499,6 +499,8 @@ class NvidiaModuleState:
     nvidia_module_files: tuple[str, ...] | None = None
     #: /var/lib/dkms/nvidia exists: the driver's source is registered with DKMS, so `dkms autoinstall` builds it
     dkms_registered: bool = False
+    #: driver versions whose kernel-module source NVIDIA's DKMS packages left in /usr/src/nvidia-<version>
+    dkms_sources: tuple[str, ...] = ()
 
 
 @record

@@ -23,6 +23,8 @@ _NVIDIA_VENDOR = "0x10de"
 _MODULES_DEP_LIMIT = 8 << 20
 #: a module path in modules.dep: the nvidia module itself (not nvidia-uvm, nvidia-drm …), compressed or not.
 _NVIDIA_KO = re.compile(r"^([^:\s]*/)?nvidia\.ko(\.[a-z]{1,4})?:", re.MULTILINE)
+#: a driver version as /usr/src/nvidia-<version> spells it
+_VERSION = re.compile(r"[0-9]{2,4}(\.[0-9]{1,4}){1,2}")
 #: what a kernel release may look like (it becomes part of a path)
 _RELEASE = re.compile(r"[A-Za-z0-9._+~-]{1,128}")
 
@@ -83,4 +85,12 @@ def probe_nvidia_module(ctx: ProbeContext) -> NvidiaModuleState | None:
         kernel_release=release,
         nvidia_module_files=files,
         dkms_registered=ctx.fs.is_dir("/var/lib/dkms/nvidia"),
+        dkms_sources=_dkms_sources(ctx),
     )
+
+
+def _dkms_sources(ctx: ProbeContext) -> tuple[str, ...]:
+    """The versions of /usr/src/nvidia-<version>: the source tree a DKMS package of the driver installs, which
+    `dkms install -m nvidia -v <version>` builds for the running kernel (dkms(8))."""
+    found = [os.path.basename(p).removeprefix("nvidia-") for p in ctx.fs.glob("/usr/src", "nvidia-*")]
+    return tuple(sorted(v for v in found if _VERSION.fullmatch(v)))

@@ -144,6 +144,21 @@ def test_no_module_without_dkms_names_the_user_space_version_and_prints_no_guess
     assert "kernel module of driver 550.127.05 for kernel 6.8.0-49-generic" in finding.remediation.text
 
 
+def test_a_module_source_left_in_usr_src_without_dkms_is_built_with_dkms_install(fs: Any) -> None:
+    """The source of the user-space driver's version in /usr/src, DKMS not set up: install dkms and build it."""
+    _machine(fs, libcuda="410.78")
+    fs.create_file("/usr/src/nvidia-410.78/dkms.conf")
+    fs.create_file("/usr/src/nvidia-390.116/dkms.conf")  # another version's leftover source is not chosen
+    finding = _cd136(_facts())
+    assert finding.evidence["module source"] == "/usr/src/nvidia-390.116, /usr/src/nvidia-410.78"
+    assert finding.remediation is not None
+    assert finding.remediation.commands == (
+        "sudo apt-get install dkms linux-headers-$(uname -r)",
+        "sudo dkms install -m nvidia -v 410.78",
+        "sudo modprobe nvidia",
+    )
+
+
 def test_nouveau_holding_the_gpu_is_blacklisted_with_the_distributions_initramfs_tool(fs: Any) -> None:
     _machine(fs, bound="nouveau", modules=("nouveau",), dep="kernel/nvidia-550/nvidia.ko:\n")
     finding = _cd136(_facts())

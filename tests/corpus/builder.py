@@ -315,10 +315,11 @@ def _not_loaded(replay: Replay, driver: dict[str, Any], env: dict[str, Any], use
     replay.files[f"/lib/modules/{_KERNEL_RELEASE}/modules.dep"] = "kernel/drivers/gpu/drm/drm.ko.zst:\n" + (
         f"{module}: kernel/drivers/gpu/drm/drm.ko.zst\n" if module else ""
     )
-    if driver.get("dkms"):
+    if driver.get("dkms_source") or driver.get("dkms"):  # the tree a DKMS package of the driver installs
         replay.files[f"/usr/src/nvidia-{userspace}/dkms.conf"] = (
             f'PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="{userspace}"\n'
         )
+    if driver.get("dkms"):  # registered with DKMS (dkms add)
         replay.links[f"/var/lib/dkms/nvidia/{userspace}/source"] = f"/usr/src/nvidia-{userspace}"
     if userspace == "none":
         replay.native = FakeNative()

@@ -71,6 +71,8 @@ def probe_nvidia_module(ctx: ProbeContext) -> NvidiaModuleState | None:
     except OSError:
         modules = None
     loaded = ctx.fs.exists("/proc/driver/nvidia/version") or (modules is not None and "nvidia" in modules)
+    if loaded:  # what follows only explains a module that is not loaded: every healthy run skips modules.dep
+        return NvidiaModuleState(pci_gpus=gpus, nvidia_loaded=True, nouveau_loaded="nouveau" in (modules or ()))
     release = _read(ctx, "/proc/sys/kernel/osrelease")
     if release is not None and not _RELEASE.fullmatch(release):
         release = None
@@ -80,7 +82,7 @@ def probe_nvidia_module(ctx: ProbeContext) -> NvidiaModuleState | None:
         files = nvidia_module_files(dep) if dep is not None else None
     return NvidiaModuleState(
         pci_gpus=gpus,
-        nvidia_loaded=True if loaded else (None if modules is None else False),
+        nvidia_loaded=None if modules is None else False,
         nouveau_loaded=modules is not None and "nouveau" in modules,
         kernel_release=release,
         nvidia_module_files=files,

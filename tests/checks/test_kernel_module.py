@@ -206,6 +206,7 @@ def test_a_loaded_module_is_ok_by_sysfs_or_proc(fs: Any) -> None:
     )
     state = probe_nvidia_module(make_ctx())
     assert state is not None and state.nvidia_loaded is True
+    assert state.kernel_release is None and state.nvidia_module_files is None  # a loaded module needs no why
 
 
 def test_no_gpu_on_the_bus_is_not_applicable(fs: Any) -> None:

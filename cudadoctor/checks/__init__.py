@@ -31,6 +31,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     driver,
     extensions,
     health,
+    kmod,
     libraries,
     loader,
     meta,

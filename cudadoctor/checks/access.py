@@ -30,6 +30,7 @@ from cudadoctor.facts.model import (
     DriverInfo,
     HostInfo,
     InstalledPackage,
+    NvidiaModuleState,
     SourceKind,
     ToolkitInstall,
     VisibleDevices,
@@ -103,8 +104,8 @@ class CD120(Check):
     What it checks: in a running container (not an image, not a build stage; under --root the root of a running
     container, with the host's driver from --assume-driver when its /proc does not show it) where a CUDA framework,
     GPU package or CUDA toolkit is installed and the host's NVIDIA kernel module shows in
-    /proc/driver/nvidia: whether the GPU device nodes (/dev/nvidia0 …) are there, and whether the
-    user-space driver (libcuda) was injected.
+    /proc/driver/nvidia (or, live, /sys/module/nvidia; when it shows nowhere, CD136 speaks): whether the GPU
+    device nodes (/dev/nvidia0 …) are there, and whether the user-space driver (libcuda) was injected.
 
     Why it matters: `docker run` without `--gpus` (or the NVIDIA runtime, or a pod without an
     nvidia.com/gpu limit) gives the container no device nodes and no driver libraries: torch reports
@@ -123,12 +124,14 @@ class CD120(Check):
     def check(
         self,
         host: HostInfo,
-        driver: DriverInfo,
         visible: VisibleDevices,
         env: dict[str, str],
         packages: dict[str, InstalledPackage],
         toolkits: tuple[ToolkitInstall, ...] = (),
         mode: str = "live",
+        nvidia_module: NvidiaModuleState | None = None,
+        # optional: a container started without --gpus has no trace of a driver but the host's module in /sys
+        driver: DriverInfo | None = None,
     ) -> Problem | None:
         markers = [m for m in (host.container.markers if host.container else ()) if m != IMAGE_ROOT]
         if host.container is None or not host.container.in_container or not markers or host.wsl:
@@ -140,18 +143,22 @@ class CD120(Check):
                 "the root's /dev holds no device (/dev/null): an image or a copy, not a running container's root "
                 "(/proc/<pid>/root), so it cannot show whether the container got its GPUs"
             )
-        host_driver = _host_driver(driver, live=mode == "live")
+        host_driver = _host_driver(driver, live=mode == "live") if driver is not None else None
+        if host_driver is None and mode == "live" and nvidia_module is not None and nvidia_module.nvidia_loaded:
+            # /sys/module is the host kernel's in any container, also where /proc/driver/nvidia is masked
+            host_driver = ("kernel module", "nvidia loaded (/sys/module/nvidia)")
         if host_driver is None:
             raise NotApplicable(
-                "the host's NVIDIA kernel module does not show in /proc/driver/nvidia"
+                "the host's NVIDIA kernel module does not show in /proc/driver/nvidia or /sys/module (CD136 says "
+                "when the PCI bus shows a GPU it is missing for)"
                 + ("" if mode == "live" else " (under --root, --assume-driver gives the host's driver)")
             )
         wanting = gpu_consumers(packages, toolkits)
         if not wanting:
             raise NotApplicable("nothing in this container uses an NVIDIA GPU")
         nodes = _gpu_nodes(visible)
-        libcuda = [f.path for f in driver.libcuda_files if f.kind == "driver"]
-        if nodes and (libcuda or driver.loaded_libcuda):
+        libcuda = [f.path for f in (driver.libcuda_files if driver else ()) if f.kind == "driver"]
+        if nodes and (libcuda or (driver is not None and driver.loaded_libcuda)):
             return None
         evidence = {
             host_driver[0]: host_driver[1],

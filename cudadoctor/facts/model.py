@@ -79,6 +79,8 @@ __all__ = [
     "NcclSmoke",
     "NeededLibrary",
     "NvccInfo",
+    "NvidiaModuleState",
+    "PciGpu",
     "ProbeError",
     "PythonEnv",
     "RootKind",
@@ -471,6 +473,37 @@ class RootKind:
 
 
 @record
+class PciGpu:
+    """One NVIDIA display or 3D controller on the PCI bus (/sys/bus/pci/devices), whatever driver is loaded."""
+
+    address: str  #: ``0000:01:00.0``
+    device: str  #: the PCI device ID, four hex digits in capitals (``2204``)
+    driver: str = ""  #: the kernel driver bound to it (``nvidia``, ``nouveau``, ``vfio-pci``); "" unbound
+
+
+@record
+class NvidiaModuleState:
+    """Whether the NVIDIA kernel module is loaded for the GPUs on the PCI bus, and what the files say about why not.
+
+    Read from files only (sysfs, procfs, /lib/modules), so it answers where NVML cannot: nvidia-smi's "couldn't
+    communicate with the NVIDIA driver" is this module missing.
+    """
+
+    pci_gpus: tuple[PciGpu, ...]  #: the NVIDIA GPUs on the PCI bus
+    #: /sys/module/nvidia or /proc/driver/nvidia/version exists; None: /sys/module could not be listed
+    nvidia_loaded: bool | None
+    nouveau_loaded: bool = False  #: /sys/module/nouveau exists: the open-source driver holds the GPU
+    kernel_release: str | None = None  #: the running kernel (/proc/sys/kernel/osrelease); None unreadable
+    #: the nvidia module files depmod lists for that kernel (/lib/modules/<release>/modules.dep), as written
+    #: there (``updates/dkms/nvidia.ko.zst``); None when modules.dep could not be read
+    nvidia_module_files: tuple[str, ...] | None = None
+    #: /var/lib/dkms/nvidia exists: the driver's source is registered with DKMS, so `dkms autoinstall` builds it
+    dkms_registered: bool = False
+    #: driver versions whose kernel-module source NVIDIA's DKMS packages left in /usr/src/nvidia-<version>
+    dkms_sources: tuple[str, ...] = ()
+
+
+@record
 class ManagedPlatform:
     """A managed notebook or training platform (Colab, Kaggle, SageMaker …): it installs the NVIDIA driver, and a
     user cannot change it there."""
@@ -684,6 +717,16 @@ class Facts:
             "not on a managed notebook or training platform",
             "ManagedPlatform or null",
             "the managed platform (Colab, Kaggle, SageMaker …) whose NVIDIA driver the user cannot change",
+        ),
+        default=None,
+    )
+    nvidia_module: NvidiaModuleState | None = fact(
+        FactSpec(
+            "driver",
+            "no NVIDIA GPU on the PCI bus (or an image root, whose kernel is the host's)",
+            "NvidiaModuleState or null",
+            "the NVIDIA GPUs on the PCI bus and whether the NVIDIA kernel module is loaded for them (nouveau, "
+            "the module files of the running kernel, DKMS); null when the PCI bus shows no NVIDIA GPU",
         ),
         default=None,
     )

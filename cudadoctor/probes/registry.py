@@ -53,6 +53,7 @@ PROBES: dict[str, Probe] = {
     "health": Probe(lambda: import_module("cudadoctor.probes.health").probe_health, background=True),
     "root_kind": Probe(lambda: import_module("cudadoctor.probes.origin").probe_root_kind),
     "platform": Probe(lambda: import_module("cudadoctor.probes.origin").probe_platform),
+    "nvidia_module": Probe(lambda: import_module("cudadoctor.probes.kmod").probe_nvidia_module),
 }
 
 

@@ -30,6 +30,7 @@ JUDGED_FROM_FACTS = {
     "CD111": "the driver's own CUDA (NVML reads 99.0) covers builds for CUDA 99.0: no floor is needed for that",
     "CD202": "the build toolkit's CUDA (99.0.1) against the driver's own (99.0): facts against facts",
     "CD120": "the container's device nodes and injected libcuda against the kernel module's presence",
+    "CD136": "a GPU that answered or the nvidia module loaded, against the PCI bus (the device table only names it)",
     "CD105": "forward compatibility is only in effect with a newer cuda-compat libcuda loaded (none here)",
     "CD301": "the CUDA majors of the installed nvidia-* wheels against each other",
     "CD302": "the cuDNN/NCCL copies that load against the wheels the frameworks pin (its data-backed parts, cuDNN's "

@@ -250,6 +250,9 @@ def _driver(replay: Replay, env: dict[str, Any]) -> None:
         windows = str(driver.get("windows", version))
         _wsl_driver(replay, windows, gpus, _maps_dxgdmal(windows, container, driver.get("container_toolkit")))
         return
+    if driver.get("loaded", True) is False:
+        _not_loaded(replay, driver, env, userspace, lib)
+        return
     flavor = str(driver.get("flavor", "proprietary"))
     replay.files["/proc/driver/nvidia/version"] = _proc_version(version, flavor, replay.machine)
     replay.files["/sys/module/nvidia/version"] = version + "\n"
@@ -277,6 +280,57 @@ def _driver(replay: Replay, env: dict[str, Any]) -> None:
     else:
         nvml = NvmlResult(driver_version=version, cuda_driver_version=api, devices=gpus)
     replay.native = FakeNative(nvml, LibcudaResult(path=f"{lib}/libcuda.so.{userspace}", returncode=0, version=api))
+
+
+#: the running kernel of every replayed Linux host (its /proc/version above)
+_KERNEL_RELEASE = "6.8.0-45-generic"
+
+
+def _pci_device_id(name: str) -> str:
+    """The PCI device ID compat/gpu_devices.toml lists for a GPU name (its first row)."""
+    from cudadoctor.data import CompatMatrix
+
+    return next(d.pci for d in CompatMatrix().gpu_devices if d.name == name)
+
+
+def _not_loaded(replay: Replay, driver: dict[str, Any], env: dict[str, Any], userspace: str, lib: str) -> None:
+    """The GPUs on the PCI bus with no NVIDIA kernel module loaded: no /proc/driver/nvidia, /sys/module/nvidia or
+    /dev/nvidia*; sysfs lists each GPU (vendor 0x10de, class 0x030000) and the modules loaded, and the running
+    kernel's modules.dep the module files installed for it (``module_file``), as depmod(8) writes them; DKMS keeps
+    a registered source under /var/lib/dkms/nvidia/<version>/source (dkms(8))."""
+    nouveau = bool(driver.get("nouveau", False))
+    for index, gpu in enumerate(env.get("gpus", [])):
+        address = f"/sys/bus/pci/devices/0000:{index + 1:02x}:00.0"
+        replay.files[f"{address}/vendor"] = "0x10de\n"
+        replay.files[f"{address}/device"] = f"0x{_pci_device_id(str(gpu['name'])).lower()}\n"
+        replay.files[f"{address}/class"] = "0x030000\n"
+        if nouveau:
+            replay.dirs.add("/sys/bus/pci/drivers/nouveau")
+            replay.links[f"{address}/driver"] = "../../../bus/pci/drivers/nouveau"
+    replay.files["/sys/module/drm/refcnt"] = "1\n"
+    if nouveau:
+        replay.files["/sys/module/nouveau/refcnt"] = "1\n"
+    replay.files["/proc/sys/kernel/osrelease"] = _KERNEL_RELEASE + "\n"
+    module = driver.get("module_file")
+    replay.files[f"/lib/modules/{_KERNEL_RELEASE}/modules.dep"] = "kernel/drivers/gpu/drm/drm.ko.zst:\n" + (
+        f"{module}: kernel/drivers/gpu/drm/drm.ko.zst\n" if module else ""
+    )
+    if driver.get("dkms_source") or driver.get("dkms"):  # the tree a DKMS package of the driver installs
+        replay.files[f"/usr/src/nvidia-{userspace}/dkms.conf"] = (
+            f'PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="{userspace}"\n'
+        )
+    if driver.get("dkms"):  # registered with DKMS (dkms add)
+        replay.links[f"/var/lib/dkms/nvidia/{userspace}/source"] = f"/usr/src/nvidia-{userspace}"
+    if userspace == "none":
+        replay.native = FakeNative()
+        return
+    _lib_with_link(replay, lib, "libcuda", userspace, "1")
+    replay.links[f"{lib}/libcuda.so"] = "libcuda.so.1"
+    _lib_with_link(replay, lib, "libnvidia-ml", userspace, "1")
+    # NVML's NVML_ERROR_DRIVER_NOT_LOADED; cuInit's CUDA_ERROR_NO_DEVICE (100) without the module
+    replay.native = FakeNative(
+        NvmlResult(error="Driver Not Loaded"), LibcudaResult(path=f"{lib}/libcuda.so.{userspace}", returncode=100)
+    )
 
 
 def _mig_capabilities(replay: Replay, gpus: tuple[NvmlDevice, ...], *, in_container: bool) -> None:

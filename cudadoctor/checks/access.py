@@ -98,6 +98,55 @@ def _launch_fix(host: HostInfo) -> tuple[str, tuple[str, ...]]:
     )
 
 
+def _running_container(host: HostInfo, visible: VisibleDevices, env: dict[str, str], mode: str) -> list[str]:
+    """The markers of the running container CD120 judges; NotApplicable for anything else (no container, WSL, a
+    build stage, an image root whose /dev holds no device)."""
+    markers = [m for m in (host.container.markers if host.container else ()) if m != IMAGE_ROOT]
+    if host.container is None or not host.container.in_container or not markers or host.wsl:
+        raise NotApplicable("not in a container")
+    if env.get(BUILD_STAGE_VAR):
+        raise NotApplicable(f"an image build stage ({BUILD_STAGE_VAR} is set): no GPU is expected")
+    if mode != "live" and not visible.live_dev:
+        raise NotApplicable(
+            "the root's /dev holds no device (/dev/null): an image or a copy, not a running container's root "
+            "(/proc/<pid>/root), so it cannot show whether the container got its GPUs"
+        )
+    return markers
+
+
+def _host_driver_shown(
+    driver: DriverInfo | None, nvidia_module: NvidiaModuleState | None, *, live: bool
+) -> tuple[str, str]:
+    """(where, what) of the host's NVIDIA driver as the container sees it; NotApplicable when it shows nowhere."""
+    host_driver = _host_driver(driver, live=live) if driver is not None else None
+    if host_driver is None and live and nvidia_module is not None and nvidia_module.nvidia_loaded:
+        # /sys/module is the host kernel's in any container, also where /proc/driver/nvidia is masked
+        host_driver = ("kernel module", "nvidia loaded (/sys/module/nvidia)")
+    if host_driver is None:
+        raise NotApplicable(
+            "the host's NVIDIA kernel module does not show in /proc/driver/nvidia or /sys/module (CD136 says "
+            "when the PCI bus shows a GPU it is missing for)"
+            + ("" if live else " (under --root, --assume-driver gives the host's driver)")
+        )
+    return host_driver
+
+
+def _no_compute_capability(evidence: dict[str, str], env: dict[str, str]) -> Problem:
+    """The devices are there but libcuda is not: the runtime was not asked for the compute capability."""
+    evidence["NVIDIA_DRIVER_CAPABILITIES"] = env.get(
+        "NVIDIA_DRIVER_CAPABILITIES", "(unset: the toolkit's default is utility only)"
+    )
+    return Problem(
+        "the container has the GPU devices but no user-space driver (libcuda): NVIDIA_DRIVER_CAPABILITIES "
+        "does not include compute, so CUDA finds no driver",
+        evidence,
+        Remediation(
+            "Start the container with NVIDIA_DRIVER_CAPABILITIES=compute,utility (and NVIDIA_VISIBLE_DEVICES=all).",
+            ("docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility <image> ...",),
+        ),
+    )
+
+
 class CD120(Check):
     """A container with a GPU framework was started with its GPUs.
 
@@ -133,26 +182,8 @@ class CD120(Check):
         # optional: a container started without --gpus has no trace of a driver but the host's module in /sys
         driver: DriverInfo | None = None,
     ) -> Problem | None:
-        markers = [m for m in (host.container.markers if host.container else ()) if m != IMAGE_ROOT]
-        if host.container is None or not host.container.in_container or not markers or host.wsl:
-            raise NotApplicable("not in a container")
-        if env.get(BUILD_STAGE_VAR):
-            raise NotApplicable(f"an image build stage ({BUILD_STAGE_VAR} is set): no GPU is expected")
-        if mode != "live" and not visible.live_dev:
-            raise NotApplicable(
-                "the root's /dev holds no device (/dev/null): an image or a copy, not a running container's root "
-                "(/proc/<pid>/root), so it cannot show whether the container got its GPUs"
-            )
-        host_driver = _host_driver(driver, live=mode == "live") if driver is not None else None
-        if host_driver is None and mode == "live" and nvidia_module is not None and nvidia_module.nvidia_loaded:
-            # /sys/module is the host kernel's in any container, also where /proc/driver/nvidia is masked
-            host_driver = ("kernel module", "nvidia loaded (/sys/module/nvidia)")
-        if host_driver is None:
-            raise NotApplicable(
-                "the host's NVIDIA kernel module does not show in /proc/driver/nvidia or /sys/module (CD136 says "
-                "when the PCI bus shows a GPU it is missing for)"
-                + ("" if mode == "live" else " (under --root, --assume-driver gives the host's driver)")
-            )
+        markers = _running_container(host, visible, env, mode)
+        host_driver = _host_driver_shown(driver, nvidia_module, live=mode == "live")
         wanting = gpu_consumers(packages, toolkits)
         if not wanting:
             raise NotApplicable("nothing in this container uses an NVIDIA GPU")
@@ -168,18 +199,7 @@ class CD120(Check):
             "container": ", ".join(markers),
         }
         if nodes:
-            caps = env.get("NVIDIA_DRIVER_CAPABILITIES", "(unset: the toolkit's default is utility only)")
-            evidence["NVIDIA_DRIVER_CAPABILITIES"] = caps
-            return Problem(
-                "the container has the GPU devices but no user-space driver (libcuda): NVIDIA_DRIVER_CAPABILITIES "
-                "does not include compute, so CUDA finds no driver",
-                evidence,
-                Remediation(
-                    "Start the container with NVIDIA_DRIVER_CAPABILITIES=compute,utility "
-                    "(and NVIDIA_VISIBLE_DEVICES=all).",
-                    ("docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility <image> ...",),
-                ),
-            )
+            return _no_compute_capability(evidence, env)
         text, commands = _launch_fix(host)
         return Problem(
             "the container was started without its GPUs: the host's NVIDIA driver shows in /proc but there are no "

@@ -556,14 +556,7 @@ class CD111(Check):
     ) -> Problem | None:
         if driver.version is None:
             raise CannotJudge("the driver version is unknown")
-        packages = with_data_builds(packages, matrix, host.arch)
-        garbled = [
-            (p.name, p.cuda_build) for p in packages.values() if p.cuda_build and not version_or_none(p.cuda_build)
-        ]
-        if garbled:  # a snapshot or version.py may say anything
-            raise CannotJudge(f"{garbled[0][0]}'s CUDA build {(garbled[0][1] or '')[:20]!r} is not a CUDA version")
-        if not frameworks_by_cuda_major(packages):
-            raise NotApplicable("no installed framework is built for CUDA")
+        packages = _cuda_frameworks(packages, matrix, host)
         cuda, why = driver_cuda
         # The GPU table is read only where it decides something (the GPU probe reports it when broken).
         segments = gpu_segments(gpus) if forward is not None else ()
@@ -597,8 +590,7 @@ class CD111(Check):
             raise CannotJudge("no driver floor for " + "; ".join(unknown))
         if not failing:
             return None
-        refused = forward_compat_on_gpus(segments) if forward is not None else None
-        if forward is not None and refused is not None and refused.is_problem:
+        if forward is not None and (refused := forward_compat_on_gpus(segments)).is_problem:
             # The compat libcuda is there but the GPUs cannot use it: the driver's own CUDA is what counts.
             evidence["forward compatibility"] = f"{forward.library}: not supported on {refused.observed}"
             cuda = driver.cuda_api or matrix.cuda_for_driver(driver.version, windows=host.os == "Windows")
@@ -610,6 +602,20 @@ class CD111(Check):
             evidence,
             _too_old_fix(max(needed), cuda, failing_names, platform, torch_fix),
         )
+
+
+def _cuda_frameworks(
+    packages: dict[str, InstalledPackage], matrix: CompatMatrix, host: HostInfo
+) -> dict[str, InstalledPackage]:
+    """The packages with the CUDA builds compat data knows for them; CannotJudge when a build is no CUDA version,
+    NotApplicable when no framework is built for CUDA."""
+    packages = with_data_builds(packages, matrix, host.arch)
+    garbled = [(p.name, p.cuda_build) for p in packages.values() if p.cuda_build and not version_or_none(p.cuda_build)]
+    if garbled:  # a snapshot or version.py may say anything
+        raise CannotJudge(f"{garbled[0][0]}'s CUDA build {(garbled[0][1] or '')[:20]!r} is not a CUDA version")
+    if not frameworks_by_cuda_major(packages):
+        raise NotApplicable("no installed framework is built for CUDA")
+    return packages
 
 
 def _too_old_fix(

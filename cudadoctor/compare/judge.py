@@ -225,6 +225,32 @@ def _gpus_short(node: Node, expected: Sequence[tuple[int, str]]) -> str | None:
     return f"fewer GPUs than expected ({count} of {min(n for n in wanted if n > count)} {model})"
 
 
+def _flag_reports(
+    kept: Sequence[Node],
+    flagged: dict[str, list[str]],
+    max_age: float | None,
+    now: datetime.datetime | None,
+    expected_gpus: Sequence[tuple[int, str]] | None,
+) -> None:
+    """Name, in ``flagged``, the nodes whose own report rules them out of the vote: refused, stale, or with fewer
+    GPUs than ``--expect-gpus`` says."""
+    for node in kept:
+        if node.problem is not None:
+            flagged.setdefault(f"report refused: {node.problem}", []).append(node.name)
+    if max_age is not None:
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        for node in kept:
+            moment = _parse_time(node.collected_at)
+            if moment is None:
+                flagged.setdefault("report without a readable collection time (--max-age)", []).append(node.name)
+            elif (now - moment).total_seconds() > max_age:
+                flagged.setdefault(f"report older than {_age(max_age)}", []).append(node.name)
+    if expected_gpus is not None:
+        for node in kept:
+            if node.problem is None and (why := _gpus_short(node, expected_gpus)) is not None:
+                flagged.setdefault(why, []).append(node.name)
+
+
 def judge(
     nodes: Sequence[Node],
     baseline: Mapping[str, str | None] | None = None,
@@ -244,21 +270,7 @@ def judge(
     """
     kept, flagged, host_notes = _hosts(nodes)
     notes = [*notes, *host_notes]
-    for node in kept:
-        if node.problem is not None:
-            flagged.setdefault(f"report refused: {node.problem}", []).append(node.name)
-    if max_age is not None:
-        now = now or datetime.datetime.now(datetime.timezone.utc)
-        for node in kept:
-            moment = _parse_time(node.collected_at)
-            if moment is None:
-                flagged.setdefault("report without a readable collection time (--max-age)", []).append(node.name)
-            elif (now - moment).total_seconds() > max_age:
-                flagged.setdefault(f"report older than {_age(max_age)}", []).append(node.name)
-    if expected_gpus is not None:
-        for node in kept:
-            if node.problem is None and (why := _gpus_short(node, expected_gpus)) is not None:
-                flagged.setdefault(why, []).append(node.name)
+    _flag_reports(kept, flagged, max_age, now, expected_gpus)
     names = {n.name for n in kept}
     missing: list[str] = []
     if expected_hosts is not None:

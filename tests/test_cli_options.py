@@ -19,9 +19,9 @@ PKG = pathlib.Path(cli_options.__file__).parent
 FLAG = re.compile(r"-{1,2}[A-Za-z][A-Za-z0-9-]*")  # a whole string that is an option's name
 
 
-def _strings(path: pathlib.Path) -> list[ast.Constant]:
+def _strings(path: pathlib.Path) -> list[str]:
     return [
-        node
+        node.value
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     ]
@@ -30,7 +30,7 @@ def _strings(path: pathlib.Path) -> list[ast.Constant]:
 def test_each_flag_is_written_once_in_the_declarations() -> None:
     """An option repeated (``--root`` declared a second time for another command) would show here: a flag is one
     literal of the module; another command takes the declaration, or ``Param.but`` of it."""
-    flags = [c.value for c in _strings(PKG / "cli_options.py") if FLAG.fullmatch(c.value)]
+    flags = [s for s in _strings(PKG / "cli_options.py") if FLAG.fullmatch(s)]
     assert sorted(flags) == sorted(set(flags))
     declared = {flag for params in (*COMMANDS.values(), GLOBAL) for p in params for flag in p.flags}
     assert set(flags) == declared | set(cli_options.HELP_FLAGS)
@@ -58,8 +58,7 @@ def test_typer_options_are_made_in_one_place() -> None:
     made = []
     for path in sorted(PKG.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            called = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
-            if called in ("typer.Option", "typer.Argument"):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("typer.Option", "typer.Argument"):
                 made.append((str(path.relative_to(PKG)), node.lineno))
     lines, start = inspect.getsourcelines(cli._parameter)
     assert made and all(path == "cli.py" and start <= line < start + len(lines) for path, line in made)
@@ -68,7 +67,7 @@ def test_typer_options_are_made_in_one_place() -> None:
 @pytest.mark.parametrize("module", ["entry.py", "commands.py", "cli.py", "why/cli.py"])
 def test_the_parsers_name_no_flag_of_their_own(module: str) -> None:
     """The fast path's tables (and typer's commands) hold no flag: each comes from the declarations."""
-    assert [c.value for c in _strings(PKG / module) if FLAG.fullmatch(c.value)] == []
+    assert [s for s in _strings(PKG / module) if FLAG.fullmatch(s)] == []
 
 
 def _form(param: Param) -> list[str]:

@@ -25,7 +25,7 @@ SCHEMA_MODULES = {os.path.join(PACKAGE, "data", n) for n in ("rows.py", "types.p
 
 
 def _trees(paths: Iterable[str]) -> list[ast.AST]:
-    trees = []
+    trees: list[ast.AST] = []
     for path in paths:
         with open(path, encoding="utf-8") as handle:
             trees.append(ast.parse(handle.read(), path))

@@ -144,12 +144,12 @@ def _sample() -> list[tuple[str, str]]:
     # a check's torch builds: from an index, and 1.x ones from a links page or an extra index
     builds = [("2.1.0", "cu118", PYTHON), ("2.1.0", "cu121", PYTHON), ("1.12.1", "cu116", PYTHON)]
     builds += [("1.10.1", "cu111", "3.9"), ("1.9.0", "cu111", "3.9")]
-    for version, variant, python in builds:
+    for version, variant, build_python in builds:
         release = M.torch_release(Version(version))
         assert release is not None
         command = torch_build_install(M, release, variant, {"torchvision": Version("0.1")})
         assert command is not None
-        out.append((render(command), python))
+        out.append((render(command), build_python))
     return out
 
 

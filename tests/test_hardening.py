@@ -160,6 +160,7 @@ def test_3_one_crafted_nvidia_metadata_does_not_hide_torch(tmp_path) -> None:
 
 def test_3_cd701_unknown_condition_is_not_ok() -> None:
     facts = facts_from_json(fixture_text("h200-device", "snapshot.json"))
+    assert facts.driver is not None
     facts = replace(facts, driver=replace(facts.driver, cuda_api=None))
     env = (*facts.host.env, replace(facts.host.env[0], name="NVIDIA_REQUIRE_CUDA", value="cuda>=99.0"))
     finding = run_check("CD701", replace(facts, host=replace(facts.host, env=env)))

@@ -150,6 +150,7 @@ def test_a_535_data_center_host_gets_a_current_ngc_pytorch_container_a_geforce_d
 def test_ngc_pytorch_forward_branches_are_the_cuda_compat_packages() -> None:
     """A release whose notes give no driver numbers records the branches of its CUDA's cuda-compat package."""
     for image in M.ngc_pytorch_images:
+        assert image.cuda is not None
         cuda = Version(image.cuda.split()[0])
         name = f"cuda-compat-{cuda.major}-{cuda.minor}"
         package = next((p for p in M.forward_compat_packages if p.package == name), None)

@@ -126,9 +126,9 @@ def test_a_checks_torch_fix_keeps_the_users_release_when_a_build_of_it_fits(case
     printed = finding.remediation.commands[0]
     assert printed.startswith("python -m pip install " + command)
     # pip changes something: a +cu111 pin is not met by 1.9.0 (conda's CPU build), a forced reinstall where it is
-    command = parse(printed)
-    assert outcome.facts is not None and isinstance(command, Install)
-    assert changes(command, installed_versions(outcome.facts.packages))
+    parsed = parse(printed)
+    assert outcome.facts is not None and isinstance(parsed, Install)
+    assert changes(parsed, installed_versions(outcome.facts.packages))
 
 
 def test_only_an_exact_pin_counts_as_a_pinned_release():

@@ -203,8 +203,13 @@ def test_gpm_window_is_shared_by_all_gpus(monkeypatch: pytest.MonkeyPatch):
 
     nv = _FakeNvml()
     slept: list[float] = []
-    monkeypatch.setattr(nvml_health.time, "sleep", slept.append)
-    monkeypatch.setattr(nvml_health, "_gpm_metrics", lambda nv_, h, first, s: nv.calls.append(f"metrics {h}") or {})
+    monkeypatch.setattr("cudadoctor.probes.nvml_health.time.sleep", slept.append)
+
+    def fake_gpm_metrics(nv_, h, first, s):
+        nv.calls.append(f"metrics {h}")
+        return {}
+
+    monkeypatch.setattr(nvml_health, "_gpm_metrics", fake_gpm_metrics)
     devices: list[dict[str, Any]] = [{"index": i, "gpm_supported": {"v": 1}} for i in range(3)]
     devices.append({"index": 3, "gpm_supported": {"v": 0}})
     nvml_health._gpm_window(nv, devices, 1.0)

@@ -17,6 +17,7 @@ from tests.checks.conftest import with_env
 
 def _without_gpus(facts: Facts) -> Facts:
     """`docker run` without --gpus: the host's /proc stays, the device nodes and the injected libcuda go."""
+    assert facts.driver is not None
     driver = replace(facts.driver, libcuda_files=(), loaded_libcuda=None, readings=())
     visible = replace(facts.visible, device_nodes=())
     return replace(facts, driver=driver, visible=visible, gpus=())
@@ -95,6 +96,7 @@ def _running_root(facts: Facts, *, live_dev: bool | None = True, assume: bool = 
     facts = replace(facts, mode="root:/proc/4242/root", host=host, visible=replace(facts.visible, live_dev=live_dev))
     if not assume:
         return facts
+    assert facts.driver is not None
     driver = replace(facts.driver, kernel_module=None, readings=())
     return apply_assumptions(replace(facts, driver=driver), driver="580.95.05")
 

@@ -141,7 +141,11 @@ def test_check_runs_dcgmi_only_with_the_flag(monkeypatch: pytest.MonkeyPatch):
     ran: list[tuple[int, float | None]] = []
     monkeypatch.setattr(collect, "live_context", lambda **kw: ProbeContext(runner=FakeRunner()))
     monkeypatch.setattr(collect, "collect_facts", lambda ctx: Facts(host=HostInfo(os="Linux", arch="x86_64")))
-    monkeypatch.setattr(dcgm, "probe_dcgm_diag", lambda ctx, level, timeout: ran.append((level, timeout)) or None)
+
+    def fake_probe_dcgm_diag(ctx, level, timeout):
+        ran.append((level, timeout))
+
+    monkeypatch.setattr(dcgm, "probe_dcgm_diag", fake_probe_dcgm_diag)
     app._probed(app.FactSource(), lambda message: None)
     assert ran == []
     app._probed(app.FactSource(dcgm_level=2, dcgm_timeout=30.0), lambda message: None)
@@ -171,7 +175,12 @@ def test_cli_flags_reach_the_options(monkeypatch: pytest.MonkeyPatch):
     from cudadoctor import cli
 
     seen: list[Any] = []
-    monkeypatch.setattr(cli, "check_command", lambda options: seen.append(options) or 0)
+
+    def fake_check_command(options):
+        seen.append(options)
+        return 0
+
+    monkeypatch.setattr(cli, "check_command", fake_check_command)
     result = CliRunner().invoke(cli.app, ["check", "--dcgm-diag", "2", "--dcgm-timeout", "200"])
     assert result.exit_code == 0, result.output
     assert (seen[0].dcgm_diag, seen[0].dcgm_timeout) == (2, 200.0)

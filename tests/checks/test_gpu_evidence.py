@@ -17,6 +17,7 @@ from cudadoctor.testing import run_check
 def _nvml_silent(facts: Facts, *, driver: bool = True) -> Facts:
     """NVML does not answer (a container or --root where it fails): no probed GPU, no driver version; the
     device nodes /dev/nvidia0 … are still there."""
+    assert facts.driver is not None
     kept = replace(facts.driver, version=None, cuda_api=None, kernel_module=None, readings=()) if driver else None
     return replace(facts, gpus=(), driver=kept)
 

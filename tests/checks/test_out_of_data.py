@@ -79,11 +79,13 @@ def out_of_data(facts: Facts) -> Facts:
     driver = replace(facts.driver, version=new, cuda_api=Version(UNKNOWN_CUDA), kernel_module=module, readings=readings)
     gpus = tuple(replace(g, name="NVIDIA Future GPU 9000", compute_capability="99.0") for g in facts.gpus)
     toolkits = tuple(replace(t, version=Version("99.0.1")) for t in facts.toolkits)
-    libraries = {
-        kind: tuple(replace(c, version=Version("99.1.0")) for c in getattr(facts, kind))
-        for kind in ("cudnn", "nccl", "tensorrt")
-    }
-    return replace(facts, packages=packages, driver=driver, gpus=gpus, toolkits=toolkits, **libraries)
+    cudnn, nccl, tensorrt = (
+        tuple(replace(c, version=Version("99.1.0")) for c in copies)
+        for copies in (facts.cudnn, facts.nccl, facts.tensorrt)
+    )
+    return replace(
+        facts, packages=packages, driver=driver, gpus=gpus, toolkits=toolkits, cudnn=cudnn, nccl=nccl, tensorrt=tensorrt
+    )
 
 
 def test_the_lists_name_registered_checks_only():
@@ -107,6 +109,7 @@ def test_cd701_never_guesses_the_brand_of_an_unknown_gpu(h200: Facts) -> None:
     """A 535 driver (CUDA 12.2) under the H200 image's `cuda>=13.0 brand=…,driver>=535,driver<536` alternatives:
     only the GPU's brand decides. NVML gave none; compat/gpus.toml knows a T4 (Tesla: met) and a GeForce (not
     met) but not a future GPU, whose brand must not be guessed either way."""
+    assert h200.driver is not None
     older = replace(
         out_of_data(h200),
         driver=replace(h200.driver, version=DriverVersion("535.104.05"), cuda_api=Version("12.2")),

@@ -146,6 +146,7 @@ def test_cd201_no_toolkit_is_not_applicable(h200):
 
 
 def _driver(h200: Facts, version: str, cuda: str | None) -> Facts:
+    assert h200.driver is not None
     driver = replace(h200.driver, version=DriverVersion(version), cuda_api=Version(cuda) if cuda else None,
                      readings=(), libcuda_files=())  # fmt: skip
     return replace(h200, driver=driver)

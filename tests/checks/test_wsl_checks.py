@@ -31,6 +31,7 @@ def _wsl(facts: Facts, *, copies: bool = True, driver: str = "560.94", store: tu
     """A WSL2 machine: the driver store with libcuda copies (or libcuda.so.1.1 reached through links)."""
     names = ("libcuda.so", "libcuda.so.1", "libcuda.so.1.1") if copies else ("libcuda.so.1.1",)
     files = tuple(LibcudaFile(f"/usr/lib/wsl/lib/{n}", None, "wsl", searched) for n in names)
+    assert facts.driver is not None
     drv = replace(facts.driver, version=DriverVersion(driver), kernel_module=None, libcuda_files=files, wsl=True,
                   wsl_libraries=store)  # fmt: skip
     markers = ("/.dockerenv",) if container else ()
@@ -126,13 +127,14 @@ def _opener(facts: Facts, *, via: str | None = "ld.so.conf", path: str = "/usr/l
     if cuda_python:
         source = Source(SourceKind.METADATA, f"{_SITE}/cuda_python-{cuda_python}.dist-info")
         packages["cuda-python"] = InstalledPackage("cuda-python", Version(cuda_python), _SITE, source)
-    copies = ()
+    copies: tuple[LibraryCopy, ...] = ()
     if cudnn:
         path_ = f"{_SITE}/nvidia_cudnn_cu11-{cudnn}.dist-info"
         copies = (LibraryCopy("cudnn", Version(cudnn), "pip", path_, Source(SourceKind.METADATA, path_),
                               "nvidia-cudnn-cu11"),)  # fmt: skip
     hits = () if via is None else (LibcudaResolution("libcuda.so", path, path, via),)
     wsl = _wsl(facts)
+    assert wsl.driver is not None
     return replace(wsl, packages=packages, cudnn=copies, driver=replace(wsl.driver, resolved_libcuda=hits))
 
 
@@ -180,6 +182,7 @@ def test_unversioned_libcuda_through_ld_so_conf_counts_only_as_a_link():
 def _nvml_silent_in_a_wsl_container(h200: Facts) -> Facts:
     """A container on WSL2 whose NVML does not answer: the driver store is read, the Windows driver's version not."""
     facts = _wsl(h200, container=True)
+    assert facts.driver is not None
     return replace(facts, driver=replace(facts.driver, version=None, cuda_api=None, readings=()))
 
 

@@ -723,7 +723,7 @@ def _onnxruntime_files(replay: Replay, site: str, version: str) -> None:
     """onnxruntime-gpu's CUDA provider with the sonames read from that release's wheel (compat/ecosystem.toml)."""
     with open(os.path.join(CORPUS, "..", "..", "compat", "ecosystem.toml"), "rb") as handle:
         rows = tomllib.load(handle).get("onnxruntime_gpu", [])
-    sonames = next((r.get("wheel_sonames", []) for r in rows if r.get("version") == version), [])
+    sonames: list[str] = next((r.get("wheel_sonames", []) for r in rows if r.get("version") == version), [])
     if sonames:
         replay.binaries[f"{site}/onnxruntime/capi/libonnxruntime_providers_cuda.so"] = shared_object(
             sonames, "libonnxruntime_providers_cuda.so"

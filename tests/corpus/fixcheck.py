@@ -170,8 +170,9 @@ def counts(case: dict[str, Any], outcome: Outcome, matrix: CompatMatrix) -> tupl
         return False, f"expected {', '.join(outcome.missing)}; reported {', '.join(outcome.errors) or 'no error'}"
     codes = {str(e["code"]) for e in case.get("expect", [])}
     for item in printed(outcome, matrix, codes):
-        if item.verification is None or item.verification.problems:
-            return False, f"{item.code} prints {item.command}: {item.unread or '; '.join(item.verification.problems)}"
+        problems = item.verification.problems if item.verification is not None else ()
+        if item.verification is None or problems:
+            return False, f"{item.code} prints {item.command}: {item.unread or '; '.join(problems)}"
     if fix_equivalent(case, outcome, matrix) is False:
         return False, str(case["case"].get("fix_note") or compare(case, outcome, matrix)[1])
     return True, ""

@@ -37,10 +37,10 @@ def test_printed_commands_verify(path: str) -> None:
     assert withheld == [], "a check built a command the gate had to withhold (cudadoctor/checks/gate.py)"
     unread = [(p.code, p.command, p.unread) for p in printed(outcome, MATRIX) if p.verification is None]
     assert unread == [], "a printed pip/uv command the model cannot read cannot be verified"
-    items = [p for p in printed(outcome, MATRIX) if p.verification is not None]
-    problems = [(p.code, p.command, p.verification.problems) for p in items if p.verification.problems]
+    items = [(p, p.verification) for p in printed(outcome, MATRIX) if p.verification is not None]
+    problems = [(p.code, p.command, v.problems) for p, v in items if v.problems]
     assert problems == []
-    unverified = sorted({u for p in items for u in p.verification.unverified})
+    unverified = sorted({u for _, v in items for u in v.unverified})
     assert [u for u in unverified if allowed(u) is None] == []
     if unverified:
         names = ", ".join(u.split(":", 1)[0] for u in unverified)

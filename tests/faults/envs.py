@@ -317,7 +317,13 @@ def _many_dists(prefix: str) -> None:
 def _odd_dist_names(prefix: str) -> None:
     site = _full(prefix, SITE)
     # Dist-infos without METADATA (a RECORD only) under names that say little or nothing, one not UTF-8.
-    names = [".dist-info", "-.dist-info", "-1.0.dist-info", "nvidia_empty-.dist-info", b"nvidia_bad\xff-1.0.dist-info"]
+    names: list[str | bytes] = [
+        ".dist-info",
+        "-.dist-info",
+        "-1.0.dist-info",
+        "nvidia_empty-.dist-info",
+        b"nvidia_bad\xff-1.0.dist-info",
+    ]
     for name in names:
         directory = os.path.join(os.fsencode(site), os.fsencode(name))
         os.mkdir(directory)
@@ -898,6 +904,7 @@ def collect_live(tree: str, env: dict[str, str], fault: Fault) -> Facts:
     NVML, libcuda and nvidia-smi. ``needs_non_root`` faults run as a normal user even under root."""
     compat = compat_load.compat_dir()
     with Patcher(allow_root_user=not fault.needs_non_root) as patcher:
+        assert patcher.fs is not None
         patcher.fs.add_real_directory(tree, target_path="/", lazy_read=False)
         patcher.fs.add_real_directory(compat, lazy_read=False)  # the GPU table, if looked up
         return collect_facts(make_ctx(env=env, runner=fault.runner(), native=fault.fake_native()))

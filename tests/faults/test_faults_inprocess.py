@@ -84,6 +84,7 @@ def test_unreadable_file_is_a_reason_even_as_root(h200_template: str, h200_image
     assert stat.S_IMODE(os.stat(tree + "/proc/driver/nvidia/version").st_mode) == 0
     facts = collect_live(tree, dict(h200_image_env), fault)
     assert [(e.probe, e.source) for e in facts.errors] == [("driver", "/proc/driver/nvidia/version")]
+    assert facts.driver is not None
     assert str(facts.driver.version) == "580.159.04"  # /sys/module/nvidia/version and NVML still say it
 
 
@@ -201,7 +202,7 @@ def broken_compat(monkeypatch: pytest.MonkeyPatch, tmp_path):  # type: ignore[no
 
 @pytest.mark.parametrize("case", COMPAT_FAULTS, ids=[c.id for c in COMPAT_FAULTS])
 def test_broken_compat_table_is_exit_3_and_one_line(
-    case, broken_compat: str, h200_template: str, h200_image_env: dict[str, str], tmp_path
+    case, broken_compat: tuple[str, str], h200_template: str, h200_image_env: dict[str, str], tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     directory, real = broken_compat
     case.make(directory, real=real)

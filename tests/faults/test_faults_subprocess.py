@@ -88,7 +88,7 @@ def _finish(proc: subprocess.Popen, started: float) -> Run:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        pytest.fail(f"cudadoctor hung (> {TIMEOUT} s): {proc.args}")
+        pytest.fail(f"cudadoctor hung (> {TIMEOUT} s): {proc.args!r}")
     return Run(tuple(proc.args), proc.returncode, out, err, time.perf_counter() - started)  # type: ignore[arg-type]
 
 
@@ -156,7 +156,7 @@ def _job(fault: Fault, image_env: dict[str, str], fault_tree, live_facts, tmp_pa
         # NVML, libcuda and nvidia-smi exist only on a live machine: collect it in-process, replay the facts.
         snapshot = str(tmp_path / "facts.json")
         write_text(snapshot, facts_to_json(live_facts(fault)[0]) + "\n")  # as `cudadoctor snapshot -o`
-        args = ("check", "--from", snapshot, "-f", "json", "-o", report)
+        args: tuple[str, ...] = ("check", "--from", snapshot, "-f", "json", "-o", report)
         return Job(fault, args, report, str(tmp_path), fault.exit_code, fault.expect)
     tree = fault_tree(fault)
     env_file = tmp_path / "image.env"

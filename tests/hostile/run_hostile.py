@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "h200", "tree")
@@ -244,7 +245,7 @@ def write_json(path: str, doc: object) -> str:
 def from_snapshot(tmp: str, edit: Callable[[dict], object], *, must_fail: bool = True, extra: list[str] = ()) -> Spec:  # type: ignore[assignment]
     doc = snapshot_of(tmp)
     result = edit(doc["facts"])
-    if result is not None:
+    if isinstance(result, dict):  # an edit that replaces the whole document returns it
         doc = result
     path = write_json(os.path.join(tmp, "hostile.json"), doc)
     gate = ["--require", "torch>=99"] if must_fail else []
@@ -733,7 +734,13 @@ _snap_case(
     "snap-packages-50000-entries",
     lambda f: f["packages"].update({f"p{i}": dict(f["packages"]["torch"], name=f"p{i}") for i in range(50000)}),
 )
-_snap_case("snap-mode-unknown-and-schema-bool", lambda f: (f.__setitem__("mode", "\x00weird"), None)[1])
+
+
+def _mode_weird(f: dict) -> None:
+    f["mode"] = "\x00weird"
+
+
+_snap_case("snap-mode-unknown-and-schema-bool", _mode_weird)
 _snap_case("snap-runtime-wrong-typed", _set("runtime", {"devices": "x", "frameworks": [1, 2], "cuinit": {"rc": "x"}}))
 _snap_case(
     "snap-report-kind-with-hostile-findings",
@@ -1014,7 +1021,15 @@ _baseline_case(
 _baseline_case(
     "baseline-nested-200000-deep", lambda t: put(t, "b.json", '{"nccl":' + "[" * 200000 + "]" * 200000 + "}")
 )
-_baseline_case("baseline-is-a-fifo", lambda t: (os.mkfifo(os.path.join(t, "b.json")), os.path.join(t, "b.json"))[1])
+
+
+def _fifo(t: str) -> str:
+    path = os.path.join(t, "b.json")
+    os.mkfifo(path)
+    return path
+
+
+_baseline_case("baseline-is-a-fifo", _fifo)
 _baseline_case(
     "baseline-facts-wrong-typed-report",
     lambda t: write_json(
@@ -1425,7 +1440,7 @@ def _cd304_is(*allowed: str) -> Callable[[subprocess.CompletedProcess[str]], str
     return judge
 
 
-def _loader_case(name: str, build: Callable[[str], None], *allowed: str) -> None:
+def _loader_case(name: str, build: Callable[[str], object], *allowed: str) -> None:
     @case("loader", name)
     def _(tmp: str) -> Spec:
         spec = image(tmp, "--format", "json")
@@ -1622,9 +1637,9 @@ def tree_fingerprint(root: str) -> dict[str, tuple[object, ...]]:
     return out
 
 
-def run_one(group: str, name: str, build: Callable[[str], Spec], keep: bool) -> dict[str, object]:
+def run_one(group: str, name: str, build: Callable[[str], Spec], keep: bool) -> dict[str, Any]:
     tmp = tempfile.mkdtemp(prefix=f"hostile-{name[:40]}-")
-    result: dict[str, object] = {"group": group, "name": name, "tmp": tmp}
+    result: dict[str, Any] = {"group": group, "name": name, "tmp": tmp}
     spec: Spec | None = None
     try:
         spec = build(tmp)

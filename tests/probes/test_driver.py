@@ -8,7 +8,7 @@ import os
 import pytest
 from packaging.version import Version
 
-from cudadoctor.facts.model import LibcudaFile, Source, SourceKind
+from cudadoctor.facts.model import DriverVersion, LibcudaFile, Source, SourceKind
 from cudadoctor.probes.driver import (
     SMI_QUERY_ARGV,
     SmiGpu,
@@ -124,7 +124,7 @@ def test_parse_driver_version(text: str, expected: Version | None) -> None:
 
 def test_parse_nvidia_smi_query_h200() -> None:
     assert parse_nvidia_smi_query(SMI_OUTPUT) == (
-        SmiGpu(0, "NVIDIA H200", "00000000:00:06.0", V("580.159.04"), "9.0", 143771, "Disabled"),
+        SmiGpu(0, "NVIDIA H200", "00000000:00:06.0", DriverVersion("580.159.04"), "9.0", 143771, "Disabled"),
     )
 
 
@@ -243,8 +243,12 @@ def test_h200_libcuda_files(h200) -> None:
 
     # Each real file once: libcuda.so and libcuda.so.1 (also /usr/lib's links) lead to the versioned file.
     assert files == (
-        LibcudaFile(HOST_LIBCUDA, V("580.159.04"), "driver", True, Source(SourceKind.FILENAME, HOST_LIBCUDA)),
-        LibcudaFile(COMPAT_LIBCUDA, V("580.95.05"), "compat", False, Source(SourceKind.FILENAME, COMPAT_LIBCUDA)),
+        LibcudaFile(
+            HOST_LIBCUDA, DriverVersion("580.159.04"), "driver", True, Source(SourceKind.FILENAME, HOST_LIBCUDA)
+        ),
+        LibcudaFile(
+            COMPAT_LIBCUDA, DriverVersion("580.95.05"), "compat", False, Source(SourceKind.FILENAME, COMPAT_LIBCUDA)
+        ),
         LibcudaFile(STUB_LIBCUDA, None, "stub", False, Source(SourceKind.FILENAME, STUB_LIBCUDA)),
     )
 

@@ -303,7 +303,12 @@ def test_a_live_run_takes_the_helpers_answer_instead_of_asking_again(
     live_memo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[int] = []
-    monkeypatch.setattr(memo, "replay", lambda seen, fs, env: asked.append(1) or True)
+
+    def fake_replay(seen, fs, env):
+        asked.append(1)
+        return True
+
+    monkeypatch.setattr(memo, "replay", fake_replay)
     memo.start_replay({})
     facts = collect_facts(live_context(health=False))
     assert "memo" in facts.timings and asked == []
@@ -361,7 +366,12 @@ def test_suggest_skips_the_toolkits_and_plans_the_same(monkeypatch: pytest.Monke
 
     ran: list[str] = []
     real = toolkit.probe_nvcc
-    monkeypatch.setattr(toolkit, "probe_nvcc", lambda ctx: ran.append("nvcc") or real(ctx))
+
+    def fake_probe_nvcc(ctx):
+        ran.append("nvcc")
+        return real(ctx)
+
+    monkeypatch.setattr(toolkit, "probe_nvcc", fake_probe_nvcc)
     full = collect_facts(live_context(health=False))
     assert ran
     ran.clear()
@@ -403,7 +413,12 @@ def test_a_first_run_lists_the_driver_files_once(root: Path, monkeypatch: pytest
 
     calls: list[str] = []
     real = driver.driver_files
-    monkeypatch.setattr(driver, "driver_files", lambda ctx: calls.append("x") or real(ctx))
+
+    def fake_driver_files(ctx):
+        calls.append("x")
+        return real(ctx)
+
+    monkeypatch.setattr(driver, "driver_files", fake_driver_files)
     first = collect_facts(context(root))
     assert calls == ["x"] and "memo" not in first.timings
     assert "memo" in collect_facts(context(root)).timings and calls == ["x"]

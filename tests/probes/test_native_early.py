@@ -157,7 +157,12 @@ def test_a_helper_killed_by_a_signal_is_an_error_not_a_retry_here(
 ) -> None:
     """NVML that crashed its helper would crash the doctor if asked again in-process: it is reported instead."""
     asked_here: list[str] = []
-    monkeypatch.setattr(native, "_query_nvml", lambda: asked_here.append("nvml") or NvmlResult())
+
+    def fake_query_nvml():
+        asked_here.append("nvml")
+        return NvmlResult()
+
+    monkeypatch.setattr(native, "_query_nvml", fake_query_nvml)
     helper("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
     native.start_early(health=True)
     assert RealNative().nvml().error == "the NVML helper died of signal 11"

@@ -50,7 +50,7 @@ def strategy_for(tp: Any) -> st.SearchStrategy[Any]:
         options = [t for t in typing.get_args(tp) if t is not type(None)]
         (inner,) = options
         return st.none() | strategy_for(inner)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp, vars(model))
         fields = {f.name: strategy_for(hints[f.name]) for f in dataclasses.fields(tp) if not f.name.startswith("_")}
         return st.builds(tp, **fields)

@@ -67,7 +67,9 @@ def _parse(text: str) -> list[list[Condition]] | None:
 )
 def test_parse_requirement_any_text(text: str) -> None:
     alternatives = _parse(text)
-    for conds in alternatives or ():
+    if alternatives is None:
+        return
+    for conds in alternatives:
         for cond in conds:
             assert cond.prop in ("cuda", "driver", "arch", "brand") and cond.op in _OPS
         # whatever parses can be evaluated, with any facts

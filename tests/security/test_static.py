@@ -208,10 +208,10 @@ def _functions(module: str) -> dict[str, ast.FunctionDef]:
 
 
 def _enclosing(module: str, target: ast.AST) -> ast.FunctionDef | None:
-    best = None
+    best: ast.FunctionDef | None = None
     for node in ast.walk(tree(module)):
         inside = isinstance(node, ast.FunctionDef) and any(n is target for n in ast.walk(node))
-        if inside and (best is None or node.lineno > best.lineno):
+        if inside and isinstance(node, ast.FunctionDef) and (best is None or node.lineno > best.lineno):
             best = node
     return best
 
@@ -313,6 +313,7 @@ def test_every_run_call_is_a_runner_call_with_an_argv_sequence_and_a_timeout() -
     }
     problems = []
     for module, call in sites:
+        assert isinstance(call.func, ast.Attribute)  # runner_calls keeps only `.run(...)` calls
         receiver = dotted(call.func.value) or ""
         if not receiver.split(".")[-1].endswith("runner"):
             problems.append(f"{where(module, call)}: .run() on {receiver or 'an expression'}, not a Runner")
@@ -461,7 +462,7 @@ def test_no_string_holds_code_that_imports_a_framework() -> None:
         docs = _docstrings(module)
         for node in ast.walk(tree(module)):
             code = isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
-            if code and _IMPORT_TEXT.search(node.value):
+            if code and isinstance(node, ast.Constant) and _IMPORT_TEXT.search(str(node.value)):
                 holders.append(module)
     assert holders == []
 
@@ -496,7 +497,7 @@ def test_the_children_only_reach_the_runner_as_python_dash_i_path() -> None:
         assert getattr(elts[1], "value", None) == "-I"
         assert isinstance(elts[2], ast.Name) and elts[2].id in CHILD_PATHS
         users = [
-            (m, dotted(c.func), _enclosing(m, c).name if _enclosing(m, c) else None)
+            (m, dotted(c.func), enclosing.name if (enclosing := _enclosing(m, c)) else None)
             for m in MODULES
             for c, _ in calls(m)
             if any(isinstance(n, ast.Name) and n.id == helper for n in ast.walk(c)) and dotted(c.func) != helper
@@ -569,7 +570,12 @@ def test_sys_path_is_never_changed() -> None:
             if module in CHILDREN and _in_add_sites(module, node):
                 continue
             method = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            if method and qualified(module, node.func.value) in ("sys.path", "sys.meta_path", "sys.path_hooks"):
+            if (
+                method
+                and isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and qualified(module, node.func.value) in ("sys.path", "sys.meta_path", "sys.path_hooks")
+            ):
                 found.append(f"{where(module, node)} sys.path.{node.func.attr}()")
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]

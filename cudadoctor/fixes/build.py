@@ -15,12 +15,29 @@ from packaging.version import Version
 
 from cudadoctor.fixes.model import Install, Pin, Steps, Tool, Uninstall, render
 
-__all__ = ["both_tools", "pins_of", "pip", "taking_effect", "uninstall_then_install"]
+__all__ = ["both_tools", "install_from", "pins_of", "pip", "taking_effect", "uninstall_then_install"]
 
 
 def pins_of(pairs: Iterable[tuple[str, str]]) -> tuple[Pin, ...]:
     """``(name, version)`` pairs as exact pins (an empty version: the bare name)."""
     return tuple(Pin.exact(name, version) for name, version in pairs)
+
+
+def install_from(
+    pins: tuple[Pin, ...], url: str | None, option: str = "index-url", *, force_reinstall: bool = False
+) -> Install:
+    """``pip install`` of ``pins`` from ``url``, given to pip as ``option`` says (compat/torch.toml
+    ``[[install_form]]``): ``index-url`` (the index instead of PyPI), ``extra-index-url`` (beside PyPI) or
+    ``find-links`` (a page of wheel links, ``-f``: torch 1.x's ``torch_stable.html``,
+    https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-f); no URL (or ``pypi``): the default index."""
+    where = (url,) if url else ()
+    return Install(
+        pins,
+        url if option == "index-url" else None,
+        where if option == "extra-index-url" else (),
+        where if option == "find-links" else (),
+        force_reinstall=force_reinstall,
+    )
 
 
 def taking_effect(command: Install, installed: Mapping[str, Version], *, deps: bool = False) -> Install:

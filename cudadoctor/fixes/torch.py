@@ -17,6 +17,7 @@ from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
+from cudadoctor.fixes.build import install_from
 from cudadoctor.fixes.model import Install, Pin
 
 __all__ = ["torch_build_install", "torch_default_tag"]
@@ -46,11 +47,6 @@ def torch_build_install(
         if version is not None and (name == "torch" or name in installed):
             local = f"+{variant}" if name in source.local_tag else ""
             pins.append(Pin.exact(name, f"{version}{local}"))
-    where = (source.url,) if source.url else ()
-    if source.option == "index-url":
-        return Install(tuple(pins), source.url)
-    if source.option == "extra-index-url":
-        return Install(tuple(pins), extra_index_urls=where)
-    if source.option == "find-links":
-        return Install(tuple(pins), find_links=where)
-    return Install(tuple(pins), force_reinstall=any(satisfied(p, installed) for p in pins))
+    # PyPI's wheel carries no local version: a forced reinstall where the installed version satisfies the pin
+    forced = source.option == "pypi" and any(satisfied(p, installed) for p in pins)
+    return install_from(tuple(pins), source.url, source.option, force_reinstall=forced)

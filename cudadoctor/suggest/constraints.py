@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import field
 
 from packaging.version import Version
@@ -129,35 +128,3 @@ def short(version: Version) -> str:
 def pin(name: str, version: str) -> str:
     """``name==version``, or the bare name when the version is left to the resolver (``""``)."""
     return f"{name}=={version}" if version else name
-
-
-def install_line(
-    tool: str,
-    pins: Iterable[tuple[str, str]],
-    index_url: str | None,
-    *,
-    reinstall: bool = False,
-    option: str = "index-url",
-) -> str:
-    """One install command, built and rendered by :mod:`cudadoctor.fixes` (the one place commands are made);
-    ``reinstall``: replace what is installed even where its version matches.
-
-    pip: ``--force-reinstall`` (https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-force-reinstall);
-    uv: ``--reinstall`` (https://docs.astral.sh/uv/reference/cli/#uv-pip-install--reinstall).
-    ``option``: how ``index_url`` is given: ``index-url`` (the index instead of PyPI), ``extra-index-url`` (beside
-    PyPI) or ``find-links`` (a page of wheel links, ``-f``: torch 1.x's ``torch_stable.html``,
-    https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-f).
-    """
-    from cudadoctor.fixes import Install, render
-    from cudadoctor.fixes.build import pins_of
-
-    where = (index_url,) if index_url else ()
-    command = Install(
-        pins_of(pins),
-        index_url if option == "index-url" else None,
-        where if option == "extra-index-url" else (),
-        where if option == "find-links" else (),
-        force_reinstall=reinstall,
-        tool="uv" if tool == "uv" else "pip",
-    )
-    return render(command)

@@ -13,7 +13,8 @@ from typing import NamedTuple
 from packaging.version import Version
 
 from cudadoctor.data.rows import TorchInstallForm, TorchRelease
-from cudadoctor.suggest.constraints import Constraints, install_line
+from cudadoctor.fixes.build import both_tools, install_from, pins_of
+from cudadoctor.suggest.constraints import Constraints
 
 __all__ = ["ECOSYSTEM", "Install", "configured_index_text", "torch_install", "torch_pins"]
 
@@ -106,7 +107,7 @@ def torch_install(
             f"--index-url replaces {configured_index_text(c.user_index)} for this command: "
             f"the {variant} build is published on PyTorch's own index"
         )
-    commands = tuple(install_line(tool, pins, index_url, reinstall=reinstall, option=option) for tool in ("pip", "uv"))
+    commands = both_tools(install_from(pins_of(pins), index_url, option, force_reinstall=reinstall))
     return Install(pins, commands, tuple(caveats), keeps)
 
 

@@ -20,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.names import canonical_name
-from cudadoctor.fixes import Install, Steps, Uninstall
+from cudadoctor.fixes import Install, Pin, Steps
 from cudadoctor.fixes.machine import verify_on
 from cudadoctor.fixes.parse import UnreadCommand, parse
 from cudadoctor.fixes.releases import index_variant
@@ -107,11 +107,10 @@ def _url_tag(url: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _version(spec: str) -> Version | None:
-    if not spec.startswith("==") or "*" in spec or "," in spec:
-        return None
+def _version(pin: Pin) -> Version | None:
+    """The version an exact pin names (:attr:`Pin.version`), parsed; None for a range or a wheel URL."""
     try:
-        return Version(spec[2:])
+        return Version(pin.version) if pin.version else None
     except InvalidVersion:
         return None
 
@@ -123,8 +122,7 @@ def _match(matrix: CompatMatrix, accepted: Install, command: Install) -> str | N
     have = next((p for p in command.pins if canonical_name(p.name) == name), None)
     if have is None:
         return f"installs no {name}"
-    want_v = _version(want.spec)
-    have_v = _version(have.spec) if have.url is None else None
+    want_v, have_v = _version(want), _version(have)
     a_tag, p_tag = _tag(matrix, name, want_v, accepted), _tag(matrix, name, have_v, command)
     if _cuda_major(a_tag) is not None and _cuda_major(p_tag) is not None and _cuda_major(a_tag) != _cuda_major(p_tag):
         return f"{name} for {p_tag}, the accepted fix takes {a_tag}"
@@ -144,7 +142,7 @@ def compare(case: dict[str, Any], outcome: Outcome, matrix: CompatMatrix) -> tup
     for item in printed(outcome, matrix, codes):
         command = parse(item.command) if item.verification is not None else None
         steps = command.steps if isinstance(command, Steps) else (command,) if command else ()
-        commands += [s for s in steps if isinstance(s, Install) and not isinstance(s, Uninstall)]
+        commands += [s for s in steps if isinstance(s, Install)]
     if not commands:
         return False, "no pip/uv install is printed for the expected findings"
     reasons = []

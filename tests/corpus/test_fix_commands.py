@@ -35,9 +35,10 @@ def test_printed_commands_verify(path: str) -> None:
     outcome = replay(load_case(path), MATRIX)
     withheld = [f.code for f in outcome.findings if f.remediation and WITHHELD in f.remediation.text]
     assert withheld == [], "a check built a command the gate had to withhold (cudadoctor/checks/gate.py)"
-    unread = [(p.code, p.command, p.unread) for p in printed(outcome, MATRIX) if p.verification is None]
+    commands = printed(outcome, MATRIX)
+    unread = [(p.code, p.command, p.unread) for p in commands if p.verification is None]
     assert unread == [], "a printed pip/uv command the model cannot read cannot be verified"
-    items = [(p, p.verification) for p in printed(outcome, MATRIX) if p.verification is not None]
+    items = [(p, p.verification) for p in commands if p.verification is not None]
     problems = [(p.code, p.command, v.problems) for p, v in items if v.problems]
     assert problems == []
     unverified = sorted({u for _, v in items for u in v.unverified})

@@ -246,9 +246,8 @@ def constraints(
 ) -> Constraints:
     """What a plan must fit: this machine's facts (``gather``, unless ``flags.probe`` is off), overridden by the
     flags."""
-    probe = flags.probe and gather is not None
-    facts = gather() if probe and gather is not None else None
-    index = user_index(os.environ) if probe else None
+    facts = gather() if flags.probe and gather is not None else None
+    index = user_index(os.environ) if facts is not None else None
     return constraints_for(matrix, flags, facts, variant=variant, index=index)
 
 

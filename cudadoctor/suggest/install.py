@@ -12,8 +12,9 @@ from typing import NamedTuple
 
 from packaging.version import Version
 
-from cudadoctor.data.rows import TorchInstallForm, TorchRelease
+from cudadoctor.data.rows import TorchRelease
 from cudadoctor.fixes.build import both_tools, install_from, pins_of
+from cudadoctor.fixes.releases import TorchSource
 from cudadoctor.suggest.constraints import Constraints
 
 __all__ = ["ECOSYSTEM", "Install", "configured_index_text", "torch_install", "torch_pins"]
@@ -69,7 +70,7 @@ def _installed_variant(c: Constraints) -> str | None:
 
 
 def torch_install(
-    c: Constraints, release: TorchRelease, variant: str, index_url: str | None, form: TorchInstallForm | None = None
+    c: Constraints, release: TorchRelease, variant: str, index_url: str | None, form: TorchSource | None = None
 ) -> Install:
     """The commands installing ``release``'s ``variant`` build (from ``index_url``; None: the default index).
 

@@ -7,7 +7,8 @@ from typing import NamedTuple
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data import CompatMatrix
-from cudadoctor.data.rows import TorchInstallForm, TorchRelease
+from cudadoctor.data.rows import TorchRelease
+from cudadoctor.fixes.releases import TorchSource, torch_build_source
 from cudadoctor.rules.gpus import cuda_knows_arch
 from cudadoctor.rules.wheels import torch_has_wheels
 from cudadoctor.suggest.accelerators import NON_CUDA, suggest_torch_without_cuda
@@ -39,13 +40,14 @@ __all__ = [
 
 class Candidate(NamedTuple):
     """One CUDA build of a release: its variant tag, CUDA, index URL (None: PyPI) and label; ``form``: how a
-    torch 1.x build installs (``index_url`` is then its find-links page or extra index)."""
+    torch 1.x build installs (compat/torch.toml ``[[install_form]]``: ``index_url`` is then its find-links page or
+    extra index)."""
 
     variant: str
     cuda: Version
     index_url: str | None
     label: str
-    form: TorchInstallForm | None = None
+    form: TorchSource | None = None
 
 
 def suggest_torch(matrix: CompatMatrix, c: Constraints, requirement: str = "", *, limit: int = 3) -> Suggestion:
@@ -184,9 +186,9 @@ def _all_candidates(
             out.append(Candidate(tag, variant.cuda, None, f"from PyPI (CUDA {short(variant.cuda)})"))
         elif variant.index_url is not None:
             out.append(Candidate(tag, variant.cuda, variant.index_url, f"{tag} from PyTorch's index"))
-        elif platform == "linux-x86_64" and (form := matrix.torch_install_form(release.version)) is not None:
+        elif platform == "linux-x86_64" and (form := torch_build_source(matrix, release, tag)) and form.url:
             where = "page" if form.option == "find-links" else "index"
-            out.append(Candidate(tag, variant.cuda, form.url.format(tag=tag), f"+{tag} from PyTorch's {where}", form))
+            out.append(Candidate(tag, variant.cuda, form.url, f"+{tag} from PyTorch's {where}", form))
         else:
             excluded.append(
                 Exclusion(f"{name} {tag}", "data", "index URL not in compat/torch.toml", "a sourced index URL")

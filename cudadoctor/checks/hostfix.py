@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cudadoctor.checks.findings import Remediation
-from cudadoctor.facts.model import DriverVersion, ManagedPlatform, RootKind
+from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, ManagedPlatform, RootKind, SourceKind
 
 __all__ = [
     "RELOAD_MODULES",
     "SUGGEST_TARGETS",
+    "assumed_driver",
     "assumed_host",
     "driver_fixed_by",
     "is_image",
@@ -40,6 +41,12 @@ SUGGEST_TARGETS = ("torch", "vllm", "jax", "tensorrt", "cupy", "onnxruntime-gpu"
 def is_image(root_kind: RootKind | None) -> bool:
     """True only when the root is known to be a container image (its markers, or ``--root-kind image``)."""
     return root_kind is not None and root_kind.kind == "image"
+
+
+def assumed_driver(driver: DriverInfo) -> DriverReading | None:
+    """The driver version given with ``--assume-driver`` rather than read, None when none was given: it describes
+    another machine (the host a build stage's image will run on, or a root's host)."""
+    return next((r for r in driver.readings if r.source.kind is SourceKind.ASSUMED and r.version), None)
 
 
 def assumed_host(root_kind: RootKind | None) -> str:

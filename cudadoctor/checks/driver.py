@@ -979,6 +979,9 @@ class CD105(Check):
             g for g, (name, seg) in zip(gpus, segments, strict=True) if forward_compat_on_gpu(name, seg).is_problem
         ]
         if not consumer:
+            unknown = forward_compat_on_gpus(segments)
+            if unknown.is_unknown:  # a GPU not in compat/gpus.toml, or an RTX that may not be NGC Server Ready
+                raise CannotJudge(f"forward compatibility is in effect; not known for {unknown.missing}")
             return None
         via = _resolved_via(driver, loaded.path)
         drop = {posixpath.dirname(loaded.path)} | {

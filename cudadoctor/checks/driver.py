@@ -686,7 +686,7 @@ class CD112(Check):
         problems: list[str] = []
         unknown: list[str] = []
         evidence: dict[str, str] = {}
-        last_major = None
+        last_majors: list[int] = []
         at_fault: list[InstalledPackage] = []
         for gpu in gpus:
             for major, pkgs in sorted(builds.items()):
@@ -704,7 +704,7 @@ class CD112(Check):
                 )
                 evidence[f"GPU {gpu.index}"] = f"{gpu.name}, compute capability {gpu.compute_capability}"
                 evidence[arch.name] = f"last supported by CUDA {arch.last_cuda_major}.x (compat/gpu_archs.toml)"
-                last_major = arch.last_cuda_major
+                last_majors += [arch.last_cuda_major] if arch.last_cuda_major is not None else []
         if not problems and unknown:
             raise CannotJudge("; ".join(dict.fromkeys(unknown)))
         if not problems:
@@ -713,7 +713,9 @@ class CD112(Check):
             "; ".join(problems),
             evidence,
             Remediation(
-                f"Install builds for CUDA {last_major}.x or older (e.g. torch from a cu12x index).",
+                # the oldest last major: a build for it runs on every GPU named (Kepler's is 11, Maxwell's 12)
+                f"Install builds for CUDA {min(last_majors)}.x or older (e.g. torch from a cu{min(last_majors)}x "
+                "index).",
                 _torch_fix(matrix, facts, at_fault[0] if at_fault else None),
             ),
         )

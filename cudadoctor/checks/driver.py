@@ -190,7 +190,7 @@ class CD101(Check):
 
     How to fix: it depends on what the root is (the fact root_kind: its markers, or --root-kind). On a host
     (a machine's own system), after a driver upgrade: reboot, or with nothing using the GPU reload the modules
-    (sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia); when the module is
+    (sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia; sudo modprobe nvidia); when the module is
     the newer one, install the user-space driver of the module's version. In a container image, remove the
     baked driver libraries (rm -f … && ldconfig): the NVIDIA runtime mounts the host's, and driver packages
     (libnvidia-*, nvidia-driver-*) do not belong in an image. A driver library is only ever removed where the

@@ -26,12 +26,12 @@ import re
 
 from cudadoctor.checks._base import Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation
+from cudadoctor.checks.hostfix import assumed_driver
 from cudadoctor.facts.model import (
     DriverInfo,
     HostInfo,
     InstalledPackage,
     NvidiaModuleState,
-    SourceKind,
     ToolkitInstall,
     VisibleDevices,
 )
@@ -75,7 +75,7 @@ def _host_driver(driver: DriverInfo, *, live: bool) -> tuple[str, str] | None:
     """
     if driver.kernel_module is not None:
         return "kernel module", f"{driver.kernel_module.version} ({driver.kernel_module.source.where})"
-    assumed = next((r for r in driver.readings if r.source.kind is SourceKind.ASSUMED and r.version), None)
+    assumed = assumed_driver(driver)
     if assumed is None or live:
         return None
     return "host driver (assumed)", f"{assumed.version} ({assumed.source.where})"

@@ -6,7 +6,7 @@ import datetime
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
-from cudadoctor.checks.hostfix import assumed_host, is_image
+from cudadoctor.checks.hostfix import assumed_driver, assumed_host, is_image
 from cudadoctor.data import CompatMatrix
 from cudadoctor.errors import CompatDataError
 from cudadoctor.facts.model import (
@@ -16,7 +16,6 @@ from cudadoctor.facts.model import (
     HostInfo,
     ManagedPlatform,
     RootKind,
-    SourceKind,
 )
 from cudadoctor.gpu_models import gpu_segments
 from cudadoctor.record import record
@@ -142,7 +141,7 @@ def _given(driver: DriverInfo) -> str:
     build stage's image will run on), where the fix belongs."""
     if driver.kernel_module is not None:
         return ""
-    given = next((r for r in driver.readings if r.source.kind is SourceKind.ASSUMED and r.version), None)
+    given = assumed_driver(driver)
     return given.source.where if given is not None else ""
 
 

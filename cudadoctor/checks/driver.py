@@ -190,7 +190,7 @@ class CD101(Check):
 
     How to fix: it depends on what the root is (the fact root_kind: its markers, or --root-kind). On a host
     (a machine's own system), after a driver upgrade: reboot, or with nothing using the GPU reload the modules
-    (sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia); when the module is
+    (sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia; sudo modprobe nvidia); when the module is
     the newer one, install the user-space driver of the module's version. In a container image, remove the
     baked driver libraries (rm -f … && ldconfig): the NVIDIA runtime mounts the host's, and driver packages
     (libnvidia-*, nvidia-driver-*) do not belong in an image. A driver library is only ever removed where the
@@ -686,7 +686,7 @@ class CD112(Check):
         problems: list[str] = []
         unknown: list[str] = []
         evidence: dict[str, str] = {}
-        last_major = None
+        last_majors: list[int] = []
         at_fault: list[InstalledPackage] = []
         for gpu in gpus:
             for major, pkgs in sorted(builds.items()):
@@ -704,7 +704,7 @@ class CD112(Check):
                 )
                 evidence[f"GPU {gpu.index}"] = f"{gpu.name}, compute capability {gpu.compute_capability}"
                 evidence[arch.name] = f"last supported by CUDA {arch.last_cuda_major}.x (compat/gpu_archs.toml)"
-                last_major = arch.last_cuda_major
+                last_majors += [arch.last_cuda_major] if arch.last_cuda_major is not None else []
         if not problems and unknown:
             raise CannotJudge("; ".join(dict.fromkeys(unknown)))
         if not problems:
@@ -713,7 +713,9 @@ class CD112(Check):
             "; ".join(problems),
             evidence,
             Remediation(
-                f"Install builds for CUDA {last_major}.x or older (e.g. torch from a cu12x index).",
+                # the oldest last major: a build for it runs on every GPU named (Kepler's is 11, Maxwell's 12)
+                f"Install builds for CUDA {min(last_majors)}.x or older (e.g. torch from a cu{min(last_majors)}x "
+                "index).",
                 _torch_fix(matrix, facts, at_fault[0] if at_fault else None),
             ),
         )
@@ -979,6 +981,9 @@ class CD105(Check):
             g for g, (name, seg) in zip(gpus, segments, strict=True) if forward_compat_on_gpu(name, seg).is_problem
         ]
         if not consumer:
+            unknown = forward_compat_on_gpus(segments)
+            if unknown.is_unknown:  # a GPU not in compat/gpus.toml, or an RTX that may not be NGC Server Ready
+                raise CannotJudge(f"forward compatibility is in effect; not known for {unknown.missing}")
             return None
         via = _resolved_via(driver, loaded.path)
         drop = {posixpath.dirname(loaded.path)} | {

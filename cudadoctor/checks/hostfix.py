@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cudadoctor.checks.findings import Remediation
-from cudadoctor.facts.model import DriverVersion, ManagedPlatform, RootKind
+from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, ManagedPlatform, RootKind, SourceKind
 
 __all__ = [
     "RELOAD_MODULES",
     "SUGGEST_TARGETS",
+    "assumed_driver",
     "assumed_host",
     "driver_fixed_by",
     "is_image",
@@ -26,10 +27,12 @@ __all__ = [
 #: nvidia-modeset, nvidia-uvm, nvidia-drm and nvidia-peermem (NVIDIA's README, "Open Linux Kernel Modules",
 #: https://download.nvidia.com/XFree86/Linux-x86_64/545.29.02/README/kernel_open.html); users go first (nvidia_uvm,
 #: and nvidia_drm, which uses nvidia_modeset), then nvidia, which the others use (lsmod's "Used by" column).
-#: modprobe(8) -r removes the named modules in order and does nothing for one that is not loaded. nvidia_peermem
-#: (GPUDirect RDMA, driver 470 and later) is named in the words only: on older drivers modprobe would not find it.
-#: CUDA loads nvidia_uvm again on demand (nvidia-modprobe).
-RELOAD_MODULES = "sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia"
+#: modprobe(8) -r removes the named modules in order, but exits non-zero when one of them is not loaded (kmod's
+#: rmmod_do: "Module … not found" / "is not in kernel"; a headless server often has no nvidia_drm, an idle one no
+#: nvidia_uvm), so the load is not chained with ``&&``: it runs either way, and is a no-op when a module in use kept
+#: nvidia loaded (modprobe then said which). nvidia_peermem (GPUDirect RDMA, driver 470 and later) is named in the
+#: words only: on older drivers modprobe would not find it. CUDA loads nvidia_uvm again on demand (nvidia-modprobe).
+RELOAD_MODULES = "sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia; sudo modprobe nvidia"
 
 
 #: The packages ``cudadoctor suggest --target`` plans (cudadoctor/planning.py PLANNERS; not imported here, as the
@@ -40,6 +43,12 @@ SUGGEST_TARGETS = ("torch", "vllm", "jax", "tensorrt", "cupy", "onnxruntime-gpu"
 def is_image(root_kind: RootKind | None) -> bool:
     """True only when the root is known to be a container image (its markers, or ``--root-kind image``)."""
     return root_kind is not None and root_kind.kind == "image"
+
+
+def assumed_driver(driver: DriverInfo) -> DriverReading | None:
+    """The driver version given with ``--assume-driver`` rather than read, None when none was given: it describes
+    another machine (the host a build stage's image will run on, or a root's host)."""
+    return next((r for r in driver.readings if r.source.kind is SourceKind.ASSUMED and r.version), None)
 
 
 def assumed_host(root_kind: RootKind | None) -> str:

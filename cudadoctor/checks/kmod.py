@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import re
+
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation
 from cudadoctor.checks.hostfix import is_image
@@ -33,6 +35,21 @@ _HEADERS = {
     "deb": "sudo apt-get install linux-headers-$(uname -r)",
     "rpm": "sudo dnf install kernel-devel-matched kernel-headers",
 }
+#: kernel-devel-matched, which the rpm line installs, is the guide's package on Fedora and EL 9 and later (its
+#: per-distribution pages, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/); EL 8 has no such
+#: package and EL 7 no dnf, so on an older or unnumbered EL the line would not run and is not printed (the text
+#: says what to install).
+_HEADERS_FROM_EL = 9
+
+
+def _headers(distro: str | None, family: str) -> str | None:
+    """The command installing the running kernel's headers, None where the guide's line would not run."""
+    name = (distro or "").lower()
+    if family == "rpm" and "fedora" not in name:
+        release = re.search(r"\b(\d+)", name)
+        if release is None or int(release.group(1)) < _HEADERS_FROM_EL:
+            return None
+    return _HEADERS[family]
 
 
 def _family(distro: str | None) -> str | None:
@@ -123,7 +140,7 @@ class CD136(Check):
             evidence["bound to"] = ", ".join(bound)
         if in_container:
             return _host_lacks_module(names, evidence, nvidia_module)
-        return _cause(names, evidence, nvidia_module, driver, _family(host.distro))
+        return _cause(names, evidence, nvidia_module, driver, host.distro)
 
 
 def _host_lacks_module(names: list[str], evidence: dict[str, str], state: NvidiaModuleState) -> Problem:
@@ -146,7 +163,7 @@ def _host_lacks_module(names: list[str], evidence: dict[str, str], state: Nvidia
 
 
 def _cause(
-    names: list[str], evidence: dict[str, str], state: NvidiaModuleState, driver: DriverInfo | None, family: str | None
+    names: list[str], evidence: dict[str, str], state: NvidiaModuleState, driver: DriverInfo | None, distro: str | None
 ) -> Problem:
     """The likeliest cause the files show, most decisive first: no module for this kernel, nouveau, a module that
     did not load."""
@@ -168,11 +185,12 @@ def _cause(
             evidence["DKMS"] = "the nvidia source is registered (/var/lib/dkms/nvidia)"
         if state.dkms_sources:
             evidence["module source"] = ", ".join(f"/usr/src/nvidia-{v}" for v in state.dkms_sources)
-        return _no_module(subject, evidence, state, user, family)
+        return _no_module(subject, evidence, state, user, distro)
     if state.nvidia_module_files:
         evidence["module file"] = f"{state.nvidia_module_files[0]} (/lib/modules/{release}/modules.dep)"
     if nouveau:
         commands: tuple[str, ...] = ()
+        family = _family(distro)
         if family is not None:
             commands = (_BLACKLIST, _INITRAMFS[family], "sudo reboot")
         return Problem(
@@ -209,16 +227,18 @@ def _dkms_source(sources: tuple[str, ...], user: str | None) -> str | None:
 
 
 def _no_module(
-    subject: str, evidence: dict[str, str], state: NvidiaModuleState, user: str | None, family: str | None
+    subject: str, evidence: dict[str, str], state: NvidiaModuleState, user: str | None, distro: str | None
 ) -> Problem:
     """No nvidia module for the running kernel: typically a kernel update the module was not rebuilt for."""
     release = state.kernel_release
     what = f"the user-space driver {user} is installed but " if user else ""
     commands: tuple[str, ...] = ()
     source = _dkms_source(state.dkms_sources, user)
-    if state.dkms_registered and family is not None:
+    family = _family(distro)
+    headers = _headers(distro, family) if family is not None else None
+    if state.dkms_registered and headers is not None:
         # dkms(8): autoinstall builds and installs every registered module for the running kernel
-        commands = (_HEADERS[family], "sudo dkms autoinstall", "sudo modprobe nvidia")
+        commands = (headers, "sudo dkms autoinstall", "sudo modprobe nvidia")
     elif source is not None and family == "deb":
         # dkms(8): install builds the source in /usr/src/nvidia-<version> for the running kernel and installs it
         commands = (

@@ -101,6 +101,14 @@ def test_cd112_pascal_with_a_cuda13_torch(h200):
     assert "CUDA 13, which dropped compute capability 6.1 (Pascal)" in finding.message
 
 
+def test_cd112_names_the_build_that_runs_on_every_gpu_kepler_beside_pascal(h200):
+    """Kepler's last CUDA is 11, Pascal's 12: the fix names 11, whichever GPU comes last."""
+    gpus = (*_gpu("NVIDIA Tesla K80", "3.7"), replace(_gpu("NVIDIA GeForce GTX 1080 Ti", "6.1")[0], index=1))
+    finding = run_check("CD112", replace(h200, gpus=gpus))  # torch 2.11.0+cu130: both dropped
+    assert finding.status is Status.FAIL and finding.remediation is not None
+    assert "Install builds for CUDA 11.x or older (e.g. torch from a cu11x index)" in finding.remediation.text
+
+
 def test_cd112_pascal_with_a_cu126_torch_is_fine(h200):
     facts = replace(h200, gpus=_gpu("NVIDIA GeForce GTX 1080 Ti", "6.1"), packages=_torch(h200, "cu126", "12.6"))
     assert run_check("CD112", facts).status is Status.OK

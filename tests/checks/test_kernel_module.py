@@ -135,6 +135,26 @@ def test_no_module_for_the_running_kernel_with_dkms_registered_rebuilds_it(fs: A
     )
 
 
+@pytest.mark.parametrize(
+    ("pretty", "headers"),
+    [
+        ("Rocky Linux 9.4 (Blue Onyx)", "sudo dnf install kernel-devel-matched kernel-headers"),
+        ("Fedora Linux 40 (Workstation Edition)", "sudo dnf install kernel-devel-matched kernel-headers"),
+        ("Red Hat Enterprise Linux 8.9 (Ootpa)", None),  # no kernel-devel-matched package on EL 8
+        ("CentOS Linux 7 (Core)", None),  # yum, no dnf
+    ],
+)
+def test_dkms_rebuild_on_an_rpm_distribution_prints_the_headers_line_only_where_it_runs(
+    fs: Any, pretty: str, headers: str | None
+) -> None:
+    _machine(fs, dkms=True, libcuda="550.127.05", os_release=f'PRETTY_NAME="{pretty}"\n')
+    finding = _cd136(_facts())
+    assert finding.status is Status.FAIL and finding.remediation is not None
+    expected = () if headers is None else (headers, "sudo dkms autoinstall", "sudo modprobe nvidia")
+    assert finding.remediation.commands == expected
+    assert "sudo dkms autoinstall" in finding.remediation.text
+
+
 def test_no_module_without_dkms_names_the_user_space_version_and_prints_no_guessed_package(fs: Any) -> None:
     _machine(fs, libcuda="550.127.05")
     finding = _cd136(_facts())

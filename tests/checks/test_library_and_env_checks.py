@@ -222,6 +222,10 @@ def test_cd105_forward_compat_on_geforce(h200):
     finding = run_check("CD105", replace(h200, driver=driver, gpus=geforce))
     assert finding.status is Status.FAIL and "cuInit fails with 804" in finding.message
     assert run_check("CD105", replace(h200, driver=driver)).status is Status.OK  # H200: data center
+    # a GPU the data does not place, or an RTX that may not be an NGC Server Ready SKU: not judged, never OK
+    for name in ("NVIDIA Future GPU 9000", "NVIDIA RTX A4000"):
+        finding = run_check("CD105", replace(h200, driver=driver, gpus=(GpuInfo(0, name, "8.6", MD),)))
+        assert finding.status is Status.UNKNOWN, name
 
 
 def test_cd902_data_age(h200, monkeypatch):

@@ -69,6 +69,14 @@ def test_mounted_host_disk_gets_a_reboot_never_a_removal():
     assert finding.evidence["root"] == f"host (file: {KERNEL})"
 
 
+def test_reloading_the_modules_loads_nvidia_even_when_one_named_was_not_loaded():
+    """modprobe -r exits non-zero for a named module that is not loaded (no nvidia_drm on a headless server): the
+    load must not hang on its success, or the pasted line leaves nvidia unloaded."""
+    unload, load = RELOAD_MODULES.split("; ")
+    assert unload == "sudo modprobe -r nvidia_uvm nvidia_drm nvidia_modeset nvidia"
+    assert load == "sudo modprobe nvidia"
+
+
 def test_exported_image_gets_its_baked_driver_removed():
     finding = _cd101(_root_facts({"/.dockerenv": ""}))
     assert finding.status is Status.FAIL

@@ -58,6 +58,8 @@ def test_fix_comparison_is_recorded(path: str) -> None:
     recorded = case["case"].get("fix_equivalent")
     if recorded is not None:
         assert case["case"].get("fix_note"), "a recorded fix_equivalent says why in fix_note"
+    if equivalent is None:  # nothing to compare: the judged record (the test below) holds it
+        return
     if equivalent is False:
         assert recorded is not None, f"the printed fix is not the accepted one ({why}): record fix_equivalent"
     if recorded is False:

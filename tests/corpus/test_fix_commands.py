@@ -14,6 +14,7 @@ record is a person's reading of the printed fix, kept with a digest of the text 
 
 from __future__ import annotations
 
+import copy
 import os
 
 import pytest
@@ -21,7 +22,7 @@ import pytest
 from cudadoctor.checks.gate import WITHHELD
 from cudadoctor.data import CompatMatrix
 from tests.corpus.builder import case_paths, load_case
-from tests.corpus.fixcheck import compare, printed
+from tests.corpus.fixcheck import compare, counts, printed
 from tests.corpus.fixjudged import digest, printed_fix
 from tests.corpus.replay import replay
 from tests.unverifiable import allowed
@@ -87,3 +88,16 @@ def test_judged_fix_is_recorded_against_its_text(path: str) -> None:
         f"the printed fix changed since fix_equivalent was judged: judge it again against the accepted fix "
         f"({record.get('fix')!r}), then set fix_judged = {judged!r}. It prints:\n{text}"
     )
+
+
+def test_figure_counts_a_case_by_its_judged_record() -> None:
+    path = next(p for p in case_paths("cases") if _id(p) == "xmake-4686-run-env-points-at-stubs")
+    case = load_case(path)
+    assert compare(case, replay(case, MATRIX), MATRIX)[0] is None, "a case with no pip fix to compare"
+    assert counts(case, replay(case, MATRIX), MATRIX) == (True, "")
+    judged_false = copy.deepcopy(case)
+    judged_false["case"].update(fix_equivalent=False, fix_note="a different fix")
+    assert counts(judged_false, replay(judged_false, MATRIX), MATRIX) == (False, "a different fix")
+    unjudged = copy.deepcopy(case)
+    del unjudged["case"]["fix_equivalent"], unjudged["case"]["fix_note"]
+    assert counts(unjudged, replay(unjudged, MATRIX), MATRIX)[0] is False, "neither compared nor judged: not counted"

@@ -3,8 +3,9 @@ configurations that stay clean.
 
 A case counts as diagnosed when every expected code is reported at the expected severity with a fix, every
 pip/uv command printed for those codes verifies against compat data (tests/corpus/fixcheck.py), and the
-printed fix is the thread's accepted one where that holds a pip/uv install (compared mechanically, or as
-the case records it in ``fix_equivalent``, with its ``fix_note``). The codes-only count is shown beside it.
+printed fix is equivalent to the thread's accepted one: compared mechanically where that holds a pip/uv
+install, else as the case records it (``fix_equivalent`` with its ``fix_note``, judged on the printed text
+``fix_judged`` names). The codes-only count is shown beside it.
 
     python -m tests.corpus.figure            # the table
     python -m tests.corpus.figure --missed   # and every case still missed, with what was reported
@@ -20,7 +21,7 @@ import sys
 
 from cudadoctor.data import CompatMatrix
 from tests.corpus.builder import case_paths, load_case
-from tests.corpus.fixcheck import compare, counts
+from tests.corpus.fixcheck import compare, counts, fix_equivalent
 from tests.corpus.replay import replay
 
 
@@ -37,14 +38,15 @@ def main() -> int:
     #: per class: [diagnosed with the accepted fix, codes only, total, why names the cause]
     per_class: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0, 0])
     missed: list[str] = []
-    compared = equivalent = 0
+    #: [mechanically compared, of those equivalent, judged by record, of those equivalent]
+    tally = [0, 0, 0, 0]
     for path in case_paths("cases"):
         case = load_case(path)
         outcome = replay(case, matrix)
         counted, reason = counts(case, outcome, matrix)
-        mechanical = compare(case, outcome, matrix)[0]
-        compared += mechanical is not None
-        equivalent += bool(mechanical) or bool(case["case"].get("fix_equivalent"))
+        judged = 0 if compare(case, outcome, matrix)[0] is not None else 2
+        tally[judged] += 1
+        tally[judged + 1] += bool(fix_equivalent(case, outcome, matrix))
         row = per_class[case["case"]["class"]]
         row[0] += counted
         row[1] += outcome.diagnosed
@@ -72,8 +74,10 @@ def main() -> int:
     line = f"| **all cases** | **{_share(ok, total)}** | {_share(codes, total)} |"
     print(line + (f" {_share(named, total)} |" if why else ""))
     print(f"| healthy configurations without an error | {clean} / {clean + dirty} | |" + (" |" if why else ""))
-    print(f"\nAccepted fixes holding a pip/uv install, compared with the printed ones: {compared}; ", end="")
-    print(f"equivalent: {equivalent} (the others are not compared).")
+    print(
+        f"\nAccepted fixes holding a pip/uv install, compared with the printed ones: {tally[0]}, equivalent: "
+        f"{tally[1]}; the others, judged per case against the printed fix: {tally[2]}, equivalent: {tally[3]}."
+    )
     if args.missed:
         print("\n" + "\n".join(missed))
     return 0

@@ -6,7 +6,8 @@ makes (its first package) must be made by a printed command of an expected findi
 where both say one (a ``+cu118`` local version, a ``/whl/cu118`` index, the release's PyPI build) and the same
 version where both pin one. A case records the outcome, or overrides it with its reason, in case.toml:
 ``fix_equivalent = true|false`` and ``fix_note``; the corpus test holds the record to the comparison.
-Where the accepted fix holds no pip command the fix is not compared (None), and the figure says how many.
+Where the accepted fix holds no pip command the comparison is None and the case's record is its verdict,
+judged by reading the printed fix (tests/corpus/fixjudged.py holds the record to the text it was judged on).
 """
 
 from __future__ import annotations
@@ -163,7 +164,8 @@ def fix_equivalent(case: dict[str, Any], outcome: Outcome, matrix: CompatMatrix)
 
 def counts(case: dict[str, Any], outcome: Outcome, matrix: CompatMatrix) -> tuple[bool, str]:
     """(whether the case counts as diagnosed in the figure, why not): its expected codes with a fix, every
-    pip/uv command printed for them verified, and a fix the accepted one is equivalent to."""
+    pip/uv command printed for them verified, and a fix the accepted one is equivalent to (compared, or
+    recorded: a case neither compared nor recorded does not count)."""
     if not outcome.diagnosed:
         return False, f"expected {', '.join(outcome.missing)}; reported {', '.join(outcome.errors) or 'no error'}"
     codes = {str(e["code"]) for e in case.get("expect", [])}
@@ -171,6 +173,6 @@ def counts(case: dict[str, Any], outcome: Outcome, matrix: CompatMatrix) -> tupl
         problems = item.verification.problems if item.verification is not None else ()
         if item.verification is None or problems:
             return False, f"{item.code} prints {item.command}: {item.unread or '; '.join(problems)}"
-    if fix_equivalent(case, outcome, matrix) is False:
+    if not fix_equivalent(case, outcome, matrix):
         return False, str(case["case"].get("fix_note") or compare(case, outcome, matrix)[1])
     return True, ""

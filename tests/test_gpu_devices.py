@@ -147,6 +147,15 @@ def test_device_for_prefers_the_subsystem_row() -> None:
     assert M.device_for("FFFF") is None
 
 
+def test_device_for_builds_only_that_devices_rows() -> None:
+    """CD136 names each GPU on the bus by its PCI ID: that builds its rows, not the whole device table."""
+    fresh = CompatMatrix()
+    a10g = fresh.device_for("2237", "10DE 152F")
+    assert a10g is not None and a10g.name == "NVIDIA A10G"
+    assert "gpu_devices" not in fresh.__dict__
+    assert a10g == next(d for d in M.gpu_devices if d.pci == "2237" and "10DE 152F" in d.subsystems)
+
+
 # --- CD114's rule ---------------------------------------------------------------------------------------
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "GpuTable",
     "device_models",
     "devices_named",
+    "gpu_segment",
     "gpu_segments",
     "load_models",
     "lookup",
@@ -217,7 +218,24 @@ def _cc_key(cc: str) -> tuple[int, ...]:
     return tuple(int(p) for p in cc.split("."))
 
 
+def gpu_segment(name: str) -> str | None:
+    """The segment of the compat/gpus.toml record :func:`model_named` finds for ``name``; None without one.
+
+    Only compat/gpus.toml is read: a model made from the device table has no segment, and it is found only for a
+    name no record of compat/gpus.toml matches (its own name matches none: :func:`device_models`; a shorter alias
+    matching the GPU's name would match it too), so the device table cannot change the answer.
+
+    :raises CompatDataError: when the table is missing or malformed.
+    """
+    tokens = normalise(name)
+    if not tokens:
+        return None
+    model = lookup(name, CompatMatrix().gpu_models_naming(tokens[0]))
+    return model.segment if model else None
+
+
 def gpu_segments(gpus: tuple[GpuInfo, ...]) -> tuple[tuple[str, str | None], ...]:
-    """(name, segment in compat/gpus.toml) of each GPU; the segment is None for a model the table lacks."""
-    models = [model_named(gpu.name) for gpu in gpus]
-    return tuple((gpu.name, model.segment if model else None) for gpu, model in zip(gpus, models, strict=True))
+    """(name, segment in compat/gpus.toml) of each GPU; the segment is None for a model the table lacks. Each name is
+    looked up once (the GPUs of a host are mostly one model)."""
+    segments = {name: gpu_segment(name) for name in {gpu.name for gpu in gpus}}
+    return tuple((gpu.name, segments[gpu.name]) for gpu in gpus)

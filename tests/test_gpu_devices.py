@@ -11,6 +11,7 @@ from cudadoctor.facts.model import DriverVersion
 from cudadoctor.gpu_models import (
     device_models,
     devices_named,
+    gpu_segment,
     load_models,
     lookup,
     model_named,
@@ -104,6 +105,16 @@ def test_model_named_is_lookup_in_every_model() -> None:
     spellings = sorted({d.name for d in DEVICES}) + [f"NVIDIA {a} 80GB" for a in aliases] + [f"{a} A" for a in aliases]
     spellings += ["", "NVIDIA", "Tesla", "Unknown GPU 9000", "RTX 3050 A Laptop GPU"]
     assert [model_named(n) for n in spellings] == [lookup(n, ALL) for n in spellings]
+
+
+def test_gpu_segment_is_the_segment_of_model_named_without_the_device_table() -> None:
+    """gpu_segment reads compat/gpus.toml only; it answers as model_named does for every name either table lists."""
+    aliases = sorted({alias for m in CURATED for alias in (m.name, *m.aliases)})
+    spellings = sorted({d.name for d in DEVICES}) + [f"NVIDIA {a} 80GB" for a in aliases] + [f"{a} A" for a in aliases]
+    spellings += ["", "NVIDIA", "Unknown GPU 9000", "RTX 3050 A Laptop GPU"]
+    expected = [(m.segment if (m := model_named(n)) else None) for n in spellings]
+    assert [gpu_segment(n) for n in spellings] == expected
+    assert {"datacenter", "geforce", None} <= set(expected)
 
 
 @pytest.mark.parametrize(

@@ -115,7 +115,8 @@ def device_models(matrix: CompatMatrix, devices: Sequence[GpuDevice] | None = No
 def model_named(name: str) -> GpuModel | None:
     """``lookup(name, load_models())`` without building whole tables: a model (a record of compat/gpus.toml or a
     device's) can only match a name whose first token its own name or an alias holds, so only those rows are made
-    (``CompatMatrix.gpu_models_naming``, ``gpu_devices_naming``). CD115 and CD701 ask this for every GPU on every run.
+    (``CompatMatrix.gpu_models_naming``, ``gpu_devices_naming``). CD701 asks this for each GPU (a segment alone:
+    :func:`gpu_segment`).
 
     :raises CompatDataError: when a table is missing or malformed.
     """

@@ -279,7 +279,7 @@ class CompatMatrix:
 
     def gpu_models_naming(self, word: str) -> tuple[GpuModel, ...]:
         """The models of compat/gpus.toml whose name or an alias holds ``word`` (lower case), in the table's order,
-        the others left unbuilt (a GPU's segment is asked on every run: gpu_models.model_named)."""
+        the others left unbuilt (a GPU's segment is asked on every run: gpu_models.gpu_segment)."""
         rows: tuple[GpuModel, ...] = self._table("gpus", validate=True).select("gpu", _naming(word))
         return rows
 

@@ -83,8 +83,9 @@ def devices_named(matrix: CompatMatrix, tokens: tuple[str, ...]) -> tuple[GpuDev
     those whose name begins with them (a model name such as "H100" stands for every "NVIDIA H100 …")."""
     if not tokens:
         return ()
-    # Only names holding the first token are split into tokens: this runs on every CD114 of a GPU.
-    named = [(normalise(d.name), d) for d in matrix.gpu_devices_naming(tokens[0])]
+    # Both answers are names whose tokens begin with these, so each token is in the name: only the rows holding
+    # every one are built and split into tokens (this runs on every CD114 of a GPU; "rtx" alone holds 244 rows).
+    named = [(normalise(d.name), d) for d in matrix.gpu_devices_naming(*tokens)]
     exact = tuple(d for key, d in named if key == tokens)
     return exact or tuple(d for key, d in named if key[: len(tokens)] == tokens)
 

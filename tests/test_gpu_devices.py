@@ -107,6 +107,20 @@ def test_model_named_is_lookup_in_every_model() -> None:
     assert [model_named(n) for n in spellings] == [lookup(n, ALL) for n in spellings]
 
 
+def test_devices_named_answers_as_the_whole_table_does() -> None:
+    """devices_named builds only the rows whose name holds every token of the GPU's name; it finds what a scan of
+    the whole table finds (the names with exactly those tokens, else those beginning with them)."""
+    aliases = sorted({alias for m in CURATED for alias in (m.name, *m.aliases)})
+    spellings = sorted({d.name for d in DEVICES}) + aliases + [f"NVIDIA {a} 80GB" for a in aliases] + ["RTX", "A"]
+    keyed = [(normalise(d.name), d) for d in DEVICES]
+    for name in spellings:
+        tokens = normalise(name)
+        exact = tuple(d for key, d in keyed if key == tokens)
+        expected = exact or tuple(d for key, d in keyed if tokens and key[: len(tokens)] == tokens)
+        assert devices_named(M, tokens) == expected, name
+    assert len(M.gpu_devices_naming("rtx", "4090")) < len(M.gpu_devices_naming("rtx")) / 10
+
+
 def test_gpu_segment_is_the_segment_of_model_named_without_the_device_table() -> None:
     """gpu_segment reads compat/gpus.toml only; it answers as model_named does for every name either table lists."""
     aliases = sorted({alias for m in CURATED for alias in (m.name, *m.aliases)})

@@ -289,10 +289,10 @@ class CompatMatrix:
         rows: tuple[GpuDevice, ...] = self._rows("gpu_devices", "device")
         return rows
 
-    def gpu_devices_naming(self, word: str) -> tuple[GpuDevice, ...]:
-        """The rows of compat/gpu_devices.toml whose name holds ``word`` (lower case), the others left unbuilt:
-        CD114 asks this for every GPU on every run."""
-        rows: tuple[GpuDevice, ...] = self._table("gpu_devices").select("device", _naming(word))
+    def gpu_devices_naming(self, word: str, *more: str) -> tuple[GpuDevice, ...]:
+        """The rows of compat/gpu_devices.toml whose name holds ``word`` and each of ``more`` (lower case), the
+        others left unbuilt: CD114 asks this for every GPU on every run."""
+        rows: tuple[GpuDevice, ...] = self._table("gpu_devices").select("device", _naming(word, *more))
         return rows
 
     def device_for(self, device_id: str, subsystem: str | None = None) -> GpuDevice | None:
@@ -897,11 +897,16 @@ def _cudnn_sonames(rows: tuple[CudnnSublibrary, ...], version: Version, *, shipp
     return tuple(f"{stem}.so.{r.major}" for r in hits for stem in r.stems)
 
 
-def _naming(word: str) -> Callable[[Mapping[str, Any]], bool]:
+def _naming(word: str, *more: str) -> Callable[[Mapping[str, Any]], bool]:
     """A test of a record of compat/gpus.toml or compat/gpu_devices.toml (as read): does its name or an alias hold
-    ``word`` (lower case)? For :meth:`Table.select`, which then builds only the records that pass."""
+    ``word`` and each of ``more`` (lower case)? For :meth:`Table.select`, which then builds only the records that
+    pass."""
 
     def naming(record: Mapping[str, Any]) -> bool:
-        return any(word in str(name).lower() for name in (record.get("name", ""), *record.get("aliases", ())))
+        for name in (record.get("name", ""), *record.get("aliases", ())):
+            low = str(name).lower()
+            if word in low and all(w in low for w in more):  # one test for most records
+                return True
+        return False
 
     return naming

@@ -160,3 +160,14 @@ def test_gpu_models_name_known_architectures():
     known = set(M.gpu_archs)
     unknown = {m.compute_capability for m in M.gpu_models} - known
     assert unknown == set()
+
+
+def test_the_driver_lifecycle_names_every_segment_of_the_gpu_table():
+    """rules/branches.py says "not applicable" for a GPU of a line the lifecycle does not cover: each line of
+    compat/gpus.toml is therefore either covered or listed as unpublished (Jetson's "embedded" has its own answer),
+    so a new line is a data decision, never a silent "not applicable"."""
+    lifecycle = M.driver_lifecycle
+    assert lifecycle is not None
+    named = set(lifecycle.segments) | set(lifecycle.unpublished_segments) | {"embedded"}
+    assert {m.segment for m in M.gpu_models} <= named
+    assert not set(lifecycle.segments) & set(lifecycle.unpublished_segments)

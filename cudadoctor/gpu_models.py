@@ -29,6 +29,7 @@ __all__ = [
     "GpuTable",
     "device_models",
     "devices_named",
+    "gpu_segment",
     "gpu_segments",
     "load_models",
     "lookup",
@@ -82,8 +83,9 @@ def devices_named(matrix: CompatMatrix, tokens: tuple[str, ...]) -> tuple[GpuDev
     those whose name begins with them (a model name such as "H100" stands for every "NVIDIA H100 …")."""
     if not tokens:
         return ()
-    # Only names holding the first token are split into tokens: this runs on every CD114 of a GPU.
-    named = [(normalise(d.name), d) for d in matrix.gpu_devices_naming(tokens[0])]
+    # Both answers are names whose tokens begin with these, so each token is in the name: only the rows holding
+    # every one are built and split into tokens (this runs on every CD114 of a GPU; "rtx" alone holds 244 rows).
+    named = [(normalise(d.name), d) for d in matrix.gpu_devices_naming(*tokens)]
     exact = tuple(d for key, d in named if key == tokens)
     return exact or tuple(d for key, d in named if key[: len(tokens)] == tokens)
 
@@ -114,7 +116,8 @@ def device_models(matrix: CompatMatrix, devices: Sequence[GpuDevice] | None = No
 def model_named(name: str) -> GpuModel | None:
     """``lookup(name, load_models())`` without building whole tables: a model (a record of compat/gpus.toml or a
     device's) can only match a name whose first token its own name or an alias holds, so only those rows are made
-    (``CompatMatrix.gpu_models_naming``, ``gpu_devices_naming``). CD115 and CD701 ask this for every GPU on every run.
+    (``CompatMatrix.gpu_models_naming``, ``gpu_devices_naming``). CD701 asks this for each GPU (a segment alone:
+    :func:`gpu_segment`).
 
     :raises CompatDataError: when a table is missing or malformed.
     """
@@ -217,7 +220,24 @@ def _cc_key(cc: str) -> tuple[int, ...]:
     return tuple(int(p) for p in cc.split("."))
 
 
+def gpu_segment(name: str) -> str | None:
+    """The segment of the compat/gpus.toml record :func:`model_named` finds for ``name``; None without one.
+
+    Only compat/gpus.toml is read: a model made from the device table has no segment, and it is found only for a
+    name no record of compat/gpus.toml matches (its own name matches none: :func:`device_models`; a shorter alias
+    matching the GPU's name would match it too), so the device table cannot change the answer.
+
+    :raises CompatDataError: when the table is missing or malformed.
+    """
+    tokens = normalise(name)
+    if not tokens:
+        return None
+    model = lookup(name, CompatMatrix().gpu_models_naming(tokens[0]))
+    return model.segment if model else None
+
+
 def gpu_segments(gpus: tuple[GpuInfo, ...]) -> tuple[tuple[str, str | None], ...]:
-    """(name, segment in compat/gpus.toml) of each GPU; the segment is None for a model the table lacks."""
-    models = [model_named(gpu.name) for gpu in gpus]
-    return tuple((gpu.name, model.segment if model else None) for gpu, model in zip(gpus, models, strict=True))
+    """(name, segment in compat/gpus.toml) of each GPU; the segment is None for a model the table lacks. Each name is
+    looked up once (the GPUs of a host are mostly one model)."""
+    segments = {name: gpu_segment(name) for name in {gpu.name for gpu in gpus}}
+    return tuple((gpu.name, segments[gpu.name]) for gpu in gpus)

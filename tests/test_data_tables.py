@@ -55,6 +55,19 @@ def test_every_problem_is_reported_with_file_record_and_field():
     assert "compat/cuda.toml: mystery: not a known table for kind 'cuda-toolkit-drivers'" in problems
 
 
+def test_a_torch_install_form_names_a_pip_option_that_exists():
+    """The option is printed as ``--<option>`` in a fix's command: a misspelt one is refused when the table loads."""
+    data = {
+        "meta": {**_meta(), "kind": "torch-releases"},
+        "install_form": [
+            {"releases": "==1.10.1", "option": "find-link", "url": "u", "local_tag": ["torch"], "source": "s"},
+            {"releases": ">=1.11", "option": "extra-index-url", "url": "u", "local_tag": ["torch"], "source": "s"},
+        ],
+    }
+    problems = validate_table("t", data)
+    assert problems == ["t: install_form[0].option: 'find-link' is not find-links or extra-index-url"]
+
+
 def test_order_newest_first():
     data = {"meta": _meta(), "release": [{"version": "12.3.0", "source": "s"}, {"version": "12.4.0", "source": "s"}]}
     assert validate_table("f", data) == ["f: release: 12.3.0 is listed before 12.4.0; records go newest first"]
@@ -147,3 +160,14 @@ def test_gpu_models_name_known_architectures():
     known = set(M.gpu_archs)
     unknown = {m.compute_capability for m in M.gpu_models} - known
     assert unknown == set()
+
+
+def test_the_driver_lifecycle_names_every_segment_of_the_gpu_table():
+    """rules/branches.py says "not applicable" for a GPU of a line the lifecycle does not cover: each line of
+    compat/gpus.toml is therefore either covered or listed as unpublished (Jetson's "embedded" has its own answer),
+    so a new line is a data decision, never a silent "not applicable"."""
+    lifecycle = M.driver_lifecycle
+    assert lifecycle is not None
+    named = set(lifecycle.segments) | set(lifecycle.unpublished_segments) | {"embedded"}
+    assert {m.segment for m in M.gpu_models} <= named
+    assert not set(lifecycle.segments) & set(lifecycle.unpublished_segments)

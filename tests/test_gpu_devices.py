@@ -11,6 +11,7 @@ from cudadoctor.facts.model import DriverVersion
 from cudadoctor.gpu_models import (
     device_models,
     devices_named,
+    gpu_segment,
     load_models,
     lookup,
     model_named,
@@ -106,6 +107,30 @@ def test_model_named_is_lookup_in_every_model() -> None:
     assert [model_named(n) for n in spellings] == [lookup(n, ALL) for n in spellings]
 
 
+def test_devices_named_answers_as_the_whole_table_does() -> None:
+    """devices_named builds only the rows whose name holds every token of the GPU's name; it finds what a scan of
+    the whole table finds (the names with exactly those tokens, else those beginning with them)."""
+    aliases = sorted({alias for m in CURATED for alias in (m.name, *m.aliases)})
+    spellings = sorted({d.name for d in DEVICES}) + aliases + [f"NVIDIA {a} 80GB" for a in aliases] + ["RTX", "A"]
+    keyed = [(normalise(d.name), d) for d in DEVICES]
+    for name in spellings:
+        tokens = normalise(name)
+        exact = tuple(d for key, d in keyed if key == tokens)
+        expected = exact or tuple(d for key, d in keyed if tokens and key[: len(tokens)] == tokens)
+        assert devices_named(M, tokens) == expected, name
+    assert len(M.gpu_devices_naming("rtx", "4090")) < len(M.gpu_devices_naming("rtx")) / 10
+
+
+def test_gpu_segment_is_the_segment_of_model_named_without_the_device_table() -> None:
+    """gpu_segment reads compat/gpus.toml only; it answers as model_named does for every name either table lists."""
+    aliases = sorted({alias for m in CURATED for alias in (m.name, *m.aliases)})
+    spellings = sorted({d.name for d in DEVICES}) + [f"NVIDIA {a} 80GB" for a in aliases] + [f"{a} A" for a in aliases]
+    spellings += ["", "NVIDIA", "Unknown GPU 9000", "RTX 3050 A Laptop GPU"]
+    expected = [(m.segment if (m := model_named(n)) else None) for n in spellings]
+    assert [gpu_segment(n) for n in spellings] == expected
+    assert {"datacenter", "geforce", None} <= set(expected)
+
+
 @pytest.mark.parametrize(
     ("spec", "cc", "inferred"),
     [
@@ -145,6 +170,15 @@ def test_device_for_prefers_the_subsystem_row() -> None:
     assert a10g is not None and a10g.name == "NVIDIA A10G"
     assert M.device_for("0x2237") is None or M.device_for("0x2237") == M.device_for("2237")
     assert M.device_for("FFFF") is None
+
+
+def test_device_for_builds_only_that_devices_rows() -> None:
+    """CD136 names each GPU on the bus by its PCI ID: that builds its rows, not the whole device table."""
+    fresh = CompatMatrix()
+    a10g = fresh.device_for("2237", "10DE 152F")
+    assert a10g is not None and a10g.name == "NVIDIA A10G"
+    assert "gpu_devices" not in fresh.__dict__
+    assert a10g == next(d for d in M.gpu_devices if d.pci == "2237" and "10DE 152F" in d.subsystems)
 
 
 # --- CD114's rule ---------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ the refresh machinery is imported, so ``cudadoctor check`` never loads the netwo
 
 from __future__ import annotations
 
-import datetime
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 __all__ = [
     "derived_torch",
     "derived_vllm",
-    "index_data_as_of",
     "inherit_torch_archs",
     "inherit_vllm_floor",
     "new_records",
@@ -71,12 +69,6 @@ def read_index_data(cache_dir: str | bool | None = None) -> tuple[IndexData | No
     from cudadoctor.update.cache import load_cache
 
     return load_cache(os.path.dirname(path))
-
-
-def index_data_as_of() -> datetime.date | None:
-    """When `cudadoctor update` last refreshed the user's cache (None: never, or unusable)."""
-    data, _ = read_index_data()
-    return data.updated if data is not None else None
 
 
 def new_records(data: IndexData | None, package: str, curated: Iterable[Version]) -> list[ReleaseRecord]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import functools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from packaging.version import Version
@@ -279,13 +279,8 @@ class CompatMatrix:
 
     def gpu_models_naming(self, word: str) -> tuple[GpuModel, ...]:
         """The models of compat/gpus.toml whose name or an alias holds ``word`` (lower case), in the table's order,
-        the others left unbuilt (a GPU's segment is asked on every run: gpu_models.model_named)."""
-
-        def naming(record: Mapping[str, Any]) -> bool:
-            names = (record.get("name", ""), *record.get("aliases", ()))
-            return any(word in str(name).lower() for name in names)
-
-        rows: tuple[GpuModel, ...] = self._table("gpus", validate=True).select("gpu", naming)
+        the others left unbuilt (a GPU's segment is asked on every run: gpu_models.gpu_segment)."""
+        rows: tuple[GpuModel, ...] = self._table("gpus", validate=True).select("gpu", _naming(word))
         return rows
 
     @functools.cached_property
@@ -294,25 +289,17 @@ class CompatMatrix:
         rows: tuple[GpuDevice, ...] = self._rows("gpu_devices", "device")
         return rows
 
-    def gpu_devices_naming(self, word: str) -> tuple[GpuDevice, ...]:
-        """The rows of compat/gpu_devices.toml whose name holds ``word`` (lower case), the others left unbuilt:
-        CD114 asks this for every GPU on every run."""
-        if "gpu_devices" in self.__dict__:  # the whole table was built already
-            return tuple(d for d in self.gpu_devices if word in d.name.lower())
-        rows: tuple[GpuDevice, ...] = self._table("gpu_devices").select(
-            "device", lambda record: word in str(record.get("name", "")).lower()
-        )
+    def gpu_devices_naming(self, word: str, *more: str) -> tuple[GpuDevice, ...]:
+        """The rows of compat/gpu_devices.toml whose name holds ``word`` and each of ``more`` (lower case), the
+        others left unbuilt: CD114 asks this for every GPU on every run."""
+        rows: tuple[GpuDevice, ...] = self._table("gpu_devices").select("device", _naming(word, *more))
         return rows
 
-    def devices_by_pci(self, device_id: str) -> tuple[GpuDevice, ...]:
-        """The rows of a PCI device ID (``"2237"``, any case): one per name it is listed under."""
-        wanted = device_id.upper().removeprefix("0X")
-        return tuple(d for d in self.gpu_devices if d.pci == wanted)
-
     def device_for(self, device_id: str, subsystem: str | None = None) -> GpuDevice | None:
-        """The row naming a PCI device (``"2237"``) with this subsystem (``"10DE 152F"``), else its row listed
-        for the device ID alone; None when neither is in the table."""
-        rows = self.devices_by_pci(device_id)
+        """The row naming a PCI device (``"2237"``, any case) with this subsystem (``"10DE 152F"``), else its row
+        listed for the device ID alone; None when neither is in the table. Only that device's rows are built."""
+        pci = device_id.upper().removeprefix("0X")
+        rows: tuple[GpuDevice, ...] = self._table("gpu_devices").select("device", lambda r: r.get("pci") == pci)
         wanted = (subsystem or "").upper()
         return next((d for d in rows if wanted and wanted in d.subsystems), None) or next(
             (d for d in rows if not d.subsystems), None
@@ -908,3 +895,18 @@ def _cudnn_sonames(rows: tuple[CudnnSublibrary, ...], version: Version, *, shipp
     if not hits:
         return None
     return tuple(f"{stem}.so.{r.major}" for r in hits for stem in r.stems)
+
+
+def _naming(word: str, *more: str) -> Callable[[Mapping[str, Any]], bool]:
+    """A test of a record of compat/gpus.toml or compat/gpu_devices.toml (as read): does its name or an alias hold
+    ``word`` and each of ``more`` (lower case)? For :meth:`Table.select`, which then builds only the records that
+    pass."""
+
+    def naming(record: Mapping[str, Any]) -> bool:
+        for name in (record.get("name", ""), *record.get("aliases", ())):
+            low = str(name).lower()
+            if word in low and all(w in low for w in more):  # one test for most records
+                return True
+        return False
+
+    return naming

@@ -297,7 +297,8 @@ class TorchInstallForm(Row):
     (torch 1.x): pip's option, its URL and the packages pinned with the build's local version."""
 
     releases: SpecifierSet
-    option: str  #: ``find-links`` (pip's ``-f``) or ``extra-index-url``
+    #: ``find-links`` (pip's ``-f``) or ``extra-index-url``: printed as the pip option of a fix's command
+    option: Annotated[str, Pattern(re.compile(r"^(find-links|extra-index-url)$"), "find-links or extra-index-url")]
     url: str  #: ``{tag}`` stands for the variant tag (``cu111``)
     #: the packages pinned ``==X+{tag}`` (PyTorch's commands leave torchaudio untagged)
     local_tag: tuple[str, ...]

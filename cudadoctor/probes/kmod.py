@@ -77,13 +77,14 @@ def probe_nvidia_module(ctx: ProbeContext) -> NvidiaModuleState | None:
     gpus, _nvswitches = nvidia_pci(ctx)
     if not gpus:
         return None
+    if ctx.fs.exists("/proc/driver/nvidia/version") or ctx.fs.is_dir("/sys/module/nvidia"):
+        # what follows only explains a module that is not loaded: a healthy run asks two paths, lists no /sys/module
+        # (hundreds of entries on a host) and skips modules.dep
+        return NvidiaModuleState(pci_gpus=gpus, nvidia_loaded=True, nouveau_loaded=ctx.fs.is_dir("/sys/module/nouveau"))
     try:
-        modules = set(ctx.fs.listdir("/sys/module"))
+        modules: set[str] | None = set(ctx.fs.listdir("/sys/module"))
     except OSError:
         modules = None
-    loaded = ctx.fs.exists("/proc/driver/nvidia/version") or (modules is not None and "nvidia" in modules)
-    if loaded:  # what follows only explains a module that is not loaded: every healthy run skips modules.dep
-        return NvidiaModuleState(pci_gpus=gpus, nvidia_loaded=True, nouveau_loaded="nouveau" in (modules or ()))
     release = _read(ctx, "/proc/sys/kernel/osrelease")
     if release is not None and not _RELEASE.fullmatch(release):
         release = None

@@ -138,7 +138,6 @@ def apply_root_kind(facts: Facts, kind: str) -> Facts:
         raise InvalidValue(kind, f"expected one of {', '.join(ROOT_KINDS)}")
     if kind == "auto":
         return facts
-    markers = facts.root_kind.markers if facts.root_kind else ()
-    mounted = facts.root_kind.mounted_driver_files if facts.root_kind else ()
+    probed = facts.root_kind or RootKind("unknown")  # its markers and mounted driver files stay
     source = Source(SourceKind.ASSUMED, f"--root-kind {kind}")
-    return replace(facts, root_kind=RootKind(kind, source, markers, mounted))
+    return replace(facts, root_kind=replace(probed, kind=kind, source=source))

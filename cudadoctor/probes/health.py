@@ -16,15 +16,11 @@ import time
 from cudadoctor.facts.health import GpuHealth, HealthInfo, HostHealth, XidEvent
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.health_parse import parse_gpu, parse_kmsg
+from cudadoctor.probes.kmod import nvidia_pci
 from cudadoctor.probes.nvml_health import NO_NVML
 
 __all__ = ["host_health", "probe_health", "read_kernel_log"]
 
-# PCI class codes (PCI Code and ID Assignment spec; the kernel's include/linux/pci_ids.h):
-# 0x0300 VGA controller, 0x0302 3D controller (data-center GPUs), 0x0680 other bridge (NVSwitch).
-_GPU_CLASSES = ("0x0300", "0x0302")
-_NVSWITCH_CLASS = "0x0680"
-_NVIDIA_VENDOR = "0x10de"
 #: Modules whose presence the NCCL checks need (names as /proc/modules writes them).
 _MODULES = ("nvidia_peermem", "nv_peer_mem", "ib_core", "mlx5_ib", "nvidia_fs")
 #: Kernel log bytes read at most; the default ring buffer is 128 KiB to several MiB.
@@ -58,11 +54,11 @@ def probe_health(ctx: ProbeContext) -> HealthInfo | None:
 
 
 def host_health(ctx: ProbeContext) -> HostHealth:
-    functions, drivers, nvswitches = _pci(ctx)
+    gpus, nvswitches = nvidia_pci(ctx)
     log_error, first, xids = read_kernel_log(ctx)
     return HostHealth(
-        pci_functions=functions,
-        pci_drivers=drivers,
+        pci_functions=tuple(g.address for g in gpus),
+        pci_drivers=tuple(g.driver for g in gpus),
         kernel_log_error=log_error,
         kernel_log_first_s=first,
         xids=xids,
@@ -82,26 +78,6 @@ def _read(ctx: ProbeContext, path: str) -> str:
         return ctx.fs.read_text(path, 4096).strip()
     except OSError:
         return ""
-
-
-def _pci(ctx: ProbeContext) -> tuple[tuple[str, ...], tuple[str, ...], int]:
-    functions: list[str] = []
-    drivers: list[str] = []
-    nvswitches = 0
-    for path in ctx.fs.glob("/sys/bus/pci/devices", "*"):
-        if _read(ctx, f"{path}/vendor").lower() != _NVIDIA_VENDOR:
-            continue
-        klass = _read(ctx, f"{path}/class").lower()[:6]
-        if klass == _NVSWITCH_CLASS:
-            nvswitches += 1
-        if klass not in _GPU_CLASSES:
-            continue
-        functions.append(os.path.basename(path))
-        try:
-            drivers.append(os.path.basename(ctx.fs.readlink(f"{path}/driver")))
-        except OSError:
-            drivers.append("")
-    return tuple(functions), tuple(drivers), nvswitches
 
 
 def read_kernel_log(ctx: ProbeContext) -> tuple[str | None, float | None, tuple[XidEvent, ...]]:

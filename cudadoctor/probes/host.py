@@ -122,6 +122,12 @@ _CGROUP_RUNTIMES = (
 
 _RUNTIME_ORDER = ("kubernetes", "podman", "docker")
 
+#: Files a container runtime writes into every container it starts, and so into ``docker export``'s root, with the
+#: runtime: Docker's ``/.dockerenv`` (moby's daemon/initlayer/setup_unix.go,
+#: https://github.com/moby/moby/blob/master/daemon/initlayer/setup_unix.go) and Podman's ``/run/.containerenv``
+#: (podman-run(1), https://docs.podman.io/en/latest/markdown/podman-run.1.html).
+CONTAINER_FILES = (("/.dockerenv", "docker"), ("/run/.containerenv", "podman"))
+
 
 # --- parsers --------------------------------------------------------------------------------------
 
@@ -270,17 +276,31 @@ def _image_glibc(ctx: ProbeContext, arch: str) -> Version | None:
     return None
 
 
+def container_files(ctx: ProbeContext) -> tuple[tuple[str, ...], str, str]:
+    """(the :data:`CONTAINER_FILES` that exist; live only: ``/run/systemd/container`` stripped, systemd's container
+    interface, and ``/proc/1/cgroup``, each "" when absent), read once per run: the host probe's container facts and
+    the root-kind probe's image markers (:mod:`cudadoctor.probes.origin`) ask the same files."""
+
+    def read() -> tuple[tuple[str, ...], str, str]:
+        present = tuple(path for path, _runtime in CONTAINER_FILES if ctx.fs.exists(path))
+        if not ctx.live:  # an image root's /proc is this machine's (or empty), and no systemd runs in it
+            return present, "", ""
+        systemd = (_read_small(ctx, "/run/systemd/container", 256) or "").strip()
+        return present, systemd, _read_small(ctx, "/proc/1/cgroup", 64 << 10) or ""
+
+    return ctx.once("host.container_files", read)
+
+
 def _container(ctx: ProbeContext) -> ContainerInfo:
     markers: list[str] = []
     runtimes: list[str] = []
     if not ctx.live:
         markers.append("image root")
-    if ctx.fs.exists("/.dockerenv"):
-        markers.append("/.dockerenv")
-        runtimes.append("docker")
-    if ctx.fs.exists("/run/.containerenv"):
-        markers.append("/run/.containerenv")
-        runtimes.append("podman")
+    present, systemd, cgroup = container_files(ctx)
+    for marker, name in CONTAINER_FILES:
+        if marker in present:
+            markers.append(marker)
+            runtimes.append(name)
     if ctx.env.get("container"):  # systemd's convention; UBI images set container=oci
         markers.append(f"container={ctx.env['container']}")
         runtimes.append(ctx.env["container"])
@@ -288,17 +308,9 @@ def _container(ctx: ProbeContext) -> ContainerInfo:
         if ctx.env.get("KUBERNETES_SERVICE_HOST"):
             markers.append("KUBERNETES_SERVICE_HOST")
             runtimes.append("kubernetes")
-        try:
-            value = ctx.fs.read_text("/run/systemd/container", limit=256).strip()
-        except OSError:
-            value = ""
-        if value:
-            markers.append(f"/run/systemd/container: {value}")
-            runtimes.append(value)
-        try:
-            cgroup = ctx.fs.read_text("/proc/1/cgroup", limit=64 << 10)
-        except OSError:
-            cgroup = ""
+        if systemd:
+            markers.append(f"/run/systemd/container: {systemd}")
+            runtimes.append(systemd)
         for path, found in parse_cgroup(cgroup)[:1]:
             markers.append(f"/proc/1/cgroup: {path}")
             runtimes.append(found)
@@ -348,9 +360,9 @@ def _intel_gpus(ctx: ProbeContext) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _read_small(ctx: ProbeContext, path: str) -> str | None:
+def _read_small(ctx: ProbeContext, path: str, limit: int = 4096) -> str | None:
     try:
-        return ctx.fs.read_text(path, limit=4096)
+        return ctx.fs.read_text(path, limit=limit)
     except (OSError, UnicodeDecodeError):
         return None
 

@@ -14,10 +14,12 @@ import re
 from cudadoctor.facts.model import NvidiaModuleState, PciGpu
 from cudadoctor.probes.context import ProbeContext
 
-__all__ = ["nvidia_module_files", "probe_nvidia_module"]
+__all__ = ["nvidia_module_files", "nvidia_pci", "probe_nvidia_module"]
 
-# PCI class codes (the kernel's include/linux/pci_ids.h): 0x0300 VGA controller, 0x0302 3D controller.
+# PCI class codes (PCI Code and ID Assignment spec; the kernel's include/linux/pci_ids.h):
+# 0x0300 VGA controller, 0x0302 3D controller (data-center GPUs), 0x0680 other bridge (NVSwitch).
 _GPU_CLASSES = ("0x0300", "0x0302")
+_NVSWITCH_CLASS = "0x0680"
 _NVIDIA_VENDOR = "0x10de"
 #: modules.dep of a distribution kernel is about 0.3 to 1 MiB; a bound keeps a hostile root from costing more.
 _MODULES_DEP_LIMIT = 8 << 20
@@ -36,21 +38,30 @@ def _read(ctx: ProbeContext, path: str, limit: int = 4096) -> str | None:
         return None
 
 
-def pci_gpus(ctx: ProbeContext) -> tuple[PciGpu, ...]:
-    """The NVIDIA display and 3D controllers in /sys/bus/pci/devices, with the driver each is bound to."""
-    found: list[PciGpu] = []
+def nvidia_pci(ctx: ProbeContext) -> tuple[tuple[PciGpu, ...], int]:
+    """(the NVIDIA display and 3D controllers in /sys/bus/pci/devices with the driver each is bound to, the number of
+    NVSwitches). This probe and the health probe's host part ask; a server's bus holds hundreds of functions, each
+    with a vendor and a class file, so it is read once per run (``ctx.once``), whichever asks first."""
+    return ctx.once("kmod.pci", lambda: _scan_pci(ctx))
+
+
+def _scan_pci(ctx: ProbeContext) -> tuple[tuple[PciGpu, ...], int]:
+    gpus: list[PciGpu] = []
+    nvswitches = 0
     for path in ctx.fs.glob("/sys/bus/pci/devices", "*"):
         if (_read(ctx, f"{path}/vendor") or "").lower() != _NVIDIA_VENDOR:
             continue
-        if (_read(ctx, f"{path}/class") or "").lower()[:6] not in _GPU_CLASSES:
+        klass = (_read(ctx, f"{path}/class") or "").lower()[:6]
+        nvswitches += klass == _NVSWITCH_CLASS
+        if klass not in _GPU_CLASSES:
             continue
         device = (_read(ctx, f"{path}/device") or "").lower().removeprefix("0x").upper()
         try:
             driver = os.path.basename(ctx.fs.readlink(f"{path}/driver"))
         except OSError:
             driver = ""
-        found.append(PciGpu(os.path.basename(path), device[:4], driver))
-    return tuple(found)
+        gpus.append(PciGpu(os.path.basename(path), device[:4], driver))
+    return tuple(gpus), nvswitches
 
 
 def nvidia_module_files(modules_dep: str) -> tuple[str, ...]:
@@ -63,16 +74,17 @@ def probe_nvidia_module(ctx: ProbeContext) -> NvidiaModuleState | None:
 
     :param ctx: the probe context (the live machine, or a root whose /sys is a host's).
     """
-    gpus = pci_gpus(ctx)
+    gpus, _nvswitches = nvidia_pci(ctx)
     if not gpus:
         return None
+    if ctx.fs.exists("/proc/driver/nvidia/version") or ctx.fs.is_dir("/sys/module/nvidia"):
+        # what follows only explains a module that is not loaded: a healthy run asks two paths, lists no /sys/module
+        # (hundreds of entries on a host) and skips modules.dep
+        return NvidiaModuleState(pci_gpus=gpus, nvidia_loaded=True, nouveau_loaded=ctx.fs.is_dir("/sys/module/nouveau"))
     try:
-        modules = set(ctx.fs.listdir("/sys/module"))
+        modules: set[str] | None = set(ctx.fs.listdir("/sys/module"))
     except OSError:
         modules = None
-    loaded = ctx.fs.exists("/proc/driver/nvidia/version") or (modules is not None and "nvidia" in modules)
-    if loaded:  # what follows only explains a module that is not loaded: every healthy run skips modules.dep
-        return NvidiaModuleState(pci_gpus=gpus, nvidia_loaded=True, nouveau_loaded="nouveau" in (modules or ()))
     release = _read(ctx, "/proc/sys/kernel/osrelease")
     if release is not None and not _RELEASE.fullmatch(release):
         release = None

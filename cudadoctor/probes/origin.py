@@ -15,15 +15,9 @@ import re
 
 from cudadoctor.facts.model import ManagedPlatform, RootKind, RootMarker, Source, SourceKind
 from cudadoctor.probes.context import ProbeContext
-from cudadoctor.probes.host import parse_cgroup
+from cudadoctor.probes.host import container_files, parse_cgroup
 
 __all__ = ["decide_root_kind", "parse_mount_points", "probe_platform", "probe_root_kind"]
-
-#: Files a container runtime writes into every container it starts, and so into ``docker export``'s root:
-#: Docker's ``/.dockerenv`` (moby's daemon/initlayer/setup_unix.go,
-#: https://github.com/moby/moby/blob/master/daemon/initlayer/setup_unix.go) and Podman's ``/run/.containerenv``
-#: (podman-run(1), https://docs.podman.io/en/latest/markdown/podman-run.1.html).
-_IMAGE_FILES = ("/.dockerenv", "/run/.containerenv")
 
 #: Variables of an image rather than of a machine: the nvidia/cuda images set NVIDIA_VISIBLE_DEVICES,
 #: NVIDIA_REQUIRE_CUDA and NV_CUDA_LIB_VERSION with ``ENV`` in their Dockerfiles
@@ -71,8 +65,9 @@ def _read(ctx: ProbeContext, path: str, limit: int = 64 << 10) -> str | None:
 _SYSTEM_CONTAINERS = ("lxc", "lxc-libvirt", "systemd-nspawn")
 
 
-def _image_markers(ctx: ProbeContext, cgroup: str) -> list[RootMarker]:
-    found = [_marker("image", path) for path in _IMAGE_FILES if ctx.fs.exists(path)]
+def _image_markers(ctx: ProbeContext) -> list[RootMarker]:
+    present, systemd, cgroup = container_files(ctx)  # the files container runtimes write, PID 1's view
+    found = [_marker("image", path) for path in present]
     found += [
         _marker("image", name, SourceKind.ENV)
         for name in _IMAGE_VARS
@@ -84,14 +79,14 @@ def _image_markers(ctx: ProbeContext, cgroup: str) -> list[RootMarker]:
     # (https://kubernetes.io/docs/concepts/services-networking/service/#environment-variables).
     if ctx.env.get("KUBERNETES_SERVICE_HOST"):
         found.append(_marker("image", "KUBERNETES_SERVICE_HOST", SourceKind.ENV))
-    if (_read(ctx, "/run/systemd/container", 256) or "").strip() not in ("", *_SYSTEM_CONTAINERS):
+    if systemd not in ("", *_SYSTEM_CONTAINERS):
         found.append(_marker("image", "/run/systemd/container"))
     if any(runtime != "lxc" for _path, runtime in parse_cgroup(cgroup)):
         found.append(_marker("image", "/proc/1/cgroup"))
     return found
 
 
-def _host_markers(ctx: ProbeContext, image: bool, cgroup: str) -> list[RootMarker]:
+def _host_markers(ctx: ProbeContext, image: bool) -> list[RootMarker]:
     found = [_marker("host", path) for directory, pattern in _KERNEL_GLOBS for path in ctx.fs.glob(directory, pattern)]
     found += [
         _marker("host", f"{p}/vmlinuz") for p in ctx.fs.glob("/lib/modules", "*") if ctx.fs.exists(f"{p}/vmlinuz")
@@ -100,6 +95,7 @@ def _host_markers(ctx: ProbeContext, image: bool, cgroup: str) -> list[RootMarke
         # On a host systemd (PID 1) sits in init.scope (https://systemd.io/CGROUP_DELEGATION/): "0::/init.scope"
         # (cgroup v2), "1:name=systemd:/init.scope" (v1); in a container with its own cgroup namespace PID 1 sees
         # only "0::/", and without one a path under the runtime's (docker/…).
+        cgroup = container_files(ctx)[2]
         if re.search(r"^\d+:[^:\n]*:/init\.scope$", cgroup, re.MULTILINE):
             found.append(_marker("host", "/proc/1/cgroup"))
         # procfs and sysfs are the kernel's: a container sees the loaded module too, so it speaks for a host
@@ -139,10 +135,8 @@ def probe_root_kind(ctx: ProbeContext) -> RootKind:
     :return: the kind, the marker that decided it and every marker seen; in a running container, the driver
         libraries its runtime mounted from the host.
     """
-    # PID 1's cgroup is the live machine's (a root's /proc is not read: it would be this machine's, or empty)
-    cgroup = (_read(ctx, "/proc/1/cgroup") or "") if ctx.live else ""
-    image = _image_markers(ctx, cgroup)
-    markers = (*image, *_host_markers(ctx, bool(image), cgroup))
+    image = _image_markers(ctx)
+    markers = (*image, *_host_markers(ctx, bool(image)))
     if not markers:
         markers = _kernel_package(ctx)
     kind, source = decide_root_kind(markers)

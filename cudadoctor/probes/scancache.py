@@ -29,7 +29,7 @@ from cudadoctor.probes.memo import file_key
 
 __all__ = ["CACHE_NAME", "Observer", "ScanCache", "cache_path", "site_objects"]
 
-#: ``observe(kind, path, answer)``: ``mtime`` of a directory, ``sig`` of a file (:func:`cudadoctor.probes.memo.identity`
+#: ``observe(kind, path, answer)``: ``mtime`` of a directory, ``sig`` of a file (:func:`cudadoctor.probes.memo.file_key`
 #: of each), or the OSError
 Observer = Callable[[str, str, object], None]
 
@@ -242,8 +242,8 @@ class ScanCache:
         return _from_slim(slim) or ElfDynamic()
 
     def _signature(self, host: str) -> tuple[str, int] | None:
-        """(the cache key, the file's :func:`file_key`, and its size), told to the memo; None when it cannot be
-        stat'ed."""
+        """(the cache key: the file's :func:`file_key` joined, its size); the key is told to the memo. None when it
+        cannot be stat'ed."""
         try:
             info = os.stat(host)
         except OSError as exc:

@@ -313,3 +313,19 @@ def test_why_names_cd136_for_nvidia_smis_couldnt_communicate(fs: Any) -> None:
     )
     assert answer.verdict == Verdict.CAUSE
     assert answer.cause is not None and answer.cause.code == "CD136"
+
+
+def test_a_loaded_module_is_seen_without_listing_sys_module(fs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    _machine(fs, modules=("nvidia", "nouveau", "ext4"))
+    ctx = make_ctx()
+    listed: list[str] = []
+    listdir = ctx.fs.listdir
+
+    def recorded(path: str) -> list[str]:
+        listed.append(path)
+        return listdir(path)
+
+    monkeypatch.setattr(ctx.fs, "listdir", recorded)
+    state = probe_nvidia_module(ctx)
+    assert state is not None and state.nvidia_loaded is True and state.nouveau_loaded is True
+    assert state.kernel_release is None and "/sys/module" not in listed  # modules.dep and the listing: not asked

@@ -105,6 +105,7 @@ def test_root_kind_flag_overrides_the_markers_both_ways():
     assert _commands([_cd101(image)]) == [f"rm -f {LIB}/lib*.so.550.107.02 && ldconfig"]
     host = apply_root_kind(_root_facts({"/.dockerenv": ""}), "host")
     assert _commands([_cd101(host)]) == ["sudo reboot"]
+    assert host.root_kind is not None and [str(m.source) for m in host.root_kind.markers] == ["file: /.dockerenv"]
     assert apply_root_kind(unmarked, "auto") == unmarked
     with pytest.raises(InvalidValue):
         apply_root_kind(unmarked, "vm")

@@ -110,3 +110,22 @@ def test_kmsg_and_saved_dmesg_lines_and_bus_ids():
     first, xids = parse_kmsg("[  5.3] NVRM: Xid (PCI:0000:3b:00): 48, pid=1, DBE\n")
     assert first is None and xids[0].code == 48 and xids[0].seconds_after_boot is None
     assert short_pci("00000000:00:06.0") == "0000:00:06" == short_pci("0000:00:06")
+
+
+def test_the_pci_bus_is_read_once_for_the_module_and_the_health_probe(fs):
+    from cudadoctor.probes.health import host_health
+    from cudadoctor.probes.kmod import probe_nvidia_module
+
+    _machine(fs)
+    fs.create_file("/sys/bus/pci/devices/0000:c0:00.0/vendor", contents="0x10de\n")
+    fs.create_file("/sys/bus/pci/devices/0000:c0:00.0/class", contents="0x068000\n")  # an NVSwitch
+    fs.create_file("/sys/bus/pci/devices/0000:00:06.0/device", contents="0x2335\n")
+    fs.create_dir("/sys/module/nvidia")
+    ctx = make_ctx()
+    state = probe_nvidia_module(ctx)
+    assert state is not None and (state.pci_gpus[0].address, state.pci_gpus[0].device) == ("0000:00:06.0", "2335")
+    fs.remove_object("/sys/bus/pci/devices")  # the health probe answers from the same reading of the bus
+    host = host_health(ctx)
+    assert host.pci_functions == ("0000:00:06.0", "0000:18:00.0") and host.pci_drivers == ("nvidia", "vfio-pci")
+    assert host.nvswitches == 1
+    assert host_health(make_ctx()).pci_functions == ()  # a new run reads the bus again

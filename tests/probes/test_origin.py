@@ -165,3 +165,17 @@ def test_a_system_container_is_no_image(fs, files, env):
         fs.create_file(path, contents=text)
     found = probe_root_kind(make_ctx(env=env))
     assert "image" not in {m.kind for m in found.markers}
+
+
+def test_the_container_files_are_read_once_for_the_host_and_the_root_kind(fs):
+    from cudadoctor.probes.host import probe_host
+
+    fs.create_file("/.dockerenv")
+    fs.create_file("/proc/1/cgroup", contents="0::/\n")
+    ctx = make_ctx()
+    host = probe_host(ctx)
+    assert host.container is not None and host.container.markers == ("/.dockerenv",)
+    fs.remove_object("/.dockerenv")  # the root-kind probe answers from the same reading
+    found = probe_root_kind(ctx)
+    assert found.kind == "image" and found.source == Source(SourceKind.FILE, "/.dockerenv")
+    assert probe_root_kind(make_ctx()).kind != "image"  # a new run reads them again

@@ -129,10 +129,9 @@ def _segment(gpu: GpuInfo) -> str | None:
     """The GPU's segment in compat/gpus.toml; None when the table lacks the model or cannot be read (the GPU
     probe records an unreadable table as its reason, and a brand left unknown only makes CD701 less sure)."""
     try:
-        model = gpu_models.model_named(gpu.name)
+        return gpu_models.gpu_segment(gpu.name)
     except CompatDataError:
         return None
-    return model.segment if model else None
 
 
 def _unmet(

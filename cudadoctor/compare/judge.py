@@ -277,7 +277,8 @@ def judge(
         missing = [h for h in expected_hosts if h not in names]
         if missing:
             flagged["no report"] = missing
-        unexpected = [n.name for n in kept if n.name not in set(expected_hosts)]
+        wanted = set(expected_hosts)  # once: a fleet of 10,000 nodes made it 10,000 times (18 s for 20,000)
+        unexpected = [n.name for n in kept if n.name not in wanted]
         if unexpected:
             notes.append(f"{len(unexpected)} report(s) from node(s) --expect-hosts does not name: {fold(unexpected)}")
     named = {n for names_ in flagged.values() for n in names_}

@@ -21,6 +21,7 @@ __all__ = [
     "CHECK",
     "COLOR",
     "COMMANDS",
+    "COMPLETE_VAR",
     "GLOBAL",
     "HELP_FLAGS",
     "NOT_TAKEN_BY_WHY",
@@ -366,6 +367,11 @@ COMPLETION = (
         required=True,
     ),
 )
+
+#: The variable a shell's completion script sets when it asks for the words that may follow (click's protocol:
+#: https://click.palletsprojects.com/en/stable/shell-completion/): typer answers it, and cudadoctor.entry routes
+#: such a call to typer, past the fast path.
+COMPLETE_VAR = "_CUDADOCTOR_COMPLETE"
 
 #: The flags that ask any command (or none) for its help.
 HELP_FLAGS = ("-h", "--help")

@@ -34,7 +34,6 @@ from dataclasses import field
 from typing import Any
 
 from cudadoctor.errors import SnapshotError
-from cudadoctor.facts import model
 from cudadoctor.facts.codec import MAX_ITEMS, decode_fast, field_types
 from cudadoctor.record import record
 
@@ -128,7 +127,7 @@ def _type_at(path: tuple[str, ...]) -> Any:
         elif origin is dict:
             tp = typing.get_args(tp)[1]
         else:
-            tp = typing.get_type_hints(tp, vars(model))[key]
+            tp = field_types(tp)[key]
     return _strip_optional(tp)  # a null is absent before any decoding: the value, when there, has this type
 
 

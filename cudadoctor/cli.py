@@ -24,7 +24,7 @@ from typing import Annotated, Any
 import typer
 
 from cudadoctor import __version__
-from cudadoctor.cli_options import COMMANDS, GLOBAL, HELP_FLAGS, Param
+from cudadoctor.cli_options import COMMANDS, COMPLETE_VAR, GLOBAL, HELP_FLAGS, Param
 from cudadoctor.commands import check_command, check_options, closed_pipe, guard, prepare_command_line
 from cudadoctor.errors import UsageError
 from cudadoctor.terminal import ColorMode, set_color_mode
@@ -249,10 +249,6 @@ def compare(*, paths: tuple[str, ...], output_format: str, **expected: Any) -> i
 
 
 _command("why", help=WHY_HELP)(why_body)  # check's options and why's own (cudadoctor.cli_options.WHY)
-
-#: The variable a completion script sets when it asks for the words that may follow (cudadoctor.entry routes
-#: such a call here, past the fast path).
-COMPLETE_VAR = "_CUDADOCTOR_COMPLETE"
 
 
 @_command("completion")

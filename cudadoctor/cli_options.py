@@ -19,10 +19,13 @@ from cudadoctor.terminal import ColorMode
 
 __all__ = [
     "CHECK",
+    "COLOR",
     "COMMANDS",
+    "COMPLETE_VAR",
     "GLOBAL",
     "HELP_FLAGS",
     "NOT_TAKEN_BY_WHY",
+    "NO_COLOR",
     "SUGGEST_PLAN_FORMATS",
     "Kind",
     "Param",
@@ -365,24 +368,27 @@ COMPLETION = (
     ),
 )
 
+#: The variable a shell's completion script sets when it asks for the words that may follow (click's protocol:
+#: https://click.palletsprojects.com/en/stable/shell-completion/): typer answers it, and cudadoctor.entry routes
+#: such a call to typer, past the fast path.
+COMPLETE_VAR = "_CUDADOCTOR_COMPLETE"
+
 #: The flags that ask any command (or none) for its help.
 HELP_FLAGS = ("-h", "--help")
 
 #: The options taken before any command (``--color`` and ``--no-color`` also after it:
-#: :func:`cudadoctor.terminal.take_color_options` takes them out of the command line first).
-GLOBAL = (
-    _flag("version", ("--version", "-V"), "Print the version."),
-    Param(
-        "color",
-        ("--color",),
-        "Colour the output: auto (on a terminal, unless NO_COLOR is set or TERM=dumb; FORCE_COLOR forces it), always "
-        "or never. Taken before or after the command's name, like --no-color.",
-        kind="choice",
-        choices=tuple(m.value for m in ColorMode),
-        default=ColorMode.AUTO.value,
-    ),
-    _flag("no_color", ("--no-color",), "The same as --color never."),
+#: :func:`cudadoctor.commands.take_color_options` takes them out of the command line first).
+COLOR = Param(
+    "color",
+    ("--color",),
+    "Colour the output: auto (on a terminal, unless NO_COLOR is set or TERM=dumb; FORCE_COLOR forces it), always "
+    "or never. Taken before or after the command's name, like --no-color.",
+    kind="choice",
+    choices=tuple(m.value for m in ColorMode),
+    default=ColorMode.AUTO.value,
 )
+NO_COLOR = _flag("no_color", ("--no-color",), "The same as --color never.")
+GLOBAL = (_flag("version", ("--version", "-V"), "Print the version."), COLOR, NO_COLOR)
 
 #: Each command's parameters, in the order --help lists them.
 COMMANDS: dict[str, tuple[Param, ...]] = {

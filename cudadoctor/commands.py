@@ -35,6 +35,7 @@ __all__ = [
     "snapshot_command",
     "suggest_command",
     "suggest_matrix_command",
+    "take_color_options",
     "this_machine",
 ]
 
@@ -90,12 +91,39 @@ def err(message: str) -> None:
     print(prefix + terminal(message), file=sys.stderr)
 
 
+def take_color_options(argv: Sequence[str]) -> list[str]:
+    """``argv`` without its colour options (:data:`cudadoctor.cli_options.COLOR` and ``NO_COLOR``, as declared
+    there), which set :func:`cudadoctor.terminal.color_mode`; the last one given wins, as in uv.
+
+    ``--color`` is taken before any command word as after it (``cudadoctor --color never check``, ``cudadoctor
+    check --no-color``); nothing after ``--`` is read. A value other than auto, always or never is a usage error.
+    """
+    from cudadoctor.cli_options import COLOR, NO_COLOR
+    from cudadoctor.terminal import ColorMode, parse_color_mode, set_color_mode
+
+    out: list[str] = []
+    rest = list(argv)
+    while rest:
+        word = rest.pop(0)
+        if word == "--":
+            out.extend((word, *rest))
+            break
+        name, equals, value = word.partition("=")
+        if word in NO_COLOR.flags:
+            set_color_mode(ColorMode.NEVER)
+        elif name in COLOR.flags:
+            set_color_mode(parse_color_mode(value if equals else (rest.pop(0) if rest else "")))
+        else:
+            out.append(word)
+    return out
+
+
 def prepare_command_line(argv: list[str]) -> list[str]:
     """The arguments after the program's name, without the colour options, which are taken here for every command
-    (:func:`cudadoctor.terminal.take_color_options`; a bad value ends the run: one line, exit 2); stdout and stderr
-    then print whatever a report holds (ASCII stand-ins for what their encoding cannot show). ``argv`` keeps the
-    program's name and the rest, for typer."""
-    from cudadoctor.terminal import prepare_streams, take_color_options
+    (:func:`take_color_options`; a bad value ends the run: one line, exit 2); stdout and stderr then print
+    whatever a report holds (ASCII stand-ins for what their encoding cannot show). ``argv`` keeps the program's
+    name and the rest, for typer."""
+    from cudadoctor.terminal import prepare_streams
 
     prepare_streams()
     try:

@@ -106,12 +106,14 @@ def main(*, hard_exit: bool = False) -> None:
     and the NVML threads cost ~10 ms of a 110 ms run (measured); nothing of the fast path is left to clean up
     (its caches are written and closed, its child processes waited for, its threads daemons).
     """
+    from cudadoctor.cli_options import COMPLETE_VAR
     from cudadoctor.commands import prepare_command_line
 
     argv = prepare_command_line(sys.argv)
-    values = None if _COMPLETING in os.environ else _fast_values(argv)
+    completing = COMPLETE_VAR in os.environ  # a completion script asking: typer answers
+    values = None if completing else _fast_values(argv)
     if values is None:
-        suggest = None if _COMPLETING in os.environ else fast_suggest_args(argv)
+        suggest = None if completing else fast_suggest_args(argv)
         if suggest is None:
             from cudadoctor.cli import main as cli_main
 
@@ -119,11 +121,6 @@ def main(*, hard_exit: bool = False) -> None:
             return
         _exit(_probing(lambda: _suggest(*suggest), health=False), hard_exit=hard_exit)
     _exit(_probing(lambda: _check(values), health=not values.get("no_health", False)), hard_exit=hard_exit)
-
-
-#: The variable a shell's completion script sets when it asks for the words that may follow (click's protocol:
-#: https://click.palletsprojects.com/en/stable/shell-completion/); typer answers it.
-_COMPLETING = "_CUDADOCTOR_COMPLETE"
 
 
 def _check(values: dict[str, object]) -> int:

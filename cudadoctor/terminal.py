@@ -3,7 +3,8 @@
 The conventions are the ones pip, uv and git follow, so a CI log, a pager and a script see what they expect:
 
 * ``--color auto|always|never`` (and ``--no-color``), anywhere on the command line, as uv takes it
-  (https://docs.astral.sh/uv/reference/cli/#uv--color);
+  (https://docs.astral.sh/uv/reference/cli/#uv--color; :func:`cudadoctor.commands.take_color_options` takes
+  them, as :mod:`cudadoctor.cli_options` declares them);
 * in ``auto``: ``NO_COLOR`` set to anything but the empty string turns colour off (https://no-color.org/; it
   wins over the next two, as in uv), ``FORCE_COLOR`` (set and not empty, https://force-color.org/) or
   ``CLICOLOR_FORCE`` (set and not ``0``, https://bixense.com/clicolors/) turn it on where the output is not a
@@ -24,7 +25,7 @@ import errno
 import io
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TextIO
 
 from cudadoctor.errors import UsageError
@@ -33,9 +34,9 @@ __all__ = [
     "ASCII_ERRORS",
     "ColorMode",
     "color_mode",
+    "parse_color_mode",
     "prepare_streams",
     "set_color_mode",
-    "take_color_options",
     "terminal_width",
     "wants_color",
 ]
@@ -78,32 +79,8 @@ def wants_color(stream: TextIO, env: Mapping[str, str] | None = None, mode: Colo
         return False
 
 
-def take_color_options(argv: Sequence[str]) -> list[str]:
-    """``argv`` without its colour options, which set :func:`color_mode`; the last one given wins, as in uv.
-
-    ``--color`` is taken before any command word as after it (``cudadoctor --color never check``, ``cudadoctor
-    check --no-color``); nothing after ``--`` is read. A value other than auto, always or never is a usage error.
-    """
-    out: list[str] = []
-    rest = list(argv)
-    while rest:
-        word = rest.pop(0)
-        if word == "--":
-            out.append(word)
-            out.extend(rest)
-            break
-        if word == "--no-color":
-            set_color_mode(ColorMode.NEVER)
-            continue
-        if word == "--color" or word.startswith("--color="):
-            value = word.partition("=")[2] if "=" in word else (rest.pop(0) if rest else "")
-            set_color_mode(_parse_mode(value))
-            continue
-        out.append(word)
-    return out
-
-
-def _parse_mode(value: str) -> ColorMode:
+def parse_color_mode(value: str) -> ColorMode:
+    """The mode ``--color VALUE`` names; any value other than auto, always or never is a usage error."""
     try:
         return ColorMode(value.strip().lower())
     except ValueError:

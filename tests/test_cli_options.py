@@ -124,9 +124,10 @@ def test_values_declared_elsewhere_agree() -> None:
 
 @pytest.mark.parametrize("param", [p for p in GLOBAL if p.dest in ("color", "no_color")], ids=lambda p: p.dest)
 def test_the_colour_options_are_taken_anywhere_as_declared(param: Param) -> None:
-    """terminal.take_color_options takes the colour options out of the command line before either parser: it
+    """commands.take_color_options takes the colour options out of the command line before either parser: it
     takes exactly the flags declared."""
-    from cudadoctor.terminal import ColorMode, set_color_mode, take_color_options
+    from cudadoctor.commands import take_color_options
+    from cudadoctor.terminal import ColorMode, set_color_mode
 
     try:
         for flag in param.flags:

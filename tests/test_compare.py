@@ -6,6 +6,7 @@ import copy
 import datetime
 import json
 import os
+from collections.abc import Iterator
 
 import pytest
 from typer.testing import CliRunner
@@ -701,3 +702,21 @@ def test_real_h200_deep_reports_one_node_preloading_the_system_nccl(tmp_path):
     assert "1 of 4 node(s) differ: gpu004" in result.output
     agree = CliRunner().invoke(app, ["compare", *sorted(str(p) for p in tmp_path.iterdir() if "gpu004" not in p.name)])
     assert agree.exit_code == 0, agree.output
+
+
+def test_expected_hosts_are_read_a_few_times_not_once_per_node() -> None:
+    """--expect-hosts is gathered into a set once: made again for each node, 20,000 nodes took 18 s to judge."""
+
+    class Counted(list[str]):
+        passes = 0
+
+        def __iter__(self) -> Iterator[str]:
+            Counted.passes += 1
+            return super().__iter__()
+
+    names = [f"gpu{i:03d}" for i in range(200)]
+    nodes = [Node(n, {"gpu_model": "H100", "gpu_count": "8"}) for n in [*names[:150], "login1"]]
+    verdict = judge(nodes, expected_hosts=Counted(names))
+    assert Counted.passes <= 2
+    assert verdict.total == 201 and {f.reason: len(f.nodes) for f in verdict.flags} == {"no report": 50}
+    assert any("login1" in note for note in verdict.notes)

@@ -15,10 +15,11 @@ from typer.testing import CliRunner
 
 from cudadoctor import __version__
 from cudadoctor.cli import app
+from cudadoctor.commands import take_color_options
 from cudadoctor.errors import UsageError
 from cudadoctor.report.options import RenderOptions
 from cudadoctor.report.text import render_text
-from cudadoctor.terminal import ASCII_ERRORS, ColorMode, color_mode, set_color_mode, take_color_options, wants_color
+from cudadoctor.terminal import ASCII_ERRORS, ColorMode, color_mode, set_color_mode, wants_color
 from tests.test_cli_conventions import _h200
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -132,11 +132,14 @@ def _difference(
     return Difference(fact, title, expected, frozen, outliers, basis, reason, {c: tuple(n) for c, n in fixes.items()})
 
 
+#: The facts that split nodes into pools (GPU model, MIG layout), in the order a pool's key holds them.
+_POOL_KEYS = tuple(f.key for f in FACTS if f.policy is Policy.POOL)
+
+
 def _pools(nodes: Sequence[Node]) -> dict[tuple[str | None, ...], list[Node]]:
-    keys = [f.key for f in FACTS if f.policy is Policy.POOL]
     pools: dict[tuple[str | None, ...], list[Node]] = {}
     for node in nodes:
-        pools.setdefault(tuple(node.values.get(k) for k in keys), []).append(node)
+        pools.setdefault(tuple(node.values.get(k) for k in _POOL_KEYS), []).append(node)
     return pools
 
 
@@ -277,12 +280,12 @@ def judge(
         missing = [h for h in expected_hosts if h not in names]
         if missing:
             flagged["no report"] = missing
-        unexpected = [n.name for n in kept if n.name not in set(expected_hosts)]
+        wanted = set(expected_hosts)  # once: a fleet of 10,000 nodes made it 10,000 times (18 s for 20,000)
+        unexpected = [n.name for n in kept if n.name not in wanted]
         if unexpected:
             notes.append(f"{len(unexpected)} report(s) from node(s) --expect-hosts does not name: {fold(unexpected)}")
     named = {n for names_ in flagged.values() for n in names_}
     voters = [n for n in kept if n.name not in named]
-    keys = [f.key for f in FACTS if f.policy is Policy.POOL]
     pools = _fleet_pool(voters, baseline)
     for key, members in _pools(voters).items():
         differences = []
@@ -296,6 +299,6 @@ def judge(
             diff = _difference(fact.key, fact.title, members, baseline, fact.policy)
             if diff is not None:
                 differences.append(diff)
-        pools.append(Pool(dict(zip(keys, key, strict=True)), tuple(n.name for n in members), tuple(differences)))
+        pools.append(Pool(dict(zip(_POOL_KEYS, key, strict=True)), tuple(n.name for n in members), tuple(differences)))
     flags = tuple(Flag(reason, tuple(n)) for reason, n in flagged.items())
     return Verdict(tuple(pools), _findings(kept), flags, tuple(notes), len(kept) + len(missing))

@@ -81,7 +81,9 @@ def node_files(paths: Sequence[str]) -> tuple[list[str], list[str]]:
     return unique, notes
 
 
-def _document(path: str, *, kinds: tuple[str, ...] = _KINDS) -> dict[str, Any]:
+def _document(path: str, *, kinds: tuple[str, ...] = _KINDS, origin: str | None = None) -> dict[str, Any]:
+    """The JSON object of ``path``: of one of ``kinds`` (any object where empty); a snapshot's or report's envelope
+    checked as ``check --from`` checks it, its errors naming ``origin`` (the path by default)."""
     data = read_named_file(path, SNAPSHOT_LIMIT, "a cudadoctor report", UsageError)
     # every object or list takes two bytes at least: a smaller file cannot hold too many (and is not counted)
     if len(data) > 2 * MAX_CONTAINERS and data.count(b"{") + data.count(b"[") > MAX_CONTAINERS:
@@ -92,9 +94,9 @@ def _document(path: str, *, kinds: tuple[str, ...] = _KINDS) -> dict[str, Any]:
         raise UsageError(f"{path}: not JSON") from None
     if not isinstance(document, dict) or (kinds and document.get("kind") not in kinds):
         raise UsageError(f"{path}: not a cudadoctor snapshot or report")
-    if kinds:
+    if document.get("kind") in _KINDS:
         try:
-            check_envelope(document, path)
+            check_envelope(document, origin or path)
         except SnapshotError as exc:
             raise UsageError(str(exc)) from None
     return document
@@ -210,18 +212,13 @@ def load_nodes(files: Sequence[str]) -> Iterator[Node]:
 def baseline_values(path: str) -> dict[str, str | None]:
     """Expected values: those of a node's snapshot or report, or a JSON object ``{fact: value}`` naming some of
     the judged facts (``{"nccl": "2.28.9 (pip)", "driver_branch": "580"}``)."""
-    document = _document(path, kinds=())
+    document = _document(path, kinds=(), origin=f"--baseline {path}")
     judged = {f.key for f in FACTS if f.policy is not Policy.POOL}
-    if document.get("kind") in _KINDS:
-        try:
-            check_envelope(document, f"--baseline {path}")
-        except SnapshotError as exc:
-            raise UsageError(str(exc)) from None
-        if isinstance(document.get("facts"), dict):
-            reading = read_node(document["facts"])
-            if reading.problem is not None:
-                raise UsageError(f"--baseline {path}: {reading.problem}")
-            return {k: v for k, v in reading.values.items() if k in judged}
+    if document.get("kind") in _KINDS and isinstance(document.get("facts"), dict):
+        reading = read_node(document["facts"])
+        if reading.problem is not None:
+            raise UsageError(f"--baseline {path}: {reading.problem}")
+        return {k: v for k, v in reading.values.items() if k in judged}
     unknown = sorted(set(document) - judged)
     if unknown or not document:
         known = ", ".join(sorted(judged))

@@ -34,7 +34,6 @@ from dataclasses import field
 from typing import Any
 
 from cudadoctor.errors import SnapshotError
-from cudadoctor.facts import model
 from cudadoctor.facts.codec import MAX_ITEMS, decode_fast, field_types
 from cudadoctor.record import record
 
@@ -128,7 +127,7 @@ def _type_at(path: tuple[str, ...]) -> Any:
         elif origin is dict:
             tp = typing.get_args(tp)[1]
         else:
-            tp = typing.get_type_hints(tp, vars(model))[key]
+            tp = field_types(tp)[key]
     return _strip_optional(tp)  # a null is absent before any decoding: the value, when there, has this type
 
 
@@ -413,6 +412,14 @@ def _overridden(library: str, origin: str) -> bool:
     return origin in ("compat", "stub") if library == "libcuda" else origin != "pip"
 
 
+def _joined(seen: Mapping[str, str | None]) -> tuple[str | None, str | None]:
+    """(every copy seen loading, as one value; the first fix among them); (None, None) when none was seen."""
+    if not seen:
+        return None, None
+    fixes = [f for f in seen.values() if f]
+    return "; ".join(sorted(seen)), (fixes[0] if fixes else None)
+
+
 def _mapped(r: _Reader, library: str, copies: list[_Copy]) -> tuple[str | None, str | None]:
     """(value, fix) from the files the frameworks' child processes mapped (check --deep); (None, None) without."""
     if r.mapped is None:
@@ -437,10 +444,7 @@ def _mapped(r: _Reader, library: str, copies: list[_Copy]) -> tuple[str | None, 
                 reported = r.text(fw, library) if library in ("nccl", "cudnn") else None
                 value = _shown(reported or r.text(lib, "suffix"), origin)
             seen.setdefault(value, _fix(r, path, _SONAME[library]) if _overridden(library, origin) else None)
-    if not seen:
-        return None, None
-    fixes = [f for f in seen.values() if f]
-    return "; ".join(sorted(seen)), (fixes[0] if fixes else None)
+    return _joined(seen)
 
 
 def _loader_view(r: _Reader, library: str, copies: list[_Copy]) -> tuple[str | None, str | None]:
@@ -473,10 +477,7 @@ def _loader_view(r: _Reader, library: str, copies: list[_Copy]) -> tuple[str | N
         value = _shown(copy.version if copy else r.text(need, "loaded", "version"), origin)
         overridden = via in ("LD_LIBRARY_PATH", "LD_PRELOAD") and _overridden(library, origin)
         seen.setdefault(value, _fix(r, path, soname) if overridden else None)
-    if not seen:
-        return None, None
-    fixes = [f for f in seen.values() if f]
-    return "; ".join(sorted(seen)), (fixes[0] if fixes else None)
+    return _joined(seen)
 
 
 def _pinned(copies: list[_Copy]) -> str | None:

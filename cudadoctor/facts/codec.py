@@ -96,9 +96,10 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, vars(model))
 
 
-def field_types() -> dict[str, Any]:
-    """The type of each :class:`Facts` field, for :func:`decode` of one fact alone."""
-    return _hints(Facts)
+def field_types(cls: type = Facts) -> dict[str, Any]:
+    """The type of each field of ``cls`` (a class of the facts model; :class:`Facts` by default), evaluated once,
+    for :func:`decode` of one fact alone or a reader that walks the model's types."""
+    return _hints(cls)
 
 
 @functools.cache

@@ -24,8 +24,6 @@ def why_command(error: Sequence[str], file: str | None, options: CheckOptions, o
 
     if bool(error) == (file is not None):
         raise UsageError('why: give the error text, or --file LOG (- for standard input): cudadoctor why "<error>"')
-    if output_format not in ("text", "json"):
-        raise UsageError(f"--format {output_format}: why writes text or json")
     text = from_file(file) if file is not None else from_argument("\n".join(error))
     matrix = CompatMatrix()
     matches = recognise(text.lines, matrix.error_messages)

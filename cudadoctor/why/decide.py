@@ -9,7 +9,8 @@ decides is *open* too, with the one fact that would decide it. The cause named i
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from cudadoctor.checks import HEALTH_PREFIXES
 from cudadoctor.checks.findings import Finding, Status
@@ -18,6 +19,8 @@ from cudadoctor.record import record
 from cudadoctor.why.matching import Match
 
 __all__ = ["Answer", "CauseState", "Diagnosis", "Verdict", "diagnose"]
+
+_T = TypeVar("_T")
 
 #: The run-time checks: not applicable without ``--deep`` means not looked at, not absent.
 RUNTIME_PREFIX = "CD8"
@@ -108,14 +111,14 @@ def diagnose(
     judged = {c.id: _state(c, by_code, deep=deep, health=health) for c in causes.values()}
     diagnoses = tuple(Diagnosis(m, tuple(judged[c] for c in m.message.causes if c in judged)) for m in matches)
     states = [s for d in diagnoses for s in d.causes]
-    found = _unique([(f, s.cause) for s in states if s.state == "found" for f in s.findings])
+    found = _first_each([(f, s.cause) for s in states if s.state == "found" for f in s.findings], lambda p: p[0].code)
     named = {f.code for f, _ in found}
     other = tuple(f for f in _problems(findings) if f.code not in named)
     if found:
         first = next(((f, c) for f, c in found if f.status is Status.FAIL), found[0])
         also = tuple(f for f, _ in found if f.code != first[0].code)
         return Answer(Verdict.CAUSE, diagnoses, first[0], first[1], also, other_problems=other)
-    remaining = tuple(_unique_states([s for s in states if s.state == "open"]))
+    remaining = tuple(_first_each([s for s in states if s.state == "open"], lambda s: s.cause.id))
     if remaining:
         return Answer(Verdict.UNDECIDED, diagnoses, remaining=remaining, decide=remaining[0].cause.decide,
                       other_problems=other)  # fmt: skip
@@ -126,21 +129,9 @@ def _problems(findings: Sequence[Finding]) -> tuple[Finding, ...]:
     return tuple(f for f in findings if f.status in (Status.FAIL, Status.WARN))
 
 
-def _unique(pairs: list[tuple[Finding, ErrorCause]]) -> list[tuple[Finding, ErrorCause]]:
-    seen: set[str] = set()
-    kept = []
-    for finding, cause in pairs:
-        if finding.code not in seen:
-            seen.add(finding.code)
-            kept.append((finding, cause))
-    return kept
-
-
-def _unique_states(states: list[CauseState]) -> list[CauseState]:
-    seen: set[str] = set()
-    kept = []
-    for state in states:
-        if state.cause.id not in seen:
-            seen.add(state.cause.id)
-            kept.append(state)
-    return kept
+def _first_each(items: Iterable[_T], key: Callable[[_T], str]) -> list[_T]:
+    """The first of the items of each ``key``, in order."""
+    firsts: dict[str, _T] = {}
+    for item in items:
+        firsts.setdefault(key(item), item)
+    return list(firsts.values())

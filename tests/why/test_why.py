@@ -110,6 +110,9 @@ def test_cli_usage_errors() -> None:
     assert runner.invoke(app, ["why", "--from", H200]).exit_code == 2
     assert runner.invoke(app, ["why", "--from", H200, "--file", "x.log", "error"]).exit_code == 2
     assert runner.invoke(app, ["why", "--from", H200, "--file", "/nonexistent/job.log"]).exit_code == 2
+    # why writes text or json: the parser refuses a report format before the body runs
+    markdown = runner.invoke(app, ["why", "--from", H200, "-f", "markdown", INSUFFICIENT])
+    assert markdown.exit_code == 2 and "markdown" in markdown.output
 
 
 def test_cli_reads_standard_input() -> None:

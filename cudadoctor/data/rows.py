@@ -556,6 +556,18 @@ class OnnxruntimeRelease(Row):
     wheel_read: str | None = None  #: the wheel file these facts were read from
     evidence: tuple[str, ...] = ()  #: which parts of the wheel they came from
     docs_builds: tuple[OnnxDocsBuild, ...] = ()
+    python: tuple[str, ...] = ()  #: CPython versions of its manylinux x86_64 wheels on PyPI
+    #: whether ``onnxruntime.preload_dlls()`` exists in it (None: not read)
+    preload_dlls: bool | None = None
+
+
+@row(kw_only=True)
+class PaddleRelease(Row):
+    """One paddlepaddle-gpu release on PyPI: the CUDA and cuDNN its wheel was built with."""
+
+    version: Version
+    cuda: Version
+    cudnn: Version | None = None
 
 
 @row(kw_only=True)
@@ -819,6 +831,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "onnxruntime_gpu": OnnxruntimeRelease,
                 "cupy": CupyPackage,
                 "tensorflow": TensorflowRelease,
+                "paddlepaddle_gpu": PaddleRelease,
             }
         ),
         "runtime-libraries": Layout({"load": RuntimeLoad, "driver_open": DriverOpen, "preload": FrameworkPreload}),

@@ -16,6 +16,7 @@ from __future__ import annotations
 from packaging.version import Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
+from cudadoctor.checks.loader import wheel_for
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.derive import GpuEvidence
@@ -31,6 +32,7 @@ from cudadoctor.facts.model import (
 )
 from cudadoctor.fixes import Install, Pin, Steps, Uninstall
 from cudadoctor.fixes.build import pip
+from cudadoctor.fixes.parse import parse_pin
 from cudadoctor.rules.ortf import (
     cuda_majors_present,
     cuda_minors_present,
@@ -134,6 +136,11 @@ class CD430(Check):
                     "onnxruntime.preload_dlls() before creating the session."
                 )
             commands = (pip(Install((Pin.exact(_ORT, replacement.version),))),)
+            if not cudnn_majors and replacement.cudnn_major:  # no cuDNN at all: it needs one
+                wheel = wheel_for(f"libcudnn.so.{replacement.cudnn_major}", target)
+                if wheel:
+                    text += f" It also needs cuDNN {replacement.cudnn_major}, of which none is installed."
+                    commands += (pip(Install((parse_pin(wheel),))),)
         else:
             cudnn_text = f" and cuDNN {want_cudnn}" if want_cudnn else ""
             text = (

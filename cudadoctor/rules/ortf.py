@@ -11,6 +11,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
@@ -103,10 +104,10 @@ def ort_build(
     return row.cuda_major, row.cudnn_major, "its PyPI wheel (compat/ecosystem.toml)"
 
 
-def _fits_python(pythons: tuple[str, ...], requires: object, python: Version | None) -> bool:
+def _fits_python(pythons: tuple[str, ...], requires: SpecifierSet | None, python: Version | None) -> bool:
     if python is None:
         return True
-    verdict = python_has_wheels(python, pythons=pythons, requires_python=requires)  # type: ignore[arg-type]
+    verdict = python_has_wheels(python, pythons=pythons, requires_python=requires)
     return not verdict.is_problem
 
 

@@ -19,6 +19,7 @@ from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.loader import wheel_for
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
+from cudadoctor.data.rows import OnnxruntimeRelease
 from cudadoctor.facts.derive import GpuEvidence
 from cudadoctor.facts.model import (
     CudaWheels,
@@ -66,6 +67,39 @@ def _target_major(present: dict[int, str], packages: dict[str, InstalledPackage]
         if major in present:
             return major
     return max(present)
+
+
+def _ort_fix(
+    matrix: CompatMatrix,
+    replacement: OnnxruntimeRelease | None,
+    target: int,
+    want_cudnn: int | None,
+    built: int,
+    has_cudnn: bool,
+) -> tuple[str, tuple[str, ...]]:
+    """The words and commands of CD430's fix: the release that fits, with cuDNN where none is installed."""
+    if replacement is None:
+        cudnn_text = f" and cuDNN {want_cudnn}" if want_cudnn else ""
+        return (
+            f"PyPI has no onnxruntime-gpu built for CUDA {target}{cudnn_text} with a wheel for this Python; "
+            f"ONNX Runtime's install page ({_ORT_INSTALL}) names the package feed of its other CUDA builds, "
+            f"or install the CUDA {built} libraries it was built for.",
+            (),
+        )
+    text = f"Install onnxruntime-gpu {replacement.version}, whose PyPI wheel is built for CUDA {target}" + (
+        f" and cuDNN {replacement.cudnn_major}." if replacement.cudnn_major else "."
+    )
+    if matrix.onnxruntime_has_preload(replacement):
+        text += (
+            " Where its CUDA libraries come from pip wheels and torch is not imported first, call "
+            "onnxruntime.preload_dlls() before creating the session."
+        )
+    commands: tuple[str, ...] = (pip(Install((Pin.exact(_ORT, replacement.version),))),)
+    wheel = wheel_for(f"libcudnn.so.{replacement.cudnn_major}", target) if replacement.cudnn_major else None
+    if not has_cudnn and wheel:  # no cuDNN at all: it needs one
+        text += f" It also needs cuDNN {replacement.cudnn_major}, of which none is installed."
+        commands += (pip(Install((parse_pin(wheel),))),)
+    return text, commands
 
 
 class CD430(Check):
@@ -123,31 +157,7 @@ class CD430(Check):
             + f" ({how})",
             "CUDA present": _majors_text(present),
         }
-        commands: tuple[str, ...] = ()
-        if replacement is not None:
-            text = (
-                f"Install onnxruntime-gpu {replacement.version}, whose PyPI wheel is built for CUDA {target}"
-                + (f" and cuDNN {replacement.cudnn_major}" if replacement.cudnn_major else "")
-                + "."
-            )
-            if matrix.onnxruntime_has_preload(replacement):
-                text += (
-                    " Where its CUDA libraries come from pip wheels and torch is not imported first, call "
-                    "onnxruntime.preload_dlls() before creating the session."
-                )
-            commands = (pip(Install((Pin.exact(_ORT, replacement.version),))),)
-            if not cudnn_majors and replacement.cudnn_major:  # no cuDNN at all: it needs one
-                wheel = wheel_for(f"libcudnn.so.{replacement.cudnn_major}", target)
-                if wheel:
-                    text += f" It also needs cuDNN {replacement.cudnn_major}, of which none is installed."
-                    commands += (pip(Install((parse_pin(wheel),))),)
-        else:
-            cudnn_text = f" and cuDNN {want_cudnn}" if want_cudnn else ""
-            text = (
-                f"PyPI has no onnxruntime-gpu built for CUDA {target}{cudnn_text} with a wheel for this Python; "
-                f"ONNX Runtime's install page ({_ORT_INSTALL}) names the package feed of its other CUDA builds, "
-                f"or install the CUDA {built} libraries it was built for."
-            )
+        text, commands = _ort_fix(matrix, replacement, target, want_cudnn, built, bool(cudnn_majors))
         return Problem(
             f"onnxruntime-gpu {ort.version} is built for CUDA {built}, but this environment's CUDA libraries are "
             f"CUDA {', '.join(str(m) for m in sorted(present))}: its CUDA provider cannot load, and ONNX Runtime "

@@ -19,7 +19,7 @@ from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.loader import wheel_for
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
-from cudadoctor.data.rows import OnnxruntimeRelease
+from cudadoctor.data.rows import OnnxruntimeRelease, TensorflowRelease
 from cudadoctor.facts.derive import GpuEvidence
 from cudadoctor.facts.model import (
     CudaWheels,
@@ -45,6 +45,7 @@ from cudadoctor.rules.ortf import (
     paddle_runs_on,
     tf_for_cuda,
     tf_tested,
+    tf_with_cuda_wheels,
 )
 
 __all__ = ["CD430", "CD431", "CD432", "CD433", "CD434"]
@@ -260,38 +261,68 @@ class CD432(Check):
         tested = tf_tested(matrix, tf.version)
         if tested is None or tested.cuda is None:
             raise CannotJudge(f"the CUDA TensorFlow {tf.version}'s series was tested with is not in compat data")
-        need = tested.cuda.major
         present = cuda_majors_present(toolkits, cuda_wheels, packages, loader)
-        if need in present:
-            return None
         if not present:
             raise NotApplicable("no CUDA libraries at all: CD433 judges that")
-        release = next((r for r in matrix.tensorflow_releases if r.version == tf.version), None)
+        minors = cuda_minors_present(toolkits, cuda_wheels)
+        if _tf_finds(tested.cuda, present, minors):
+            return None
         cudnn = f" / cuDNN {tested.cudnn}" if tested.cudnn else ""
+        have = sorted(f"{a}.{b}" for a, b in minors) if tested.cuda.major < 11 else sorted(map(str, present))
         evidence = {
             "tensorflow": f"{tf.version}: tested with CUDA {tested.cuda}{cudnn} (tensorflow.org, {tested.version})",
             "CUDA present": _majors_text(present),
         }
-        if release is not None and release.and_cuda:
-            text = f"Install TensorFlow's own CUDA {need} wheels with its [and-cuda] extra."
-            commands: tuple[str, ...] = (_tf_and_cuda(str(tf.version)),)
-        else:
-            target = _target_major(present, packages)
-            newer = tf_for_cuda(matrix, target, python.version if python else None)
-            text = f"Install the CUDA {need}.x toolkit and cuDNN{cudnn.replace(' / cuDNN', '')} it was tested with"
-            commands = ()
-            if newer is not None:
-                text += f", or TensorFlow {newer.version}, tested with CUDA {target}, with its CUDA wheels ([and-cuda])"
-                commands = (_tf_and_cuda(str(newer.version)),)
-            text += "."
+        text, commands = _tf_fix(matrix, tf, tested, present, packages, python.version if python else None)
         return Problem(
             f"TensorFlow {tf.version} was built and tested for CUDA {tested.cuda}{cudnn}, but this environment's "
-            f"CUDA libraries are CUDA {', '.join(str(m) for m in sorted(present))}: it cannot open them and runs "
-            "on the CPU (\"Cannot dlopen some GPU libraries\")",
+            f"CUDA libraries are CUDA {', '.join(have)}: it cannot open them and runs on the CPU (\"Could not load "
+            "dynamic library\", \"Cannot dlopen some GPU libraries\")",
             evidence,
             Remediation(text, commands),
             status=Status.FAIL,
         )
+
+
+def _tf_finds(need: Version, present: dict[int, str], minors: set[tuple[int, int]]) -> bool:
+    """Whether TensorFlow finds the CUDA it was built for: its major from CUDA 11 on; before, the exact minor,
+    which the runtime's soname carries (libcudart.so.10.1), where the minors present are known."""
+    if need.major not in present:
+        return False
+    same_major = {m for m in minors if m[0] == need.major}
+    return need.major >= 11 or not same_major or (need.major, need.minor) in same_major
+
+
+def _tf_fix(
+    matrix: CompatMatrix,
+    tf: InstalledPackage,
+    tested: TensorflowRelease,
+    present: dict[int, str],
+    packages: dict[str, InstalledPackage],
+    python: Version | None,
+) -> tuple[str, tuple[str, ...]]:
+    """CD432's fix: TensorFlow's own CUDA wheels where its [and-cuda] installs, else the toolkit it was tested
+    with or a release tested with the CUDA present."""
+    assert tested.cuda is not None
+    own = tf_with_cuda_wheels(matrix, tf.version, python)
+    if own is not None:
+        return (
+            f"Install TensorFlow's own CUDA {tested.cuda.major} wheels with its [and-cuda] extra"
+            + (f" (TensorFlow {own.version}: {tf.version}'s extra cannot be resolved)." if own.version != tf.version
+               else "."),
+            (_tf_and_cuda(str(own.version)),),
+        )  # fmt: skip
+    want = f"{tested.cuda}" if tested.cuda.major < 11 else f"{tested.cuda.major}.x"
+    text = f"Install the CUDA {want} toolkit" + (f" and cuDNN {tested.cudnn}" if tested.cudnn else "")
+    text += " it was tested with"
+    target = _target_major(present, packages)
+    newer = tf_for_cuda(matrix, target, python)
+    if newer is None:
+        return text + ".", ()
+    return (
+        text + f", or TensorFlow {newer.version}, tested with CUDA {target}, with its CUDA wheels ([and-cuda]).",
+        (_tf_and_cuda(str(newer.version)),),
+    )
 
 
 class CD433(Check):
@@ -321,6 +352,7 @@ class CD433(Check):
         host: HostInfo | None = None,
         gpu_evidence: GpuEvidence | None = None,
         driver: DriverInfo | None = None,
+        python: PythonEnv | None = None,
     ) -> Problem | None:
         tf = _tensorflow(packages, host)
         if gpu_evidence is None and (driver is None or driver.version is None):
@@ -331,6 +363,7 @@ class CD433(Check):
         release = next((r for r in matrix.tensorflow_releases if r.version == Version(tf.version.public)), None)
         if release is None:
             raise CannotJudge(f"TensorFlow {tf.version} is not in compat/ecosystem.toml")
+        own = tf_with_cuda_wheels(matrix, tf.version, python.version if python else None)
         if not release.and_cuda:
             raise CannotJudge(
                 f"TensorFlow {tf.version} (before 2.14) uses a system CUDA; none found in a toolkit or wheel, "
@@ -342,8 +375,10 @@ class CD433(Check):
             "it cannot register the GPU (\"Cannot dlopen some GPU libraries\") and runs on the CPU",
             {"tensorflow": str(tf.version), "not installed": ", ".join(missing[:6])},
             Remediation(
-                "Install TensorFlow with its CUDA wheels (the [and-cuda] extra, tensorflow.org's GPU install).",
-                (_tf_and_cuda(str(tf.version)),),
+                "Install TensorFlow with its CUDA wheels (the [and-cuda] extra, tensorflow.org's GPU install)"
+                + (f"; {tf.version}'s extra cannot be resolved, {own.version}'s can." if own and own.version != tf.version
+                   else "."),
+                (_tf_and_cuda(str(own.version)),) if own else (),
             ),
             status=Status.FAIL,
         )

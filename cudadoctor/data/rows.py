@@ -604,6 +604,8 @@ class TensorflowRelease(Row):
     python_macos_arm64: tuple[str, ...] = ()  #: … of its macOS arm64 wheels
     python_windows: tuple[str, ...] = ()  #: … of its Windows x86-64 wheels
     and_cuda: Mapping[str, SpecifierSet] = _no_table()  #: the ``[and-cuda]`` extra's pins
+    #: False where pip cannot resolve ``tensorflow[and-cuda]==<version>`` (a pin PyPI lacks); None: not known
+    and_cuda_resolves: bool | None = None
 
 
 # --- compat/runtime_libraries.toml (runtime-libraries) ---------------------------------------------

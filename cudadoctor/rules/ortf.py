@@ -29,6 +29,7 @@ __all__ = [
     "paddle_for_cuda",
     "paddle_runs_on",
     "tf_for_cuda",
+    "tf_with_cuda_wheels",
     "tf_tested",
 ]
 
@@ -132,21 +133,35 @@ def tf_tested(matrix: CompatMatrix, version: Version) -> TensorflowRelease | Non
     return min(rows, key=lambda r: r.version, default=None)
 
 
+def _and_cuda_installs(row: TensorflowRelease, python: Version | None) -> bool:
+    """``pip install 'tensorflow[and-cuda]==<row>'`` resolves here: the extra exists, pip can resolve its pins
+    (2.15.0's tensorrt-libs==8.6.1 is not on PyPI, compat/ecosystem.toml) and a wheel is there for ``python``."""
+    if not row.and_cuda or row.and_cuda_resolves is False or row.version.is_prerelease:
+        return False
+    return python is None or not tensorflow_has_wheels(row, python, "linux-x86_64").is_problem
+
+
 def tf_for_cuda(matrix: CompatMatrix, cuda_major: int, python: Version | None) -> TensorflowRelease | None:
     """The newest TensorFlow release tested with ``cuda_major`` whose ``[and-cuda]`` extra installs that CUDA
     from pip and that has a Linux x86_64 wheel for ``python``."""
-    best = None
-    for row in matrix.tensorflow_releases:
-        tested = tf_tested(matrix, row.version)
-        if tested is None or tested.cuda is None or tested.cuda.major != cuda_major or not row.and_cuda:
-            continue
-        if row.version.is_prerelease:
-            continue
-        if python is not None and tensorflow_has_wheels(row, python, "linux-x86_64").is_problem:
-            continue
-        if best is None or row.version > best.version:
-            best = row
-    return best
+    rows = [
+        row for row in matrix.tensorflow_releases
+        if (tested := tf_tested(matrix, row.version)) is not None and tested.cuda is not None
+        and tested.cuda.major == cuda_major and _and_cuda_installs(row, python)
+    ]  # fmt: skip
+    return max(rows, key=lambda r: r.version, default=None)
+
+
+def tf_with_cuda_wheels(matrix: CompatMatrix, version: Version, python: Version | None) -> TensorflowRelease | None:
+    """The release to install as ``tensorflow[and-cuda]`` for an installed ``version``: itself where its extra
+    installs, else the next release of its X.Y series whose does (2.15.0 -> 2.15.1), else None."""
+    public = Version(version.public)
+    series = [r for r in matrix.tensorflow_releases if r.version.release[:2] == public.release[:2]]
+    own = next((r for r in series if r.version == public), None)
+    if own is not None and _and_cuda_installs(own, python):
+        return own
+    usable = [r for r in series if r.version > public and _and_cuda_installs(r, python)]
+    return min(usable, key=lambda r: r.version, default=None)
 
 
 def paddle_build(

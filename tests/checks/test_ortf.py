@@ -237,3 +237,31 @@ def test_every_code_is_explained():
         doc = ALL_CHECKS[code].__doc__ or ""
         assert "What it checks:" in doc and "Why it matters:" in doc and "How to fix:" in doc
 
+
+
+def _python(facts: Facts, version: str) -> Facts:
+    return replace(facts, python=replace(facts.python, version=Version(version))) if facts.python else facts
+
+
+def test_cd432_tf_2_15_0_and_cuda_cannot_resolve_so_the_fix_names_2_15_0_post1(h200):
+    # 2.15.0.post1 dropped the tensorrt pins from [and-cuda] (compat/ecosystem.toml)
+    h200 = _python(h200, "3.11.9")  # TensorFlow 2.15 has wheels for 3.9 to 3.11
+    facts = _with(h200, _package("tensorflow", "2.15.0"))
+    finding = run_check("CD432", facts)
+    assert _commands(finding) == ("python -m pip install 'tensorflow[and-cuda]==2.15.0.post1'",)
+    _verified(_commands(finding)[0], facts)
+    unresolvable = verify_on(_parsed("python -m pip install 'tensorflow[and-cuda]==2.15.0'"), MATRIX, facts)
+    assert any("cannot resolve" in p for p in unresolvable.problems)
+    cd433 = run_check("CD433", _with(_no_cuda(h200), _package("tensorflow", "2.15.0")))
+    assert _commands(cd433) == ("python -m pip install 'tensorflow[and-cuda]==2.15.0.post1'",)
+
+
+def test_cd432_before_cuda_11_the_exact_minor_counts(h200):
+    tf23 = _with(_no_cuda(h200), _package("tensorflow", "2.3.0"))
+    wrong_minor = replace(tf23, toolkits=(_toolkit("10.2"),))
+    finding = run_check("CD432", wrong_minor)
+    assert finding.status is Status.FAIL and "CUDA 10.1" in finding.message and "10.2" in finding.message
+    assert "CUDA 10.1 toolkit and cuDNN 7.6" in (finding.remediation.text if finding.remediation else "")
+    assert run_check("CD432", replace(tf23, toolkits=(_toolkit("10.1"),))).status is Status.OK
+    cuda11 = run_check("CD432", replace(tf23, toolkits=(_toolkit("11.0"),)))
+    assert cuda11.status is Status.FAIL

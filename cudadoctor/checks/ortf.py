@@ -16,10 +16,10 @@ from __future__ import annotations
 from packaging.version import Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
-from cudadoctor.checks.loader import wheel_for
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.loader import wheel_for
 from cudadoctor.data import CompatMatrix
-from cudadoctor.data.rows import OnnxruntimeRelease, TensorflowRelease
+from cudadoctor.data.rows import OnnxruntimeRelease
 from cudadoctor.facts.derive import GpuEvidence
 from cudadoctor.facts.model import (
     CudaWheels,
@@ -154,7 +154,8 @@ class CD430(Check):
         want_cudnn = max(cudnn_majors) if cudnn_majors else None
         replacement = ort_for_cuda(matrix, target, want_cudnn, python.version if python else None)
         evidence = {
-            _ORT: f"{ort.version}: built for CUDA {built}" + (f", cuDNN {built_cudnn}" if built_cudnn else "")
+            _ORT: f"{ort.version}: built for CUDA {built}"
+            + (f", cuDNN {built_cudnn}" if built_cudnn else "")
             + f" ({how})",
             "CUDA present": _majors_text(present),
         }
@@ -194,9 +195,7 @@ class CD431(Check):
             raise NotApplicable("onnxruntime-gpu is not installed")
         if cpu is None:
             return None
-        command = Steps(
-            (Uninstall(("onnxruntime",)), Install((Pin.exact(_ORT, gpu.version),), force_reinstall=True))
-        )
+        command = Steps((Uninstall(("onnxruntime",)), Install((Pin.exact(_ORT, gpu.version),), force_reinstall=True)))
         return Problem(
             f"onnxruntime {cpu.version} (CPU only) and onnxruntime-gpu {gpu.version} are both installed: they share "
             "the onnxruntime package directory, so the CPU package's files can hide the GPU one's and only "
@@ -273,11 +272,11 @@ class CD432(Check):
             "tensorflow": f"{tf.version}: tested with CUDA {tested.cuda}{cudnn} (tensorflow.org, {tested.version})",
             "CUDA present": _majors_text(present),
         }
-        text, commands = _tf_fix(matrix, tf, tested, present, packages, python.version if python else None)
+        text, commands = _tf_fix(matrix, tf, (tested.cuda, tested.cudnn), present, packages, python)
         return Problem(
             f"TensorFlow {tf.version} was built and tested for CUDA {tested.cuda}{cudnn}, but this environment's "
-            f"CUDA libraries are CUDA {', '.join(have)}: it cannot open them and runs on the CPU (\"Could not load "
-            "dynamic library\", \"Cannot dlopen some GPU libraries\")",
+            f'CUDA libraries are CUDA {", ".join(have)}: it cannot open them and runs on the CPU ("Could not load '
+            'dynamic library", "Cannot dlopen some GPU libraries")',
             evidence,
             Remediation(text, commands),
             status=Status.FAIL,
@@ -296,24 +295,25 @@ def _tf_finds(need: Version, present: dict[int, str], minors: set[tuple[int, int
 def _tf_fix(
     matrix: CompatMatrix,
     tf: InstalledPackage,
-    tested: TensorflowRelease,
+    tested: tuple[Version, Version | None],
     present: dict[int, str],
     packages: dict[str, InstalledPackage],
-    python: Version | None,
+    python_env: PythonEnv | None,
 ) -> tuple[str, tuple[str, ...]]:
     """CD432's fix: TensorFlow's own CUDA wheels where its [and-cuda] installs, else the toolkit it was tested
-    with or a release tested with the CUDA present."""
-    assert tested.cuda is not None
+    with (``tested``: its CUDA and cuDNN) or a release tested with the CUDA present."""
+    cuda, cudnn = tested
+    python = python_env.version if python_env else None
     own = tf_with_cuda_wheels(matrix, tf.version, python)
     if own is not None:
         return (
-            f"Install TensorFlow's own CUDA {tested.cuda.major} wheels with its [and-cuda] extra"
+            f"Install TensorFlow's own CUDA {cuda.major} wheels with its [and-cuda] extra"
             + (f" (TensorFlow {own.version}: {tf.version}'s extra cannot be resolved)." if own.version != tf.version
                else "."),
             (_tf_and_cuda(str(own.version)),),
         )  # fmt: skip
-    want = f"{tested.cuda}" if tested.cuda.major < 11 else f"{tested.cuda.major}.x"
-    text = f"Install the CUDA {want} toolkit" + (f" and cuDNN {tested.cudnn}" if tested.cudnn else "")
+    want = f"{cuda}" if cuda.major < 11 else f"{cuda.major}.x"
+    text = f"Install the CUDA {want} toolkit" + (f" and cuDNN {cudnn}" if cudnn else "")
     text += " it was tested with"
     target = _target_major(present, packages)
     newer = tf_for_cuda(matrix, target, python)
@@ -372,12 +372,15 @@ class CD433(Check):
         missing = sorted(name for name in release.and_cuda if name not in packages)
         return Problem(
             f"TensorFlow {tf.version} is installed without its [and-cuda] extra and no CUDA libraries were found: "
-            "it cannot register the GPU (\"Cannot dlopen some GPU libraries\") and runs on the CPU",
+            'it cannot register the GPU ("Cannot dlopen some GPU libraries") and runs on the CPU',
             {"tensorflow": str(tf.version), "not installed": ", ".join(missing[:6])},
             Remediation(
                 "Install TensorFlow with its CUDA wheels (the [and-cuda] extra, tensorflow.org's GPU install)"
-                + (f"; {tf.version}'s extra cannot be resolved, {own.version}'s can." if own and own.version != tf.version
-                   else "."),
+                + (
+                    f"; {tf.version}'s extra cannot be resolved, {own.version}'s can."
+                    if own and own != release
+                    else "."
+                ),
                 (_tf_and_cuda(str(own.version)),) if own else (),
             ),
             status=Status.FAIL,
@@ -460,4 +463,3 @@ class CD434(Check):
             ),
             status=Status.FAIL,
         )
-

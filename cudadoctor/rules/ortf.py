@@ -29,8 +29,8 @@ __all__ = [
     "paddle_for_cuda",
     "paddle_runs_on",
     "tf_for_cuda",
-    "tf_with_cuda_wheels",
     "tf_tested",
+    "tf_with_cuda_wheels",
 ]
 
 #: Libraries whose soname number is the CUDA major (cuFFT, cuRAND, cuDNN … number their own).
@@ -164,9 +164,7 @@ def tf_with_cuda_wheels(matrix: CompatMatrix, version: Version, python: Version 
     return min(usable, key=lambda r: r.version, default=None)
 
 
-def paddle_build(
-    matrix: CompatMatrix, package: InstalledPackage
-) -> tuple[Version, Version | None, str] | None:
+def paddle_build(matrix: CompatMatrix, package: InstalledPackage) -> tuple[Version, Version | None, str] | None:
     """(CUDA, cuDNN, how known) of the installed paddlepaddle-gpu: its pinned CUDA runtime wheel (Paddle 3.x
     builds on Paddle's own index depend on nvidia-*-cuNN wheels) or the data on its PyPI release; None when
     neither says (a ``.postNNN`` build from Paddle's own index, 2.0.x/2.1.x)."""

@@ -238,7 +238,6 @@ def test_every_code_is_explained():
         assert "What it checks:" in doc and "Why it matters:" in doc and "How to fix:" in doc
 
 
-
 def _python(facts: Facts, version: str) -> Facts:
     return replace(facts, python=replace(facts.python, version=Version(version))) if facts.python else facts
 

@@ -59,6 +59,18 @@ def _majors_text(present: dict[int, str]) -> str:
     return ", ".join(f"CUDA {m} ({where})" for m, where in sorted(present.items()))
 
 
+def _unprobed_cuda(cudnn: tuple[LibraryCopy, ...], major: int | None = None) -> str | None:
+    """A conda cuDNN for ``major`` or of unknown CUDA: conda's cudatoolkit beside it (the environment's lib/,
+    no ``targets/`` directory) is not a toolkit the probes find, so the CUDA present is not known well enough to
+    call it missing."""
+    for copy in cudnn:
+        if copy.origin == "conda" and (major is None or copy.cuda_major in (None, major)):
+            return (
+                f"cuDNN {copy.version or '?'} ({copy.origin}, {copy.path}) suggests a CUDA outside toolkits and wheels"
+            )
+    return None
+
+
 def _target_major(present: dict[int, str], packages: dict[str, InstalledPackage]) -> int:
     """The CUDA major a replacement should be built for: torch's where it is a CUDA build (it cannot move
     without rebuilding the environment), else the newest present."""
@@ -149,6 +161,8 @@ class CD430(Check):
             return None  # the major is there; a single missing library is CD304's
         if not present:
             raise CannotJudge("no CUDA libraries found to compare with (no toolkit, runtime wheel or CUDA torch)")
+        if not needs and (unprobed := _unprobed_cuda(cudnn, built)):
+            raise CannotJudge(unprobed)  # without its provider's needs, a conda CUDA of its major may be there
         target = _target_major(present, packages)
         cudnn_majors = cudnn_majors_present(cudnn, target)
         want_cudnn = max(cudnn_majors) if cudnn_majors else None
@@ -255,6 +269,7 @@ class CD432(Check):
         loader: LoaderView | None = None,
         python: PythonEnv | None = None,
         host: HostInfo | None = None,
+        cudnn: tuple[LibraryCopy, ...] = (),
     ) -> Problem | None:
         tf = _tensorflow(packages, host)
         tested = tf_tested(matrix, tf.version)
@@ -266,17 +281,20 @@ class CD432(Check):
         minors = cuda_minors_present(toolkits, cuda_wheels)
         if _tf_finds(tested.cuda, present, minors):
             return None
-        cudnn = f" / cuDNN {tested.cudnn}" if tested.cudnn else ""
+        if unprobed := _unprobed_cuda(cudnn, tested.cuda.major):
+            raise CannotJudge(unprobed)
+        with_cudnn = f" / cuDNN {tested.cudnn}" if tested.cudnn else ""
         have = sorted(f"{a}.{b}" for a, b in minors) if tested.cuda.major < 11 else sorted(map(str, present))
         evidence = {
-            "tensorflow": f"{tf.version}: tested with CUDA {tested.cuda}{cudnn} (tensorflow.org, {tested.version})",
+            "tensorflow": f"{tf.version}: tested with CUDA {tested.cuda}{with_cudnn} (tensorflow.org, "
+            f"{tested.version})",
             "CUDA present": _majors_text(present),
         }
         text, commands = _tf_fix(matrix, tf, (tested.cuda, tested.cudnn), present, packages, python)
         return Problem(
-            f"TensorFlow {tf.version} was built and tested for CUDA {tested.cuda}{cudnn}, but this environment's "
-            f'CUDA libraries are CUDA {", ".join(have)}: it cannot open them and runs on the CPU ("Could not load '
-            'dynamic library", "Cannot dlopen some GPU libraries")',
+            f"TensorFlow {tf.version} was built and tested for CUDA {tested.cuda}{with_cudnn}, but this "
+            f"environment's CUDA libraries are CUDA {', '.join(have)}: it cannot open them and runs on the CPU "
+            '("Could not load dynamic library", "Cannot dlopen some GPU libraries")',
             evidence,
             Remediation(text, commands),
             status=Status.FAIL,
@@ -353,6 +371,7 @@ class CD433(Check):
         gpu_evidence: GpuEvidence | None = None,
         driver: DriverInfo | None = None,
         python: PythonEnv | None = None,
+        cudnn: tuple[LibraryCopy, ...] = (),
     ) -> Problem | None:
         tf = _tensorflow(packages, host)
         if gpu_evidence is None and (driver is None or driver.version is None):
@@ -360,6 +379,8 @@ class CD433(Check):
         present = cuda_majors_present(toolkits, cuda_wheels, packages, loader)
         if present:
             return None  # some CUDA is there: whether it is TensorFlow's major is CD432's
+        if unprobed := _unprobed_cuda(cudnn):
+            raise CannotJudge(unprobed)
         release = next((r for r in matrix.tensorflow_releases if r.version == Version(tf.version.public)), None)
         if release is None:
             raise CannotJudge(f"TensorFlow {tf.version} is not in compat/ecosystem.toml")

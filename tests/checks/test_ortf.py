@@ -264,3 +264,15 @@ def test_cd432_before_cuda_11_the_exact_minor_counts(h200):
     assert run_check("CD432", replace(tf23, toolkits=(_toolkit("10.1"),))).status is Status.OK
     cuda11 = run_check("CD432", replace(tf23, toolkits=(_toolkit("11.0"),)))
     assert cuda11.status is Status.FAIL
+
+
+def test_a_conda_cudnn_makes_the_tf_checks_could_not_judge(h200):
+    """conda's cudatoolkit (lib/libcudart.so.*, no targets/) is no toolkit the probes find; its cuDNN shows it may be
+    there, so missing CUDA is not claimed."""
+    conda = replace(h200.cudnn[1], origin="conda", cuda_major=None, path="/opt/conda/envs/tf/include/cudnn_version.h")
+    no_cuda = replace(_with(_no_cuda(h200), _package("tensorflow", "2.17.0")), cudnn=(conda,))
+    assert run_check("CD433", no_cuda).status is Status.UNKNOWN
+    other = replace(_with(h200, _package("tensorflow", "2.13.0")), cudnn=(conda,))
+    assert run_check("CD432", other).status is Status.UNKNOWN
+    system = replace(conda, origin="system", path="/usr/include/x86_64-linux-gnu/cudnn_version.h")
+    assert run_check("CD432", replace(other, cudnn=(system,))).status is Status.FAIL

@@ -435,6 +435,7 @@ class CD434(Check):
         cuda_wheels: CudaWheels | None = None,
         driver: DriverInfo | None = None,
         host: HostInfo | None = None,
+        cudnn: tuple[LibraryCopy, ...] = (),
     ) -> Problem | None:
         from cudadoctor.rules.driver import driver_runs_cuda
 
@@ -449,9 +450,9 @@ class CD434(Check):
                 f"paddlepaddle-gpu {paddle.version}: its CUDA build is in neither its pins nor compat data "
                 "(a build from Paddle's own index)"
             )
-        cuda, cudnn, how = build
-        evidence = {"paddlepaddle-gpu": f"{paddle.version}: CUDA {cuda}" + (f", cuDNN {cudnn}" if cudnn else "")
-                    + f" ({how})"}  # fmt: skip
+        cuda, built_cudnn, how = build
+        shown = f"{paddle.version}: CUDA {cuda}" + (f", cuDNN {built_cudnn}" if built_cudnn else "")
+        evidence = {"paddlepaddle-gpu": f"{shown} ({how})"}
         problems: list[str] = []
         if driver is not None and driver.version is not None and not paddle.cuda_build:  # else CD111 judges it
             verdict = driver_runs_cuda(matrix, cuda.major, driver.version, cuda_minor=cuda.minor)
@@ -460,6 +461,8 @@ class CD434(Check):
                 evidence["driver"] = f"{driver.version}: needs >= {verdict.detail}"
         minors = cuda_minors_present(toolkits, cuda_wheels)
         commands: tuple[str, ...] = ()
+        if minors and not paddle_runs_on(cuda, minors) and (unprobed := _unprobed_cuda(cudnn, cuda.major)):
+            raise CannotJudge(unprobed)
         if minors and not paddle_runs_on(cuda, minors):
             have = ", ".join(f"{a}.{b}" for a, b in sorted(minors))
             problems.append(f"this environment's CUDA is {have}")

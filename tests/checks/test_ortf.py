@@ -276,3 +276,16 @@ def test_a_conda_cudnn_makes_the_tf_checks_could_not_judge(h200):
     assert run_check("CD432", other).status is Status.UNKNOWN
     system = replace(conda, origin="system", path="/usr/include/x86_64-linux-gnu/cudnn_version.h")
     assert run_check("CD432", replace(other, cudnn=(system,))).status is Status.FAIL
+
+
+def test_cd434_a_driver_below_the_builds_cuda_floor_fails(h200):
+    from cudadoctor.facts.model import DriverVersion
+
+    facts = replace(_with(_no_cuda(h200), _package("paddlepaddle-gpu", "2.6.2")), toolkits=(_toolkit("11.8"),))
+    old = replace(facts, driver=replace(h200.driver, version=DriverVersion("418.87.01"), cuda_api=Version("10.1")))
+    finding = run_check("CD434", old)
+    assert finding.status is Status.FAIL and "driver 418.87.01" in finding.message
+    assert run_check("CD434", facts).status is Status.OK  # the H200's driver runs CUDA 11.8
+    conda = replace(h200.cudnn[1], origin="conda", cuda_major=None, path="/opt/conda/include/cudnn_version.h")
+    other = replace(_with(h200, _package("paddlepaddle-gpu", "2.6.2")), cudnn=(conda,))
+    assert run_check("CD434", other).status is Status.UNKNOWN  # conda's CUDA 11 may sit beside that cuDNN

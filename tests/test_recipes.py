@@ -262,6 +262,11 @@ HEALTHY_IMAGE_SKIPS = {
     "CD403",  # no JAX CUDA plugin installed
     "CD420",  # no flash-attn installed
     "CD421",  # no xformers installed
+    "CD430",
+    "CD431",  # no onnxruntime-gpu installed
+    "CD432",
+    "CD433",  # no TensorFlow installed
+    "CD434",  # no paddlepaddle-gpu installed
     "CD501",  # no vLLM installed
     "CD601",  # no TensorRT installed
     "CD701",  # the image sets no NVIDIA_REQUIRE_* variable

@@ -197,7 +197,7 @@ class CD431(Check):
     shared files removed, so the GPU package must be reinstalled.
 
     How to fix: uninstall onnxruntime, then reinstall onnxruntime-gpu (forced, so its files are written
-    again).
+    again; without its dependencies, which are installed and need not move).
     """
 
     name = "onnxruntime-cpu-beside-gpu"
@@ -209,7 +209,9 @@ class CD431(Check):
             raise NotApplicable("onnxruntime-gpu is not installed")
         if cpu is None:
             return None
-        command = Steps((Uninstall(("onnxruntime",)), Install((Pin.exact(_ORT, gpu.version),), force_reinstall=True)))
+        command = Steps(
+            (Uninstall(("onnxruntime",)), Install((Pin.exact(_ORT, gpu.version),), force_reinstall=True, no_deps=True))
+        )
         return Problem(
             f"onnxruntime {cpu.version} (CPU only) and onnxruntime-gpu {gpu.version} are both installed: they share "
             "the onnxruntime package directory, so the CPU package's files can hide the GPU one's and only "

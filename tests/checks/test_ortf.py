@@ -135,7 +135,8 @@ def test_cd431_cpu_package_beside_the_gpu_one_fails_with_uninstall_and_forced_re
     finding = run_check("CD431", facts)
     assert finding.status is Status.FAIL
     assert _commands(finding) == (
-        "python -m pip uninstall -y onnxruntime && python -m pip install --force-reinstall onnxruntime-gpu==1.30.0",
+        "python -m pip uninstall -y onnxruntime && "
+        "python -m pip install --force-reinstall --no-deps onnxruntime-gpu==1.30.0",
     )
     _verified(_commands(finding)[0], facts)
 

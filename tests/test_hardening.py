@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from cudadoctor.checks.driver import parse_visible_devices
 from cudadoctor.checks.findings import Status
+from cudadoctor.checks.visible import parse_visible_devices
 from cudadoctor.envfile import parse_env_file
 from cudadoctor.errors import UsageError
 from cudadoctor.facts.codec import facts_from_json

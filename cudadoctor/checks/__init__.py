@@ -24,6 +24,7 @@ from collections.abc import Iterable
 
 from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     access,
+    archs,
     branches,
     container,
     cpu_builds,
@@ -32,6 +33,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     extensions,
     health,
     kmod,
+    libcuda,
     libraries,
     loader,
     meta,
@@ -39,6 +41,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     packages,
     runtime,
     tensorrt,
+    visible,
     wsl,
 )
 from cudadoctor.checks._base import Check

@@ -52,8 +52,10 @@ def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | Non
     torch = matrix.torch_releases
     lists = {
         "torch": lambda: [r.version for r in torch],
-        "torchvision": lambda: [r.torchvision for r in torch if r.torchvision],
-        "torchaudio": lambda: [r.torchaudio for r in torch if r.torchaudio],
+        "torchvision": lambda: [r.version for r in matrix.companion_releases("torchvision")],
+        "torchaudio": lambda: [r.version for r in matrix.companion_releases("torchaudio")],
+        # the triton releases torch pins exactly (compat/companions.toml; ``~=3.9.0`` names no one release)
+        "triton": lambda: [s.version for r in matrix.torch_tritons for s in r.triton if s.operator == "=="],
         "vllm": lambda: [r.version for r in matrix.vllm_releases],
         "flash-attn": lambda: [r.version for r in matrix.flash_attn_releases],
         "xformers": lambda: [r.version for r in matrix.xformers_releases],

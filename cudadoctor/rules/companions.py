@@ -143,6 +143,10 @@ def companion_cuda_fits(
     """Is a companion the same CUDA build as torch, as far as the companion's own check at import compares them
     (compat/companions.toml ``[[cuda_check]]``: the major, or major and minor)? ``detail``: the error it raises."""
     rule = "companion-cuda"
+    inferred = ""
+    if variant is None:  # a PyPI wheel (no local tag) whose version.py was not read
+        variant = _pypi_variant(matrix, name, version)
+        inferred = f"{name} {version} without a local tag is PyPI's build: the CUDA of its torch's PyPI wheel ({variant})"
     mine, theirs = _cuda(variant), _cuda(torch_variant)
     if mine is None or theirs is None:
         return cannot_judge(rule, f"the CUDA builds of {name} ({variant}) and torch ({torch_variant})")
@@ -152,8 +156,19 @@ def companion_cuda_fits(
     same = mine.major == theirs.major and (check.compares == "major" or mine.minor == theirs.minor)
     observed = f"{name} CUDA {mine}, torch CUDA {theirs}"
     if same:
-        return fits(rule, observed + f" ({name} compares the {check.compares})", check.error)
-    return fails(rule, observed, f"the same CUDA {check.compares} as torch", check.error)
+        return fits(rule, observed + f" ({name} compares the {check.compares})", check.error, inferred=inferred)
+    return fails(rule, observed, f"the same CUDA {check.compares} as torch", check.error, inferred=inferred)
+
+
+def _pypi_variant(matrix: CompatMatrix, name: str, version: Version) -> str | None:
+    """The CUDA build of a companion's PyPI wheel: that of the PyPI wheel of the torch it was released with
+    (*inferred*: PyTorch uploads both from the same build matrix; compat/torch.toml ``pypi_default_cuda``)."""
+    if version.local:
+        return None
+    paired = _paired_torch(matrix, name, version)
+    release = matrix.torch_release(paired) if paired is not None else None
+    cuda = release.pypi_default_cuda if release is not None else None
+    return f"cu{cuda.major}{cuda.minor}" if cuda is not None else None
 
 
 #: The ahead-of-time ``flashinfer`` wheels' local version: ``0.1.6+cu121torch2.3`` (FlashInfer's release assets and

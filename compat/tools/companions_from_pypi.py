@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from torch_from_pypi import _WHEEL_RE, list_files, requires_dist, torch_requirement, vkey, wheel_metadata  # noqa: E402
+from torch_from_pypi import _WHEEL_RE, list_files, requires_dist, torch_requirement, vkey, wheel_metadata
 
 
 def _one_wheel_per_version(pkg: str) -> dict[str, dict]:

@@ -204,7 +204,12 @@ def _part_fix(
     installed = installed_versions(packages)
     row = matrix.flashinfer_package("flashinfer-python")
     target = Version(part.version.public)
-    if python is not None and row is not None and target in row.versions and not _pins_on(packages, python.name, target):
+    if (
+        python is not None
+        and row is not None
+        and target in row.versions
+        and not _pins_on(packages, python.name, target)
+    ):
         return pip(taking_effect(Install((Pin.exact("flashinfer-python", str(target)),)), installed))
     if python is not None and part.name in installed:
         return pip(Uninstall((part.name,)))
@@ -245,7 +250,9 @@ class CD424(Check):
             verdict = flashinfer_aot_fits(matrix, aot.version.local, torch.version, torch.cuda_variant)
             evidence["flashinfer"] = f"{aot.version} ({aot.source.where})"
             if verdict.is_problem:
-                wrong.append(f"flashinfer {aot.version} is {verdict.required}, the installed torch is {verdict.observed}")
+                wrong.append(
+                    f"flashinfer {aot.version} is {verdict.required}, the installed torch is {verdict.observed}"
+                )
                 commands.append(pip(Uninstall(("flashinfer",))))
             elif verdict.is_unknown:
                 unknown.append(verdict.missing)
@@ -323,7 +330,8 @@ class CD425(Check):
             commands = (pip(Uninstall(names)),)
         kept = f"; {keep.name} matches torch's CUDA {major}" if keep is not None else ""
         return Problem(
-            f"{len(cupys)} CuPy packages share the cupy module: " + ", ".join(f"{p.name} {p.version}" for p in cupys)
+            f"{len(cupys)} CuPy packages share the cupy module: "
+            + ", ".join(f"{p.name} {p.version}" for p in cupys)
             + kept,
             {p.name: f"{p.version} ({p.source.where})" for p in cupys},
             Remediation(

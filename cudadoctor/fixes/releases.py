@@ -5,7 +5,7 @@ build of a torch release is (PyTorch's index of its variant, a 1.x links page or
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
@@ -50,7 +50,7 @@ def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | Non
     """The releases of ``name`` the compat data lists (public versions); None: it has no release list."""
     name = canonical_name(name)
     torch = matrix.torch_releases
-    lists = {
+    lists: dict[str, Callable[[], Iterable[object]]] = {
         "torch": lambda: [r.version for r in torch],
         "torchvision": lambda: [r.version for r in matrix.companion_releases("torchvision")],
         "torchaudio": lambda: [r.version for r in matrix.companion_releases("torchaudio")],

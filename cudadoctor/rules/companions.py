@@ -146,7 +146,9 @@ def companion_cuda_fits(
     inferred = ""
     if variant is None:  # a PyPI wheel (no local tag) whose version.py was not read
         variant = _pypi_variant(matrix, name, version)
-        inferred = f"{name} {version} without a local tag is PyPI's build: the CUDA of its torch's PyPI wheel ({variant})"
+        inferred = (
+            f"{name} {version} without a local tag is PyPI's build: the CUDA of its torch's PyPI wheel ({variant})"
+        )
     mine, theirs = _cuda(variant), _cuda(torch_variant)
     if mine is None or theirs is None:
         return cannot_judge(rule, f"the CUDA builds of {name} ({variant}) and torch ({torch_variant})")
@@ -212,9 +214,9 @@ def flashinfer_part_fits(
     rule = "flashinfer-part"
     row = matrix.flashinfer_package(part)
     wrong = []
-    if row is not None and row.same_version_as is not None and python is not None:
-        if Version(version.public) != Version(python.public):
-            wrong.append(f"{part} {version} is not {row.same_version_as} {python}")
+    same_as = row.same_version_as if row is not None else None
+    if same_as is not None and python is not None and Version(version.public) != Version(python.public):
+        wrong.append(f"{part} {version} is not {same_as} {python}")
     mine, theirs = _cuda(version.local), _cuda(torch_variant)
     if mine is not None and theirs is not None and mine.major != theirs.major:
         wrong.append(f"{part} {version} is a CUDA {mine.major} build, torch a CUDA {theirs.major} one")

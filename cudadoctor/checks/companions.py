@@ -61,13 +61,31 @@ def companion_install(
     pins = []
     for name in names:
         version = companion_for_torch(release, name)
-        if version is None:
-            return None
+        if version is None or _pins_on(packages, name, version):
+            return None  # no release for this torch, or one another installed package's pin excludes
         local = f"+{variant}" if source is not None and name in source.local_tag and source.option != "pypi" else ""
         pins.append(Pin.exact(name, f"{version}{local}"))
     url, option = (source.url, source.option) if source is not None else (None, "pypi")
     command = install_from(tuple(pins), url, option)
     return pip(taking_effect(command, installed_versions(packages)))
+
+
+def _held_by_pins(
+    matrix: CompatMatrix, torch: InstalledPackage, names: list[str], packages: Mapping[str, InstalledPackage]
+) -> str:
+    """The installed pins that exclude the companion made for this torch: then torch itself was moved against
+    them (reinstall the torch they were made for instead)."""
+    release = matrix.torch_release(Version(torch.version.public)) if not torch.version.is_prerelease else None
+    wanted = [(n, v) for n in names if release is not None and (v := companion_for_torch(release, n)) is not None]
+    held = [line for n, v in wanted for line in _pins_on(packages, n, v)]
+    if not held:
+        return ""
+    return (
+        " "
+        + "; ".join(held)
+        + f": that excludes the release made for torch {torch.version}, so install the torch those pins were "
+        "built for instead."
+    )
 
 
 def _nightly_text(torch: InstalledPackage) -> str:
@@ -117,6 +135,7 @@ class CD422(Check):
                 raise CannotJudge("; ".join(unknown))
             return None
         command = companion_install(matrix, torch, [p.name for p in wrong], packages)
+        held = _held_by_pins(matrix, torch, [p.name for p in wrong], packages)
         symptom = (
             "'operator torchvision::nms does not exist'"
             if any(p.name == "torchvision" for p in wrong)
@@ -129,7 +148,8 @@ class CD422(Check):
             evidence,
             Remediation(
                 "Install the releases made for the installed torch, from the index of torch's CUDA build."
-                + _nightly_text(torch),
+                + _nightly_text(torch)
+                + held,
                 (command,) if command else (),
             ),
         )
@@ -207,7 +227,7 @@ def _part_fix(
     if (
         python is not None
         and row is not None
-        and target in row.versions
+        and target in row.pypi_versions
         and not _pins_on(packages, python.name, target)
     ):
         return pip(taking_effect(Install((Pin.exact("flashinfer-python", str(target)),)), installed))

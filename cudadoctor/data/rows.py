@@ -645,7 +645,7 @@ class FlashinferPackage(Row):
     package: str
     index: str | None = None
     same_version_as: str | None = None
-    versions: tuple[Version, ...] = ()
+    pypi_versions: tuple[Version, ...] = ()  #: the releases with files on PyPI (empty: not on PyPI, or not read)
 
 
 # --- compat/runtime_libraries.toml (runtime-libraries) ---------------------------------------------

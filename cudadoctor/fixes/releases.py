@@ -66,8 +66,8 @@ def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | Non
     if name in lists:
         return _versions(lists[name]())
     flashinfer = matrix.flashinfer_package(name) if name.startswith("flashinfer-") else None
-    if flashinfer is not None and flashinfer.versions:
-        return flashinfer.versions
+    if flashinfer is not None and flashinfer.pypi_versions:
+        return flashinfer.pypi_versions
     if name == "tensorrt" or re.fullmatch(r"tensorrt-cu\d+", name):
         return _versions(r.version for r in matrix.tensorrt_releases if name == "tensorrt" or name in r.packages)
     cupy = matrix.cupy_package(name)

@@ -59,8 +59,9 @@ def companion_for_torch(release: TorchRelease, name: str) -> Version | None:
     """The ``name`` (torchvision / torchaudio) release that goes with torch ``release``: the one compat/torch.toml
     pairs with it (an exact Requires-Dist pin, or the release published with it whose torch range admits it);
     None when the data has none."""
-    found: Version | None = getattr(release, name) if name in COMPANIONS else None
-    return found
+    if name == "torchvision":
+        return release.torchvision
+    return release.torchaudio if name == "torchaudio" else None
 
 
 def companion_torch_requirement(
@@ -143,6 +144,8 @@ def companion_cuda_fits(
     """Is a companion the same CUDA build as torch, as far as the companion's own check at import compares them
     (compat/companions.toml ``[[cuda_check]]``: the major, or major and minor)? ``detail``: the error it raises."""
     rule = "companion-cuda"
+    if variant is not None and variant == torch_variant and _cuda(variant) is not None:
+        return fits(rule, f"{name} and torch are both {variant} builds")  # facts against facts: whatever the release
     inferred = ""
     if variant is None:  # a PyPI wheel (no local tag) whose version.py was not read
         variant = _pypi_variant(matrix, name, version)

@@ -227,3 +227,18 @@ def test_explain_cd422():
     text = explain("CD422", "text")
     assert text.startswith("CD422 companions-built-for-torch")
     assert "How to fix:" in text
+
+
+def test_cd422_prints_no_companion_that_breaks_another_pin(h200):
+    # vLLM 0.6.4 pins torchvision 0.20.1 (and torch 2.5.1); torch moved to 2.6.0: torchvision 0.21.0 would break
+    # vLLM's pin, so the finding says to put back the torch the pins were made for, and prints no command
+    facts = only(
+        h200,
+        torch("2.6.0+cu124", "12.4", False),
+        companion("torchvision", "0.20.1+cu124", "torch==2.5.1"),
+        package("vllm", "0.6.4", requires=("torch==2.5.1", "torchvision==0.20.1")),
+    )
+    finding = run_check("CD422", facts)
+    assert finding.status is Status.FAIL
+    assert finding.remediation is not None and finding.remediation.commands == ()
+    assert "vllm 0.6.4 requires torchvision==0.20.1" in finding.remediation.text

@@ -88,6 +88,12 @@ def _held_by_pins(
     )
 
 
+def _fine_unless_unknown(unknown: list[str]) -> None:
+    """No problem found: None (the condition holds), or could not judge when some part was not judged."""
+    if unknown:
+        raise CannotJudge("; ".join(unknown))
+
+
 def _nightly_text(torch: InstalledPackage) -> str:
     if not torch.version.is_prerelease:
         return ""
@@ -131,8 +137,7 @@ class CD422(Check):
             elif verdict.is_unknown:
                 unknown.append(verdict.missing)
         if not wrong:
-            if unknown:
-                raise CannotJudge("; ".join(unknown))
+            _fine_unless_unknown(unknown)
             return None
         command = companion_install(matrix, torch, [p.name for p in wrong], packages)
         held = _held_by_pins(matrix, torch, [p.name for p in wrong], packages)
@@ -190,8 +195,7 @@ class CD423(Check):
             elif verdict.is_unknown:
                 unknown.append(verdict.missing)
         if not wrong:
-            if unknown:
-                raise CannotJudge("; ".join(unknown))
+            _fine_unless_unknown(unknown)
             return None
         command = companion_install(matrix, torch, [p.name for p, _e in wrong], packages)
         return Problem(
@@ -289,8 +293,7 @@ class CD424(Check):
         if python is not None:
             evidence["flashinfer-python"] = str(python.version)
         if not wrong:
-            if unknown:
-                raise CannotJudge("; ".join(unknown))
+            _fine_unless_unknown(unknown)
             return None
         return Problem(
             "; ".join(wrong) + ": FlashInfer fails at import",

@@ -5,7 +5,7 @@ build of a torch release is (PyTorch's index of its variant, a 1.x links page or
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
@@ -50,10 +50,12 @@ def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | Non
     """The releases of ``name`` the compat data lists (public versions); None: it has no release list."""
     name = canonical_name(name)
     torch = matrix.torch_releases
-    lists = {
+    lists: dict[str, Callable[[], Iterable[object]]] = {
         "torch": lambda: [r.version for r in torch],
-        "torchvision": lambda: [r.torchvision for r in torch if r.torchvision],
-        "torchaudio": lambda: [r.torchaudio for r in torch if r.torchaudio],
+        "torchvision": lambda: [r.version for r in matrix.companion_releases("torchvision")],
+        "torchaudio": lambda: [r.version for r in matrix.companion_releases("torchaudio")],
+        # the triton releases torch pins exactly (compat/companions.toml; ``~=3.9.0`` names no one release)
+        "triton": lambda: [s.version for r in matrix.torch_tritons for s in r.triton if s.operator == "=="],
         "vllm": lambda: [r.version for r in matrix.vllm_releases],
         "flash-attn": lambda: [r.version for r in matrix.flash_attn_releases],
         "xformers": lambda: [r.version for r in matrix.xformers_releases],
@@ -63,6 +65,9 @@ def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | Non
     }
     if name in lists:
         return _versions(lists[name]())
+    flashinfer = matrix.flashinfer_package(name) if name.startswith("flashinfer-") else None
+    if flashinfer is not None and flashinfer.pypi_versions:
+        return flashinfer.pypi_versions
     if name == "tensorrt" or re.fullmatch(r"tensorrt-cu\d+", name):
         return _versions(r.version for r in matrix.tensorrt_releases if name == "tensorrt" or name in r.packages)
     cupy = matrix.cupy_package(name)

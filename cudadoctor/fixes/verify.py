@@ -14,7 +14,7 @@ installed distribution that satisfies the requirement is kept ("Requirement alre
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -206,9 +206,12 @@ def verify(
     *,
     python: Version | None = None,
     platform: str = "linux-x86_64",
+    requires: Mapping[str, Iterable[str]] | None = None,
 ) -> Verification:
     """Problems and unverifiable parts of a command, on a machine with ``installed`` (canonical name ->
-    version), a Python and a platform (``linux-x86_64``, ``linux-aarch64``, ``windows``)."""
+    version), a Python and a platform (``linux-x86_64``, ``linux-aarch64``, ``windows``); with ``requires``
+    (canonical name -> an installed package's Requires-Dist lines that apply), also a version another installed
+    package's requirement excludes (:mod:`cudadoctor.fixes.pins`)."""
     steps = command.steps if isinstance(command, Steps) else (command,)
     have = dict(installed)
     problems: list[str] = []
@@ -225,4 +228,8 @@ def verify(
         for pin in step.pins:
             if (version := _pin_version(pin)) is not None:
                 have[canonical_name(pin.name)] = version
+    if requires:
+        from cudadoctor.fixes.pins import broken_pins
+
+        problems += broken_pins(command, requires, installed, matrix)
     return Verification(tuple(problems), tuple(unverified))

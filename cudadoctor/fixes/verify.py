@@ -1,5 +1,6 @@
-"""Whether a fix command works: it names a version, build, index and Python the compat data has, and pip
-would change something given what is installed (principle 10: a fix is a command that works).
+"""Whether a fix command works: it names a version, build, index and Python the compat data has, pip would
+change something given what is installed, and it keeps the pins of the installed packages it does not move
+(:mod:`cudadoctor.fixes.pins`; principle 10: a fix is a command that works).
 
 :func:`verify` is pure over the command model, the :class:`~cudadoctor.data.CompatMatrix` and the installed
 versions. Each finding is a *problem* (the command names something the data says does not exist, or would
@@ -27,6 +28,8 @@ from cudadoctor.fixes.releases import (
     index_variant,
     known_source,
     known_versions,
+    package_builds,
+    package_indexes,
     torch_build_source,
     wheel_pythons,
 )
@@ -160,12 +163,23 @@ def _companion_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> lis
     return []
 
 
+def _build_index_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> list[str]:
+    """A release taken from an index compat data lists builds of that package on: it has a build there."""
+    url = (command.index_url or "").rstrip("/")
+    version = _pin_version(pin)
+    if not url or package_indexes(matrix).get(url) != canonical_name(pin.name) or version is None:
+        return []
+    there = {b.version for b in package_builds(matrix, pin.name) if (b.index_url or "").rstrip("/") == url}
+    return [] if Version(version.public) in there else [f"{pin.text}: compat data lists no build of it on {url}"]
+
+
 def _index_problems(matrix: CompatMatrix, command: Install) -> tuple[list[str], list[str]]:
     problems, unverified = [], []
     # the index plain ``tensorrt`` pulls from, NVIDIA's (compat/tensorrt.toml ``plain_tensorrt_index``)
     nvidia = {r.plain_tensorrt_index for r in matrix.tensorrt_releases if r.plain_tensorrt_index}
+    others = package_indexes(matrix)  # onnxruntime-gpu's CUDA 12 feed
     for url in (command.index_url, *command.extra_index_urls):
-        if url and not known_source(matrix, url) and url not in nvidia:
+        if url and not known_source(matrix, url) and url not in nvidia and url.rstrip("/") not in others:
             problems.append(f"{url}: no index compat data knows")
     for url in command.find_links:
         if not known_source(matrix, url):
@@ -186,6 +200,7 @@ def _install(
             problems += _torch_build_problems(matrix, pin, command, python, platform)
         else:
             problems += _python_problems(matrix, pin, python, platform)
+            problems += _build_index_problems(matrix, pin, command)
         if name in _COMPANIONS:
             problems += _companion_problems(matrix, pin, command)
         elif name == "xformers" and command.index_url and (tag := index_variant(matrix, command.index_url)):

@@ -95,3 +95,65 @@ def test_only_the_facts_requires_are_read():
     bare = dataclasses.replace(facts, packages={**facts.packages, "torch": torch})
     cudnn = Remediation("Install it.", ("python -m pip install nvidia-cudnn-cu13==9.28.0.42",))
     assert withhold_unworkable(cudnn, M, bare) is cudnn
+
+
+# --- the fix at the source: CD304 installs what the pins allow (cudadoctor/checks/wheelfix.py) ---------------------
+
+
+def _package(name: str, version: str, requires: tuple[str, ...] = ()):
+    from cudadoctor.facts.model import InstalledPackage
+    from cudadoctor.facts.source import Source, SourceKind
+
+    source = Source(SourceKind.METADATA, f"/site/{name}.dist-info/METADATA")
+    return InstalledPackage(name, Version(version), "/site", source, requires=requires)
+
+
+def test_a_missing_wheel_is_installed_at_the_version_an_installed_package_pins():
+    from cudadoctor.checks.wheelfix import pinned_wheel
+
+    packages = {"torch": _package("torch", "2.1.2", ('nvidia-nccl-cu12 (==2.18.1) ; platform_system == "Linux"',))}
+    assert pinned_wheel("nvidia-nccl-cu12", packages).wheel == "nvidia-nccl-cu12==2.18.1"
+    assert pinned_wheel("nvidia-cudnn-cu12==8.*", packages).wheel == "nvidia-cudnn-cu12==8.*"  # not pinned: as asked
+    pins_8 = {"torch": _package("torch", "2.3.1", (TORCH_CUDNN,))}
+    other = pinned_wheel("nvidia-cudnn-cu12==9.*", pins_8)
+    assert (other.owner, other.pinned) == ("torch 2.3.1", "nvidia-cudnn-cu12==8.9.2.26")
+
+
+def test_the_build_that_fits_a_pinned_library_comes_from_the_data():
+    from cudadoctor.fixes.releases import fitting_build
+
+    cudnn8 = fitting_build(M, "onnxruntime-gpu", 12, "cudnn", 8)  # PyPI's 1.18.0 is CUDA 11.8: the CUDA 12 feed's
+    assert cudnn8 is not None and str(cudnn8.version) == "1.18.0" and "onnxruntime-cuda-12" in str(cudnn8.index_url)
+    cudnn9 = fitting_build(M, "onnxruntime-gpu", 12, "cudnn", 9)
+    assert cudnn9 is not None and cudnn9.index_url is None and cudnn9.version >= Version("1.19")
+    assert fitting_build(M, "onnxruntime-gpu", 12, "cudnn", 7) is None
+    assert fitting_build(M, "ctranslate2", 12, "cudnn", 8) is None  # no builds listed: no guess
+
+
+def test_a_build_from_the_feed_is_verified_against_the_builds_listed_there():
+    feed = fitting_build_url()
+    assert verify(Install((Pin.exact("onnxruntime-gpu", "1.18.0"),), feed), M, INSTALLED).problems == ()
+    found = verify(Install((Pin.exact("onnxruntime-gpu", "1.19.2"),), feed), M, {}).problems
+    assert any("lists no build of it on" in p for p in found)
+
+
+def fitting_build_url() -> str:
+    from cudadoctor.fixes.releases import fitting_build
+
+    build = fitting_build(M, "onnxruntime-gpu", 12, "cudnn", 8)
+    assert build is not None and build.index_url is not None
+    return build.index_url
+
+
+def test_cd304_on_onnxruntime_22198_names_the_build_that_fits_torchs_cudnn():
+    # onnxruntime-gpu 1.19.2 needs cuDNN 9; torch 2.3.1 pins cuDNN 8: the thread's fix, not a cuDNN 9 wheel
+    from tests.corpus.builder import case_paths, load_case
+    from tests.corpus.replay import replay
+
+    path = next(p for p in case_paths("cases") if "onnxruntime-22198" in p)
+    finding = next(f for f in replay(load_case(path), M).findings if f.code == "CD304")
+    assert finding.remediation is not None
+    command = f"python -m pip install onnxruntime-gpu==1.18.0 --index-url {fitting_build_url()}"
+    assert finding.remediation.commands == (command,)
+    assert "torch 2.3.1 pins nvidia-cudnn-cu12==8.9.2.26" in finding.remediation.text
+    assert WITHHELD not in finding.remediation.text

@@ -132,8 +132,10 @@ class CD304(Check):
     nothing installed loads from that wheel first (TensorFlow 2.16.1 registers no GPU, tensorflow#63362), a
     warning when another package does (torch through its RUNPATH: then it works only after that import).
 
-    How to fix: install the wheel that ships that soname (the finding names it) and make its
-    directory visible to the loader, or install the package's build for the libraries you have.
+    How to fix: install the wheel that ships that soname (the finding names it, at the version an installed
+    package pins) and make its directory visible to the loader, or install the package's build for the
+    libraries you have: where another package pins that library at another major (torch's cuDNN 8 beside an
+    onnxruntime-gpu that needs cuDNN 9, microsoft/onnxruntime#22198), the build compat data lists for it.
     """
 
     name = "needed-cuda-libraries-resolve"

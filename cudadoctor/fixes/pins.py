@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data import CompatMatrix
@@ -31,6 +31,7 @@ from cudadoctor.facts.names import canonical_name
 from cudadoctor.facts.requires import read_requirement
 from cudadoctor.fixes.model import Command, Install, Pin, Steps, Uninstall
 from cudadoctor.fixes.releases import known_versions
+from cudadoctor.fixes.verify import pin_spec, pin_version
 from cudadoctor.record import record
 
 __all__ = ["Outcome", "broken_pins", "outcomes"]
@@ -53,30 +54,12 @@ class Outcome:
         return self.version is None and self.spec is None
 
 
-def _exact(pin: Pin) -> Version | None:
-    text = pin.version
-    if text is None and pin.url is not None:
-        parts = pin.url.rsplit("/", 1)[-1].split("-")
-        text = parts[1] if len(parts) > 2 else None
-    try:
-        return Version(text) if text else None
-    except InvalidVersion:
-        return None
-
-
-def _spec(pin: Pin) -> SpecifierSet | None:
-    try:
-        return SpecifierSet(pin.spec)
-    except InvalidSpecifier:
-        return None
-
-
 def _installed(pin: Pin, step: Install, have: Mapping[str, Version], matrix: CompatMatrix) -> Outcome | None:
     """What one install pin leaves; None when pip keeps what is installed (or the pin says nothing it reads)."""
-    version = _exact(pin)
+    version = pin_version(pin)
     if version is not None:
         return Outcome(str(version), version)
-    spec = _spec(pin)
+    spec = pin_spec(pin)
     if spec is None:
         return None
     current = have.get(canonical_name(pin.name))

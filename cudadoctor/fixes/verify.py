@@ -35,7 +35,7 @@ from cudadoctor.fixes.releases import (
 )
 from cudadoctor.record import record
 
-__all__ = ["Verification", "changes", "satisfied", "verify"]
+__all__ = ["Verification", "changes", "pin_spec", "pin_version", "satisfied", "verify"]
 
 #: published with each torch release, on the same indexes
 _COMPANIONS = ("torchvision", "torchaudio")
@@ -53,14 +53,16 @@ class Verification:
         return not self.problems and not self.unverified
 
 
-def _spec(pin: Pin) -> SpecifierSet | None:
+def pin_spec(pin: Pin) -> SpecifierSet | None:
+    """The pin's specifier as pip reads it; None for one it does not."""
     try:
         return SpecifierSet(pin.spec)
     except InvalidSpecifier:
         return None
 
 
-def _pin_version(pin: Pin) -> Version | None:
+def pin_version(pin: Pin) -> Version | None:
+    """The version an exact pin or a wheel URL names; None for a range."""
     text = pin.version
     if text is None and pin.url is not None:
         parts = pin.url.rsplit("/", 1)[-1].split("-")
@@ -77,8 +79,8 @@ def satisfied(pin: Pin, installed: Mapping[str, Version]) -> bool:
     if have is None:
         return False
     if pin.url is not None:
-        return _pin_version(pin) == have
-    spec = _spec(pin)
+        return pin_version(pin) == have
+    spec = pin_spec(pin)
     return spec is not None and spec.contains(have, prereleases=True)
 
 
@@ -97,8 +99,8 @@ def _release_problems(matrix: CompatMatrix, pin: Pin, installed: Mapping[str, Ve
         return [], [f"{pin.name}: compat data has no release list"]
     if not pin.spec and pin.url is None:
         return [], []
-    wanted = _pin_version(pin)
-    spec = SpecifierSet(f"=={wanted.public}") if wanted is not None else _spec(pin)
+    wanted = pin_version(pin)
+    spec = SpecifierSet(f"=={wanted.public}") if wanted is not None else pin_spec(pin)
     have = installed.get(canonical_name(pin.name))
     known = (*known, Version(have.public)) if have is not None else known  # what is installed was released
     if spec is None:
@@ -112,7 +114,7 @@ def _torch_build_problems(
     matrix: CompatMatrix, pin: Pin, command: Install, python: Version | None, platform: str
 ) -> list[str]:
     """torch: the release has the build the command takes from where it takes it, for this Python."""
-    version = _pin_version(pin)
+    version = pin_version(pin)
     release = matrix.torch_release(version) if version is not None else None
     if version is None or release is None:
         return []  # no release: named by _release_problems
@@ -139,7 +141,7 @@ def _python_problems(matrix: CompatMatrix, pin: Pin, python: Version | None, pla
     """A release whose wheels the data says do not install on this Python (its tags, its Requires-Python)."""
     from cudadoctor.rules.wheels import python_has_wheels
 
-    version = _pin_version(pin)
+    version = pin_version(pin)
     found = wheel_pythons(matrix, pin.name, Version(version.public), platform) if version and python else None
     if found is None or python is None:
         return []
@@ -153,7 +155,7 @@ def _python_problems(matrix: CompatMatrix, pin: Pin, python: Version | None, pla
 def _companion_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> list[str]:
     """torchvision/torchaudio from PyTorch's index: the release paired with a torch that has that build
     (*inferred*: the companions are published on the same indexes as the torch they pair with)."""
-    version = _pin_version(pin)
+    version = pin_version(pin)
     tag = index_variant(matrix, command.index_url) if command.index_url else None
     if version is None or tag is None:
         return []
@@ -166,7 +168,7 @@ def _companion_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> lis
 def _build_index_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> list[str]:
     """A release taken from an index compat data lists builds of that package on: it has a build there."""
     url = (command.index_url or "").rstrip("/")
-    version = _pin_version(pin)
+    version = pin_version(pin)
     if not url or package_indexes(matrix).get(url) != canonical_name(pin.name) or version is None:
         return []
     there = {b.version for b in package_builds(matrix, pin.name) if (b.index_url or "").rstrip("/") == url}
@@ -204,7 +206,7 @@ def _install(
         if name in _COMPANIONS:
             problems += _companion_problems(matrix, pin, command)
         elif name == "xformers" and command.index_url and (tag := index_variant(matrix, command.index_url)):
-            version = _pin_version(pin)
+            version = pin_version(pin)
             row = matrix.xformers_release(Version(version.public)) if version else None
             if row is not None and tag not in matrix.xformers_indexes(row):
                 problems.append(f"{pin.text}: xformers's README names no {tag} index for it")
@@ -241,7 +243,7 @@ def verify(
         problems += found.problems
         unverified += found.unverified
         for pin in step.pins:
-            if (version := _pin_version(pin)) is not None:
+            if (version := pin_version(pin)) is not None:
                 have[canonical_name(pin.name)] = version
     if requires:
         from cudadoctor.fixes.pins import broken_pins

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data import CompatMatrix
@@ -31,10 +31,9 @@ from cudadoctor.facts.names import canonical_name
 from cudadoctor.facts.requires import read_requirement
 from cudadoctor.fixes.model import Command, Install, Pin, Steps, Uninstall
 from cudadoctor.fixes.releases import known_versions
-from cudadoctor.fixes.verify import pin_spec, pin_version
 from cudadoctor.record import record
 
-__all__ = ["Outcome", "broken_pins", "outcomes"]
+__all__ = ["Outcome", "broken_pins", "outcomes", "pin_spec", "pin_version"]
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
 #: a marker that names an extra: the line applies only when that extra was asked for
@@ -52,6 +51,26 @@ class Outcome:
     @property
     def removed(self) -> bool:
         return self.version is None and self.spec is None
+
+
+def pin_spec(pin: Pin) -> SpecifierSet | None:
+    """The pin's specifier as pip reads it; None for one it does not."""
+    try:
+        return SpecifierSet(pin.spec)
+    except InvalidSpecifier:
+        return None
+
+
+def pin_version(pin: Pin) -> Version | None:
+    """The version an exact pin or a wheel URL names; None for a range."""
+    text = pin.version
+    if text is None and pin.url is not None:
+        parts = pin.url.rsplit("/", 1)[-1].split("-")
+        text = parts[1] if len(parts) > 2 else None
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
 
 
 def _installed(pin: Pin, step: Install, have: Mapping[str, Version], matrix: CompatMatrix) -> Outcome | None:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.fixes.model import Command, Install, Pin, Steps, Uninstall
+from cudadoctor.fixes.pins import broken_pins, pin_spec, pin_version
 from cudadoctor.fixes.releases import (
     TORCH_STABLE,
     index_variant,
@@ -35,7 +36,7 @@ from cudadoctor.fixes.releases import (
 )
 from cudadoctor.record import record
 
-__all__ = ["Verification", "changes", "pin_spec", "pin_version", "satisfied", "verify"]
+__all__ = ["Verification", "changes", "satisfied", "verify"]
 
 #: published with each torch release, on the same indexes
 _COMPANIONS = ("torchvision", "torchaudio")
@@ -51,26 +52,6 @@ class Verification:
     @property
     def ok(self) -> bool:
         return not self.problems and not self.unverified
-
-
-def pin_spec(pin: Pin) -> SpecifierSet | None:
-    """The pin's specifier as pip reads it; None for one it does not."""
-    try:
-        return SpecifierSet(pin.spec)
-    except InvalidSpecifier:
-        return None
-
-
-def pin_version(pin: Pin) -> Version | None:
-    """The version an exact pin or a wheel URL names; None for a range."""
-    text = pin.version
-    if text is None and pin.url is not None:
-        parts = pin.url.rsplit("/", 1)[-1].split("-")
-        text = parts[1] if len(parts) > 2 else None
-    try:
-        return Version(text) if text else None
-    except InvalidVersion:
-        return None
 
 
 def satisfied(pin: Pin, installed: Mapping[str, Version]) -> bool:
@@ -246,7 +227,5 @@ def verify(
             if (version := pin_version(pin)) is not None:
                 have[canonical_name(pin.name)] = version
     if requires:
-        from cudadoctor.fixes.pins import broken_pins
-
         problems += broken_pins(command, requires, installed, matrix)
     return Verification(tuple(problems), tuple(unverified))

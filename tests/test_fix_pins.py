@@ -19,7 +19,12 @@ from tests.conftest import fixture_text
 M = CompatMatrix()
 # torch 2.3.1's own Requires-Dist line (PyPI's METADATA; tests/corpus/cases/onnxruntime-22198-…/case.toml)
 TORCH_CUDNN = 'nvidia-cudnn-cu12 (==8.9.2.26) ; platform_system == "Linux" and platform_machine == "x86_64"'
-INSTALLED = {"torch": Version("2.3.1"), "nvidia-cudnn-cu12": Version("8.9.2.26"), "onnxruntime-gpu": Version("1.19.2")}
+INSTALLED = {
+    "torch": Version("2.3.1"),
+    "nvidia-cudnn-cu12": Version("8.9.2.26"),
+    "nvidia-cublas-cu12": Version("12.1.3.1"),
+    "onnxruntime-gpu": Version("1.19.2"),
+}
 REQUIRES = {"torch": (TORCH_CUDNN,)}
 
 
@@ -67,10 +72,17 @@ def test_removing_a_required_distribution_is_a_conflict():
 
 
 def test_a_line_of_an_extra_pins_nothing():
-    requires = {"onnxruntime-gpu": ('nvidia-cudnn-cu12~=9.0; extra == "cudnn"',)}
-    assert _pins(Install((Pin.exact("nvidia-cudnn-cu12", "8.9.7.29"),)), requires) == []
+    requires = {"onnxruntime-gpu": ('nvidia-cudnn-cu12<9; extra == "cudnn"',)}
+    assert _pins(Install((Pin.exact("nvidia-cudnn-cu12", "9.1.0.70"),)), requires) == []
+    requires = {"onnxruntime-gpu": ("nvidia-cudnn-cu12<9",)}
+    assert _pins(Install((Pin.exact("nvidia-cudnn-cu12", "9.1.0.70"),)), requires)
+
+
+def test_a_pin_not_met_before_the_command_is_not_broken_by_it():
+    # onnxruntime-gpu's cuDNN 9 is unmet already (CD401's finding); a command that leaves it so breaks nothing
     requires = {"onnxruntime-gpu": ("nvidia-cudnn-cu12~=9.0",)}
-    assert _pins(Install((Pin.exact("nvidia-cudnn-cu12", "8.9.7.29"),)), requires)
+    assert _pins(Install((Pin.exact("nvidia-cudnn-cu12", "8.9.7.29"),)), requires) == []
+    assert _pins(Uninstall(("nvidia-cufft-cu12",)), {"torch": ("nvidia-cufft-cu12==11.0.2.54",)}) == []  # not installed
 
 
 def test_the_gate_withholds_a_command_breaking_a_pin_and_names_the_package():

@@ -8,7 +8,8 @@ resolver does not currently take into account all the packages that are installe
 nvidia-cudnn-cu12==8.9.2.26, but you have nvidia-cudnn-cu12 9.1.0.70 which is incompatible",
 https://pip.pypa.io/en/stable/topics/dependency-resolution/). The package whose pin breaks then loads the wrong
 library. A command that also moves the pinning package (installs another version of it, or removes it) is left
-alone: the new version's requirements are not known here.
+alone: the new version's requirements are not known here; so is a requirement not met before the command (an
+unmet pin is CD401's finding: a command that leaves it unmet breaks nothing).
 
 The Requires-Dist lines are those the probe kept (their environment markers evaluated for the target, the lines
 of an extra left out: which extras were asked for at install time is not recorded). What the command leaves of a
@@ -155,6 +156,9 @@ def broken_pins(
             if read is None:
                 continue
             name, spec = read
+            held = installed.get(name)
+            if held is None or not spec.contains(held, prereleases=True):
+                continue  # not met now (CD401's finding): the command does not break it
             outcome = moved[name]
             if not _breaks(outcome, spec):
                 continue

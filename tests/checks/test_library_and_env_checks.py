@@ -264,10 +264,6 @@ def test_cd404_python_without_wheels(h200):
     assert finding.message.startswith("Python 3.9: torch 2.11.0 has wheels for Python 3.10, 3.11, 3.12, 3.13, 3.14")
 
 
-#: torch and the packages the H200's torchvision/torchaudio are (their Requires-Dist pins torch==2.11.0)
-_TORCHES = ("torch", "torchvision", "torchaudio")
-
-
 def _requested(facts, *requirements: str):
     from cudadoctor.checks import ALL_CHECKS
     from cudadoctor.checks.engine import check_values
@@ -279,10 +275,9 @@ def _requested(facts, *requirements: str):
 
 
 def test_cd404_requested_release_when_the_install_failed(h200):
-    # pytorch#110436: Python 3.12, `pip install torch==2.1.0` found nothing; torch 2.1.0 has cp38-cp311 only. No torch
-    # installed, nor the torchvision/torchaudio that pin torch==2.11.0 (a newer torch would break their pins)
+    # pytorch#110436: Python 3.12, `pip install torch==2.1.0` found nothing; torch 2.1.0 has cp38-cp311 only
     python = replace(h200.python, version=Version("3.12.0"))
-    facts = replace(h200, python=python, packages={k: v for k, v in h200.packages.items() if k not in _TORCHES})
+    facts = replace(h200, python=python, packages={k: v for k, v in h200.packages.items() if k != "torch"})
     finding = _requested(facts, "torch==2.1.0")
     assert finding.status is Status.WARN
     assert "the requested torch==2.1.0 (2.1.0) has wheels for Python 3.8, 3.9, 3.10, 3.11" in finding.message
@@ -298,7 +293,7 @@ def test_cd404_requested_release_when_the_install_failed(h200):
 def test_cd404_judges_the_wheels_of_the_host_platform(h200):
     # pytorch#92826: torch 1.13.1 had cp311 wheels for manylinux x86_64 but not for Windows (PyPI file names)
     python = replace(h200.python, version=Version("3.11.1"))
-    facts = replace(h200, python=python, packages={k: v for k, v in h200.packages.items() if k not in _TORCHES})
+    facts = replace(h200, python=python, packages={k: v for k, v in h200.packages.items() if k != "torch"})
     assert _requested(facts, "torch==1.13.1").status is Status.OK
     windows = replace(facts, host=replace(h200.host, os="Windows"))
     finding = _requested(windows, "torch==1.13.1")

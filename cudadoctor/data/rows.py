@@ -544,6 +544,8 @@ class OnnxDocsBuild(Row):
     cuda: str  #: as the docs write it ("12.x")
     cudnn: str
     pypi: bool | None = None  #: whether the PyPI wheel is this build (None: the docs do not say)
+    #: the pip index that has this build's wheel where it is not PyPI's (ONNX Runtime's onnxruntime-cuda-12 feed)
+    index: str | None = None
 
 
 @row(kw_only=True)

@@ -25,7 +25,7 @@ INSTALLED = {
     "nvidia-cublas-cu12": Version("12.1.3.1"),
     "onnxruntime-gpu": Version("1.19.2"),
 }
-REQUIRES = {"torch": (TORCH_CUDNN,)}
+REQUIRES: dict[str, tuple[str, ...]] = {"torch": (TORCH_CUDNN,)}
 
 
 def _pins(command: Install | Uninstall | Steps, requires: dict[str, tuple[str, ...]] = REQUIRES) -> list[str]:

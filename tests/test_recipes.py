@@ -262,6 +262,10 @@ HEALTHY_IMAGE_SKIPS = {
     "CD403",  # no JAX CUDA plugin installed
     "CD420",  # no flash-attn installed
     "CD421",  # no xformers installed
+    "CD422",
+    "CD423",  # no torchvision or torchaudio installed
+    "CD424",  # no FlashInfer build installed
+    "CD425",  # fewer than two CuPy packages
     "CD430",
     "CD431",  # no onnxruntime-gpu installed
     "CD432",

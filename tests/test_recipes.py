@@ -266,6 +266,11 @@ HEALTHY_IMAGE_SKIPS = {
     "CD423",  # no torchvision or torchaudio installed
     "CD424",  # no FlashInfer build installed
     "CD425",  # fewer than two CuPy packages
+    "CD430",
+    "CD431",  # no onnxruntime-gpu installed
+    "CD432",
+    "CD433",  # no TensorFlow installed
+    "CD434",  # no paddlepaddle-gpu installed
     "CD501",  # no vLLM installed
     "CD601",  # no TensorRT installed
     "CD701",  # the image sets no NVIDIA_REQUIRE_* variable

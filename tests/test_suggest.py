@@ -280,3 +280,14 @@ def test_a_driver_that_dropped_the_gpu_is_named_even_when_it_alone_excludes_ever
     lines = advice(c, run, "torch")
     assert lines[0].startswith("no torch build in compat data has GPU code for GeForce GTX 1080 (6.1)")
     assert f"{observed}: requires driver branch R580 or older" in lines
+
+
+def test_onnxruntime_gpu_plans_only_releases_with_a_wheel_for_the_python():
+    """1.24.1 declares Requires-Python >=3.10 but ships no cp310 wheel (compat/ecosystem.toml `python`): on
+    Python 3.10 with a CUDA 12 driver the newest plan is 1.23.2, the rule CD430 asks too."""
+    result = _run(
+        "--target", "onnxruntime-gpu", "--driver", "550.54.15", "--gpu", "H100", "--python", "3.10", "-f", "json"
+    )
+    assert result.exit_code == 0, result.output
+    plans = json.loads(result.stdout)["suggestion"]["plans"]
+    assert plans[0]["packages"][0] == ["onnxruntime-gpu", "1.23.2"]

@@ -10,9 +10,12 @@ import re
 
 __all__ = ["UNVERIFIABLE", "allowed"]
 
+_CUDA13_WHEELS = r"nvidia-(?:cublas|cuda-runtime|cuda-nvrtc|cufft|curand|cusolver|cusparse|nvjitlink)"
+
 #: package-name pattern -> why it is printed though compat data has no release list for it
 UNVERIFIABLE = {
-    r"nvidia-[a-z-]+-cu\d+": "NVIDIA's CUDA runtime wheels: compat/runtime_libraries.toml names the wheel that "
+    rf"nvidia-[a-z-]+-cu\d+|{_CUDA13_WHEELS}": "NVIDIA's CUDA runtime wheels (CUDA 13's dropped the -cuNN "
+    "suffix: https://pypi.org/project/nvidia-cublas/): compat/runtime_libraries.toml names the wheel that "
     "ships each soname, not its releases; a bare name or a major (==11.*) leaves the version to pip, and an "
     "exact pin is copied from an installed package's own Requires-Dist",
     r"triton|cuda-bindings|cuda-toolkit": "pinned by an installed torch's own Requires-Dist (its METADATA, "

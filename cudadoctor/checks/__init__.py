@@ -39,6 +39,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     loader,
     meta,
     mig,
+    ortf,
     packages,
     runtime,
     tensorrt,

@@ -730,6 +730,8 @@ def _major_gaps(loader: LoaderView | None) -> list[tuple[NeededLibrary, int, lis
         wanted = _cuda_number(need.soname)
         if need.loaded is not None or wanted is None or not need.other_majors:
             continue
+        if need.package == "onnxruntime-gpu":  # its build against the CUDA present is CD430's (with the release)
+            continue
         found = sorted({n[1] for p in need.other_majors if (n := _cuda_number(p)) and n[1] != wanted[1]})
         if found:
             gaps.append((need, wanted[1], found))

@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudadoctor.cachedir import cache_file
@@ -52,6 +53,7 @@ from cudadoctor.data.rows import (
     NvidiaCudaScheme,
     NvidiaCudaTag,
     OnnxruntimeRelease,
+    PaddleRelease,
     PytorchImage,
     PytorchImageScheme,
     RuntimeLoad,
@@ -738,6 +740,29 @@ class CompatMatrix:
             "evidence": row.evidence,
             "docs_builds": tuple((b.cuda, b.cudnn, b.pypi) for b in row.docs_builds),
         }
+
+    def onnxruntime_release(self, version: Version) -> OnnxruntimeRelease | None:
+        """The onnxruntime-gpu release ``version`` (its public part) on PyPI, None when the data lacks it."""
+        public = Version(version.public)
+        return next((r for r in self.onnxruntime_releases if r.version == public), None)
+
+    @staticmethod
+    def onnxruntime_pythons(row: OnnxruntimeRelease) -> tuple[tuple[str, ...], SpecifierSet | None]:
+        """(the CPython versions of its manylinux x86_64 wheels, its Requires-Python)."""
+        return row.python, row.requires_python
+
+    @staticmethod
+    def onnxruntime_has_preload(row: OnnxruntimeRelease) -> bool | None:
+        """Whether ``onnxruntime.preload_dlls()`` exists in that release (None: not read)."""
+        return row.preload_dlls
+
+    @property
+    def paddle_releases(self) -> tuple[PaddleRelease, ...]:
+        return self._rows("ecosystem", "paddlepaddle_gpu")
+
+    def paddle_release(self, version: Version) -> PaddleRelease | None:
+        """The paddlepaddle-gpu PyPI release ``version`` (exactly: ``2.5.2.post117`` is another build)."""
+        return next((r for r in self.paddle_releases if r.version == version), None)
 
     # --- libraries loaded by name at run time (compat/runtime_libraries.toml) ---------------------------
 

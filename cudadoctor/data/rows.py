@@ -563,6 +563,18 @@ class OnnxruntimeRelease(Row):
     wheel_read: str | None = None  #: the wheel file these facts were read from
     evidence: tuple[str, ...] = ()  #: which parts of the wheel they came from
     docs_builds: tuple[OnnxDocsBuild, ...] = ()
+    python: tuple[str, ...] = ()  #: CPython versions of its manylinux x86_64 wheels on PyPI
+    #: whether ``onnxruntime.preload_dlls()`` exists in it (None: not read)
+    preload_dlls: bool | None = None
+
+
+@row(kw_only=True)
+class PaddleRelease(Row):
+    """One paddlepaddle-gpu release on PyPI: the CUDA and cuDNN its wheel was built with."""
+
+    version: Version
+    cuda: Version
+    cudnn: Version | None = None
 
 
 @row(kw_only=True)
@@ -599,6 +611,8 @@ class TensorflowRelease(Row):
     python_macos_arm64: tuple[str, ...] = ()  #: … of its macOS arm64 wheels
     python_windows: tuple[str, ...] = ()  #: … of its Windows x86-64 wheels
     and_cuda: Mapping[str, SpecifierSet] = _no_table()  #: the ``[and-cuda]`` extra's pins
+    #: False where pip cannot resolve ``tensorflow[and-cuda]==<version>`` (a pin PyPI lacks); None: not known
+    and_cuda_resolves: bool | None = None
 
 
 # --- compat/companions.toml (companions) ------------------------------------------------------------
@@ -875,6 +889,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "onnxruntime_gpu": OnnxruntimeRelease,
                 "cupy": CupyPackage,
                 "tensorflow": TensorflowRelease,
+                "paddlepaddle_gpu": PaddleRelease,
             }
         ),
         "companions": Layout(

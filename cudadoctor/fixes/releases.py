@@ -12,7 +12,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.data import CompatMatrix
-from cudadoctor.data.rows import TorchRelease
+from cudadoctor.data.rows import OnnxruntimeRelease, TorchRelease
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.record import record
 
@@ -66,6 +66,7 @@ def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | Non
         "jax": lambda: [r.version for r in matrix.jax_releases],
         "tensorflow": lambda: [r.version for r in matrix.tensorflow_releases],
         "onnxruntime-gpu": lambda: [r.version for r in matrix.onnxruntime_releases],
+        "paddlepaddle-gpu": lambda: [r.version for r in matrix.paddle_releases],
     }
     if name in lists:
         return _versions(lists[name]())
@@ -103,7 +104,11 @@ def wheel_pythons(
         "flash-attn": matrix.flash_attn_releases,
     }
     row = next((r for r in rows.get(name, ()) if r.version == version), None)
-    return ((), row.requires_python, False) if row is not None else None
+    if row is None:
+        return None
+    # onnxruntime-gpu's rows list its wheels' CPython versions (1.24.1 declares >=3.10 but has no cp310 wheel)
+    pythons = row.python if linux and isinstance(row, OnnxruntimeRelease) else ()
+    return pythons, row.requires_python, False
 
 
 def index_variant(matrix: CompatMatrix, url: str) -> str | None:

@@ -146,6 +146,16 @@ def _companion_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> lis
     return []
 
 
+def _and_cuda_problems(matrix: CompatMatrix, pin: Pin) -> list[str]:
+    """``tensorflow[and-cuda]==X`` where the data says pip cannot resolve X's extra (2.15.0 pins a
+    tensorrt-libs PyPI does not have, tensorflow/tensorflow#66517)."""
+    version = pin_version(pin)
+    row = next((r for r in matrix.tensorflow_releases if version is not None and r.version == version), None)
+    if row is not None and row.and_cuda_resolves is False:
+        return [f"{pin.text}: pip cannot resolve its [and-cuda] extra (a pin PyPI lacks; compat/ecosystem.toml)"]
+    return []
+
+
 def _build_index_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> list[str]:
     """A release taken from an index compat data lists builds of that package on: it has a build there."""
     url = (command.index_url or "").rstrip("/")
@@ -186,6 +196,8 @@ def _install(
             problems += _build_index_problems(matrix, pin, command)
         if name in _COMPANIONS:
             problems += _companion_problems(matrix, pin, command)
+        elif name == "tensorflow" and "and-cuda" in pin.extras:
+            problems += _and_cuda_problems(matrix, pin)
         elif name == "xformers" and command.index_url and (tag := index_variant(matrix, command.index_url)):
             version = pin_version(pin)
             row = matrix.xformers_release(Version(version.public)) if version else None

@@ -189,9 +189,10 @@ def suggest_cupy(matrix: CompatMatrix, c: Constraints, requirement: str = "", *,
 
 
 def onnxruntime_releases(matrix: CompatMatrix) -> list[Release]:
-    """onnxruntime-gpu releases with the CUDA major of each one's PyPI wheel (compat/ecosystem.toml)."""
+    """onnxruntime-gpu releases with the CUDA major of each one's PyPI wheel and the CPython versions of its
+    wheels (compat/ecosystem.toml: 1.24.1 declares >=3.10 but has no cp310 wheel)."""
     return [
-        Release(r.version, _spec(r.requires_python), (), [(r.cuda_major, "onnxruntime-gpu")])
+        Release(r.version, _spec(r.requires_python), tuple(r.python), [(r.cuda_major, "onnxruntime-gpu")])
         for r in matrix.onnxruntime_releases
         if r.cuda_major
     ]

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
+from cudadoctor.checks.byname import older_copy_symptom
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.hostfix import driver_fixed_by
 from cudadoctor.checks.loader import unread_reason
@@ -282,6 +283,7 @@ def _older_than_wheel(need: NeededLibrary) -> str | None:
         f"{need.package}'s {posixpath.basename(need.needer)} loads {need.soname} {loaded.version} from "
         f"{posixpath.dirname(loaded.path)} ({loaded.via}), older than the {wheel.version} of {wheel.distribution} "
         "it hides"
+        + (f": loading fails with {symptom}" if (symptom := older_copy_symptom(need.soname, wheel.version)) else "")
     )
 
 

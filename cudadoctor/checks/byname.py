@@ -1,0 +1,148 @@
+"""CD3xx: CUDA libraries a package links whose only copy is a pip wheel its loader search never reaches."""
+
+# CD307  every CUDA library a package's shared objects link (DT_NEEDED) is found on that object's own search path
+#        (RPATH, LD_LIBRARY_PATH, RUNPATH, ld.so.cache, the default directories), not only in a pip wheel's
+#        directory that nothing names (onnxruntime-gpu's CUDA provider and the wheels of its [cuda,cudnn] extras)
+
+from __future__ import annotations
+
+import posixpath
+
+from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
+from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.loader import unread_reason
+from cudadoctor.data import CompatMatrix
+from cudadoctor.facts.model import InstalledPackage, LinkedFile, LoaderView, NeededLibrary
+
+__all__ = ["CD307", "loaded_dirs", "off_path_links", "older_copy_symptom"]
+
+
+#: What loading a CUDA-numbered library older than its needer's build prints: nvJitLink versions its entry points by
+#: the CUDA minor that added them (__nvJitLinkComplete_12_4 is CUDA 12.4's; pytorch/pytorch#140797,
+#: https://docs.nvidia.com/cuda/nvjitlink/); the other libraries version the symbols under the soname.
+_NUMBERED_SYMPTOM = {"libnvJitLink.so.": "__nvJitLinkComplete_{major}_{minor}"}
+#: Libraries whose soname number is the CUDA major, so an older minor of the same soname can load.
+_CUDA_NUMBERED = ("libcudart.so.", "libcublas.so.", "libcublasLt.so.", "libcusparse.so.", "libnvrtc.so.")
+
+
+def older_copy_symptom(soname: str, wanted: object) -> str | None:
+    """The error a need of ``soname`` at least ``wanted`` (a Version) meets when an older copy of a CUDA-numbered
+    library loads: ``undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12`` for nvJitLink, an
+    undefined symbol of that version for the others; None for libraries numbered on their own (cuDNN, NCCL …)."""
+    release = getattr(wanted, "release", ())
+    for prefix, pattern in _NUMBERED_SYMPTOM.items():
+        if soname.startswith(prefix) and len(release) >= 2:
+            symbol = pattern.format(major=release[0], minor=release[1])
+            return f"'undefined symbol: {symbol}, version {soname}' (or another symbol the older copy lacks)"
+    if soname.startswith(_CUDA_NUMBERED):
+        return f"'undefined symbol: …, version {soname}' for what the newer build added"
+    return None
+
+
+def off_path_links(loader: LoaderView) -> list[tuple[NeededLibrary, LinkedFile]]:
+    """(need, the wheel copy) of each library a package's object links whose only copy sits in a pip wheel directory
+    off that object's search path (the loader's view keeps such a copy as ``loaded`` with ``via`` saying so).
+
+    The NVIDIA wheels' own needs of each other are left out: the framework that loads them loads their
+    dependencies first (torch's RPATH, JAX's and torch's preloads), which the view models per framework.
+    """
+    return [
+        (need, need.loaded)
+        for need in loader.needs
+        if need.how == "DT_NEEDED"
+        and not need.optional
+        and not need.package.startswith("nvidia-")
+        and need.loaded is not None
+        and need.loaded.distribution
+        and need.loaded.via.startswith("wheel")
+    ]
+
+
+def loaded_dirs(loader: LoaderView) -> set[str]:
+    """Directories some installed package loads a CUDA library from by its own search or preload (torch's RPATH into
+    ``nvidia/cudnn/lib``): a library there is in the process once that package has been imported, and ld.so reuses a
+    loaded soname (ld.so(8), https://man7.org/linux/man-pages/man8/ld.so.8.html)."""
+    return {
+        posixpath.dirname(n.loaded.path)
+        for n in loader.needs
+        if n.loaded is not None and not n.loaded.via.startswith("wheel")
+    }
+
+
+def _preload_call(matrix: CompatMatrix | None, package: InstalledPackage | None, dirs: set[str]) -> str | None:
+    """The call the package offers that loads every one of ``dirs``'s libraries by full path
+    (``onnxruntime.preload_dlls()``, compat/runtime_libraries.toml ``on_call``), or None."""
+    if matrix is None or package is None:
+        return None
+    for row in matrix.preload_calls_for(package.name, package.version):
+        folders = {"nvidia/" + posixpath.dirname(lib) for lib in row.libraries}
+        if all(any(d.endswith("/" + f) for f in folders) for d in dirs):
+            return row.call
+    return None
+
+
+class CD307(Check):
+    """Every CUDA library a package's shared objects link is found on their own loader search path.
+
+    What it checks: the CUDA libraries (cuDNN, cuBLAS, cuFFT, cuRAND, NVRTC, cudart …) that an installed package's
+    shared objects name in DT_NEEDED, when the only copy is in a pip wheel's directory (site-packages/nvidia/*/lib)
+    that the object's RPATH/RUNPATH does not name and LD_LIBRARY_PATH, /etc/ld.so.cache and the default
+    directories do not hold. onnxruntime-gpu's CUDA provider is such an object: it has no RUNPATH into the wheels
+    its [cuda,cudnn] extras install (compat/runtime_libraries.toml). An error when no installed package loads that
+    copy by itself; a warning when one does (torch, through its RPATH): then it works only when that package is
+    imported first. Could not judge when the loader's view could not read every shared object.
+
+    Why it matters: ld.so does not search site-packages: the object fails to load ("libcudnn.so.9: cannot open
+    shared object file", "Failed to load library libonnxruntime_providers_cuda.so") and onnxruntime falls back
+    to the CPU provider, although `pip install nvidia-cudnn-cu12` was done.
+
+    How to fix: put the wheels' library directories on LD_LIBRARY_PATH before starting Python (the command shown),
+    or load them first: onnxruntime 1.21 and later offer onnxruntime.preload_dlls(); a compatible torch imported
+    first loads them too.
+    """
+
+    name = "linked-cuda-libraries-on-search-path"
+    category = "wheels"
+    severity = Status.FAIL
+
+    def check(
+        self,
+        loader: LoaderView | None = None,
+        packages: dict[str, InstalledPackage] | None = None,
+        matrix: CompatMatrix | None = None,
+    ) -> Problem | None:
+        unread = unread_reason(loader)
+        if loader is None or not loader.needs:
+            if unread:
+                raise CannotJudge(unread)
+            raise NotApplicable("no installed package needs a CUDA library")
+        off = off_path_links(loader)
+        if not off:
+            if unread:
+                raise CannotJudge(unread)
+            return None
+        elsewhere = loaded_dirs(loader)
+        alone = [(n, c) for n, c in off if posixpath.dirname(c.path) not in elsewhere]
+        dirs = sorted({posixpath.dirname(c.path) for _n, c in off})
+        package = (packages or {}).get(off[0][0].package)
+        call = _preload_call(matrix, package, set(dirs))
+        names = ", ".join(sorted({f"{n.soname} ({c.distribution})" for n, c in off}))
+        needers = ", ".join(sorted({f"{n.package}'s {posixpath.basename(n.needer)}" for n, _c in off}))
+        first = off[0][0].soname
+        when = (
+            f"nothing installed loads them first, so loading it fails ('{first}: cannot open shared object file')"
+            if alone
+            else "they load only because another package (torch) loads them first: import it before this one"
+        )
+        text = "Put the wheels' library directories on LD_LIBRARY_PATH before starting Python"
+        if call:
+            text += f", or call {call} before the package loads its GPU code"
+        if not alone:
+            text += ", or keep importing the package that loads them first"
+        return Problem(
+            f"{needers} links {names}, but only pip wheel directories hold them and its loader search (RPATH, "
+            f"LD_LIBRARY_PATH, RUNPATH, ld.so.cache, default directories) reaches none of them: {when}",
+            {f"{n.package}: {n.soname}": f"needed by {n.needer}; only copy {c.path}" for n, c in off},
+            Remediation(text + ".", (f"export LD_LIBRARY_PATH={':'.join(dirs)}:$LD_LIBRARY_PATH",)),
+            status=Status.FAIL if alone else Status.WARN,
+        )

@@ -29,7 +29,7 @@ def older_copy_symptom(soname: str, wanted: object) -> str | None:
     """The error a need of ``soname`` at least ``wanted`` (a Version) meets when an older copy of a CUDA-numbered
     library loads: ``undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12`` for nvJitLink, an
     undefined symbol of that version for the others; None for libraries numbered on their own (cuDNN, NCCL …)."""
-    release = getattr(wanted, "release", ())
+    release: tuple[int, ...] = tuple(getattr(wanted, "release", ()))
     for prefix, pattern in _NUMBERED_SYMPTOM.items():
         if soname.startswith(prefix) and len(release) >= 2:
             symbol = pattern.format(major=release[0], minor=release[1])

@@ -14,28 +14,30 @@ from cudadoctor.checks.loader import unread_reason
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import InstalledPackage, LinkedFile, LoaderView, NeededLibrary
 
-__all__ = ["CD307", "loaded_dirs", "off_path_links", "older_copy_symptom"]
+__all__ = ["CD307", "loaded_elsewhere", "off_path_links", "older_copy_symptom"]
 
 
-#: What loading a CUDA-numbered library older than its needer's build prints: nvJitLink versions its entry points by
-#: the CUDA minor that added them (__nvJitLinkComplete_12_4 is CUDA 12.4's; pytorch/pytorch#140797,
-#: https://docs.nvidia.com/cuda/nvjitlink/); the other libraries version the symbols under the soname.
-_NUMBERED_SYMPTOM = {"libnvJitLink.so.": "__nvJitLinkComplete_{major}_{minor}"}
-#: Libraries whose soname number is the CUDA major, so an older minor of the same soname can load.
+#: nvJitLink names its entry points by the CUDA minor that added them (__nvJitLinkAddData_12_1 is CUDA 12.1's,
+#: __nvJitLinkComplete_12_4 CUDA 12.4's: pytorch/pytorch#111469, #140797; https://docs.nvidia.com/cuda/nvjitlink/), so
+#: a needer built with a newer minor than the copy that loads fails on such a symbol; the other CUDA-numbered
+#: libraries version their symbols under the soname.
 _CUDA_NUMBERED = ("libcudart.so.", "libcublas.so.", "libcublasLt.so.", "libcusparse.so.", "libnvrtc.so.")
 
 
-def older_copy_symptom(soname: str, wanted: object) -> str | None:
-    """The error a need of ``soname`` at least ``wanted`` (a Version) meets when an older copy of a CUDA-numbered
-    library loads: ``undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12`` for nvJitLink, an
-    undefined symbol of that version for the others; None for libraries numbered on their own (cuDNN, NCCL …)."""
-    release: tuple[int, ...] = tuple(getattr(wanted, "release", ()))
-    for prefix, pattern in _NUMBERED_SYMPTOM.items():
-        if soname.startswith(prefix) and len(release) >= 2:
-            symbol = pattern.format(major=release[0], minor=release[1])
-            return f"'undefined symbol: {symbol}, version {soname}' (or another symbol the older copy lacks)"
+def older_copy_symptom(soname: str, loaded: object) -> str | None:
+    """The error a needer built with a newer CUDA minor meets when the older copy ``loaded`` (a Version) of a
+    CUDA-numbered library loads: ``undefined symbol: __nvJitLink…_12_N, version libnvJitLink.so.12`` for an N above the
+    loaded minor; None for libraries numbered on their own (cuDNN, NCCL …), whose mismatches read otherwise."""
+    release: tuple[int, ...] = tuple(getattr(loaded, "release", ()))
+    if len(release) < 2:
+        return None
+    if soname.startswith("libnvJitLink.so."):
+        return (
+            f"'undefined symbol: __nvJitLink…_{release[0]}_N, version {soname}' for an N above {release[1]} "
+            "(as __nvJitLinkAddData_12_1 or __nvJitLinkComplete_12_4)"
+        )
     if soname.startswith(_CUDA_NUMBERED):
-        return f"'undefined symbol: …, version {soname}' for what the newer build added"
+        return f"'undefined symbol: …, version {soname}' for what CUDA after {release[0]}.{release[1]} added"
     return None
 
 
@@ -58,14 +60,13 @@ def off_path_links(loader: LoaderView) -> list[tuple[NeededLibrary, LinkedFile]]
     ]
 
 
-def loaded_dirs(loader: LoaderView) -> set[str]:
-    """Directories some installed package loads a CUDA library from by its own search or preload (torch's RPATH into
-    ``nvidia/cudnn/lib``): a library there is in the process once that package has been imported, and ld.so reuses a
-    loaded soname (ld.so(8), https://man7.org/linux/man-pages/man8/ld.so.8.html)."""
+def loaded_elsewhere(loader: LoaderView) -> set[tuple[str, str]]:
+    """(soname, path) of the CUDA libraries some installed package loads by its own search or preload (torch's RPATH
+    into ``nvidia/cudnn/lib``): once that package is imported the soname is in the process, and ld.so reuses a loaded
+    soname for every later need of it (ld.so(8), https://man7.org/linux/man-pages/man8/ld.so.8.html). Only that soname:
+    cuDNN's sub-libraries in the same directory load when cuDNN first uses them, not with it."""
     return {
-        posixpath.dirname(n.loaded.path)
-        for n in loader.needs
-        if n.loaded is not None and not n.loaded.via.startswith("wheel")
+        (n.soname, n.loaded.path) for n in loader.needs if n.loaded is not None and not n.loaded.via.startswith("wheel")
     }
 
 
@@ -121,8 +122,8 @@ class CD307(Check):
             if unread:
                 raise CannotJudge(unread)
             return None
-        elsewhere = loaded_dirs(loader)
-        alone = [(n, c) for n, c in off if posixpath.dirname(c.path) not in elsewhere]
+        elsewhere = loaded_elsewhere(loader)
+        alone = [(n, c) for n, c in off if (n.soname, c.path) not in elsewhere]
         dirs = sorted({posixpath.dirname(c.path) for _n, c in off})
         package = (packages or {}).get(off[0][0].package)
         call = _preload_call(matrix, package, set(dirs))

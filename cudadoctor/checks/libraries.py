@@ -283,7 +283,7 @@ def _older_than_wheel(need: NeededLibrary) -> str | None:
         f"{need.package}'s {posixpath.basename(need.needer)} loads {need.soname} {loaded.version} from "
         f"{posixpath.dirname(loaded.path)} ({loaded.via}), older than the {wheel.version} of {wheel.distribution} "
         "it hides"
-        + (f": loading fails with {symptom}" if (symptom := older_copy_symptom(need.soname, wheel.version)) else "")
+        + (f": loading fails with {symptom}" if (symptom := older_copy_symptom(need.soname, loaded.version)) else "")
     )
 
 

@@ -129,9 +129,10 @@ class CD307(Check):
         call = _preload_call(matrix, package, set(dirs))
         names = ", ".join(sorted({f"{n.soname} ({c.distribution})" for n, c in off}))
         needers = ", ".join(sorted({f"{n.package}'s {posixpath.basename(n.needer)}" for n, _c in off}))
-        first = off[0][0].soname
+        lonely = ", ".join(sorted({n.soname for n, _c in alone}))
         when = (
-            f"nothing installed loads them first, so loading it fails ('{first}: cannot open shared object file')"
+            f"nothing installed loads {lonely} first, so loading it fails "
+            f"('{alone[0][0].soname}: cannot open shared object file')"
             if alone
             else "they load only because another package (torch) loads them first: import it before this one"
         )

@@ -735,7 +735,8 @@ class CompatMatrix:
         NVIDIA wheel libraries by full path only when called (compat/runtime_libraries.toml ``when = "on_call"``)."""
         return tuple(
             r for r in self.framework_preloads
-            if r.package == package and r.when == "on_call" and r.call and r.versions.contains(version, prereleases=True)
+            if r.package == package and r.when == "on_call" and r.call
+            and r.versions.contains(version, prereleases=True)
         )  # fmt: skip
 
     @property

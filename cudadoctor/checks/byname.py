@@ -11,10 +11,11 @@ import posixpath
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.loader import unread_reason
+from cudadoctor.checks.reuse import loaded_elsewhere
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import InstalledPackage, LinkedFile, LoaderView, NeededLibrary
 
-__all__ = ["CD307", "loaded_elsewhere", "off_path_links", "older_copy_symptom"]
+__all__ = ["CD307", "off_path_links", "older_copy_symptom"]
 
 
 #: nvJitLink names its entry points by the CUDA minor that added them (__nvJitLinkAddData_12_1 is CUDA 12.1's,
@@ -58,16 +59,6 @@ def off_path_links(loader: LoaderView) -> list[tuple[NeededLibrary, LinkedFile]]
         and need.loaded.distribution
         and need.loaded.via.startswith("wheel")
     ]
-
-
-def loaded_elsewhere(loader: LoaderView) -> set[tuple[str, str]]:
-    """(soname, path) of the CUDA libraries some installed package loads by its own search or preload (torch's RPATH
-    into ``nvidia/cudnn/lib``): once that package is imported the soname is in the process, and ld.so reuses a loaded
-    soname for every later need of it (ld.so(8), https://man7.org/linux/man-pages/man8/ld.so.8.html). Only that soname:
-    cuDNN's sub-libraries in the same directory load when cuDNN first uses them, not with it."""
-    return {
-        (n.soname, n.loaded.path) for n in loader.needs if n.loaded is not None and not n.loaded.via.startswith("wheel")
-    }
 
 
 def _preload_call(matrix: CompatMatrix | None, package: InstalledPackage | None, dirs: set[str]) -> str | None:

@@ -368,8 +368,24 @@ def _unjudged(loader: LoaderView | None, packages: dict[str, InstalledPackage], 
             and matrix.torch_bundled_cudnn(torch.version, torch.cuda_variant or "") is None
         ):
             parts.append(f"the cuDNN torch {torch.version} bundles in torch/lib (not in compat/torch.toml)")
+    parts += [u for need in (loader.needs if loader else ()) if (u := _unversioned_shadow(need))]
     unread = unread_reason(loader)  # a shared object not read may load a library from that directory
     return sorted(set(parts)) + ([unread] if unread else [])
+
+
+def _unversioned_shadow(need: NeededLibrary) -> str | None:
+    """What is unknown when the copy that loads ahead of a pip wheel's has no version in its file name or link target
+    (a copied libnvJitLink.so.12): older or not than the wheel it hides, it cannot be told."""
+    loaded = need.loaded
+    if loaded is None or loaded.version is not None or loaded.distribution is not None or loaded.bundled_by:
+        return None
+    wheel = next((s for s in need.shadowed if s.distribution and s.version is not None), None)
+    if wheel is None:
+        return None
+    return (
+        f"the version of {loaded.path} ({need.soname}, loaded ahead of {wheel.distribution} {wheel.version} through "
+        f"{loaded.via}): neither its file name nor its link target holds one"
+    )
 
 
 def _sublibrary_problems(

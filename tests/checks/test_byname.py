@@ -134,3 +134,14 @@ def test_cd302_names_the_undefined_symbol_of_an_older_nvjitlink(h200):
     finding = run_check("CD302", replace(h200, loader=LoaderView(needs=(need,), cache="test")))
     assert finding.status is Status.FAIL
     assert "undefined symbol: __nvJitLink…_12_N, version libnvJitLink.so.12' for an N above 0" in finding.message
+
+
+def test_cd302_could_not_judge_a_copy_without_a_version_ahead_of_a_wheel(h200):
+    """A copied libnvJitLink.so.12 (no version in its name or link) ahead of the wheel: older or not is unknown."""
+    loaded = LinkedFile("/opt/tools/lib/libnvJitLink.so.12", "LD_LIBRARY_PATH", None)
+    wheel = _wheel("nvjitlink", "libnvJitLink.so.12", "nvidia-nvjitlink-cu12", "12.4.127", "RUNPATH")
+    need = NeededLibrary("nvidia-cusparse-cu12", f"{SITE}/nvidia/cusparse/lib/libcusparse.so.12",
+                         "libnvJitLink.so.12", loaded, (wheel,))  # fmt: skip
+    finding = run_check("CD302", replace(h200, loader=LoaderView(needs=(need,), cache="test")))
+    assert finding.status is Status.UNKNOWN
+    assert "/opt/tools/lib/libnvJitLink.so.12" in finding.reason and "nvidia-nvjitlink-cu12 12.4.127" in finding.reason

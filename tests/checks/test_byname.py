@@ -145,3 +145,40 @@ def test_cd302_could_not_judge_a_copy_without_a_version_ahead_of_a_wheel(h200):
     finding = run_check("CD302", replace(h200, loader=LoaderView(needs=(need,), cache="test")))
     assert finding.status is Status.UNKNOWN
     assert "/opt/tools/lib/libnvJitLink.so.12" in finding.reason and "nvidia-nvjitlink-cu12 12.4.127" in finding.reason
+
+
+def _replay_tf(version: str, cudnn: str, ld_library_path: str | None) -> dict[str, str]:
+    """CD304's status and fix for a replayed TensorFlow with its pip cuDNN (tests/corpus/builder.py lays the wheels
+    out as pip does, and the opener with the RUNPATH compat/runtime_libraries.toml read)."""
+    from tests.corpus.replay import replay
+
+    env: dict[str, object] = {
+        "os": "Ubuntu 22.04", "arch": "x86_64", "container": "none",
+        "env": {"LD_LIBRARY_PATH": ld_library_path} if ld_library_path else {},
+        "driver": {"version": "550.54.14", "flavor": "proprietary", "devices": True},
+        "gpus": [{"name": "NVIDIA GeForce RTX 3090"}],
+        "python": {"version": "3.10.12", "prefix": "/opt/venv", "kind": "venv"},
+        "packages": [{"name": "tensorflow", "version": version},
+                     {"name": cudnn.split("==")[0], "version": cudnn.split("==")[1]}],
+    }  # fmt: skip
+    outcome = replay({"case": {"id": "tf"}, "env": env}, CompatMatrix(cache_dir=False))
+    found = next(f for f in outcome.findings if f.code == "CD304")
+    return {"status": found.status.value, "fix": " ".join(found.remediation.commands) if found.remediation else ""}
+
+
+WHEEL_CUDNN = "/opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib"
+
+
+def test_tensorflow_2_12_pip_cudnn_needs_ld_library_path():
+    """TensorFlow 2.12's RUNPATHs reach no wheel folder: its install guide's LD_LIBRARY_PATH step is the fix."""
+    assert _replay_tf("2.12.0", "nvidia-cudnn-cu11==8.6.0.163", None) == {
+        "status": "fail",
+        "fix": f"export LD_LIBRARY_PATH={WHEEL_CUDNN}:$LD_LIBRARY_PATH",
+    }
+    assert _replay_tf("2.12.0", "nvidia-cudnn-cu11==8.6.0.163", WHEEL_CUDNN)["status"] == "ok"
+
+
+@pytest.mark.parametrize(("version", "cudnn"), [("2.15.1", "nvidia-cudnn-cu12==8.9.4.25"),
+                                                ("2.20.0", "nvidia-cudnn-cu12==9.3.0.75")])  # fmt: skip
+def test_tensorflow_whose_runpath_reaches_the_cudnn_wheel_is_judged_fine(version, cudnn):
+    assert _replay_tf(version, cudnn, None)["status"] == "ok"

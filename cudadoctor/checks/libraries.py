@@ -497,6 +497,11 @@ def _loader_finding(
     older += [text for text, _fix in overwritten]
     if not older:
         return None
+    # Where LD_LIBRARY_PATH itself names the newer wheel's folder, after the older copy's (TensorFlow's pip guide
+    # appends it, tensorflow#60750), the fix is that folder first, not the other folder's removal.
+    behind = _wheel_folders_behind(loader)
+    first += [behind[d] for d in dirs if d in behind]
+    dirs = [d for d in dirs if d not in behind]
     commands = (
         tuple(sorted({fix for _text, fix in overwritten}))
         + tuple(
@@ -509,14 +514,28 @@ def _loader_finding(
         "; ".join(sorted(set(older))),
         evidence,
         Remediation(
-            "Take that directory off LD_LIBRARY_PATH (or LD_PRELOAD) so the newer copy the framework ships loads, "
-            "or upgrade the copy it loads; where cuDNN mixes sub-libraries, put the directory of the cuDNN that "
+            "Take that directory off LD_LIBRARY_PATH (or LD_PRELOAD) so the newer copy the framework ships loads "
+            "(where LD_LIBRARY_PATH lists the wheel's folder after it, put that folder first), or upgrade the copy it "
+            "loads; where cuDNN mixes sub-libraries, put the directory of the cuDNN that "
             "loads first on LD_LIBRARY_PATH (or remove the other cuDNN from the loader's path); where another "
             "variant of a pinned wheel overwrote its file, uninstall it and reinstall the pinned wheel.",
             commands,
         ),
         status=Status.FAIL,
     )
+
+
+def _wheel_folders_behind(loader: LoaderView | None) -> dict[str, str]:
+    """Older copy's folder -> the folder of the newer pip wheel copy it hides, where LD_LIBRARY_PATH found that wheel
+    copy too (later in the variable)."""
+    found: dict[str, str] = {}
+    for need in loader.needs if loader else ():
+        if _older_than_wheel(need) is None or need.loaded is None or need.loaded.via != "LD_LIBRARY_PATH":
+            continue
+        newer = [s for s in need.shadowed if s.distribution and s.via == "LD_LIBRARY_PATH" and s.version is not None]
+        if newer:
+            found.setdefault(posixpath.dirname(need.loaded.path), posixpath.dirname(newer[0].path))
+    return found
 
 
 def _wheel_dir_behind(host: HostInfo, copies: tuple[LibraryCopy, ...]) -> Problem | None:

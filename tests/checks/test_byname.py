@@ -182,3 +182,16 @@ def test_tensorflow_2_12_pip_cudnn_needs_ld_library_path():
                                                 ("2.20.0", "nvidia-cudnn-cu12==9.3.0.75")])  # fmt: skip
 def test_tensorflow_whose_runpath_reaches_the_cudnn_wheel_is_judged_fine(version, cudnn):
     assert _replay_tf(version, cudnn, None)["status"] == "ok"
+
+
+def test_cd302_puts_the_wheel_folder_first_where_ld_library_path_lists_it_after_the_older_copy(h200):
+    """TensorFlow's 2.12 pip guide appended the cuDNN wheel's folder to LD_LIBRARY_PATH (tensorflow#60750)."""
+    loaded = LinkedFile("/usr/local/cuda-11.2/lib64/libcudnn.so.8.1.1", "LD_LIBRARY_PATH", Version("8.1.1"))
+    wheel = _wheel("cudnn", "libcudnn.so.8", "nvidia-cudnn-cu11", "8.6.0.163", "LD_LIBRARY_PATH")
+    need = NeededLibrary("tensorflow", f"{SITE}/tensorflow/libtensorflow_framework.so.2", "libcudnn.so.8", loaded,
+                         (wheel,), how="dlopen")  # fmt: skip
+    finding = run_check("CD302", replace(h200, loader=LoaderView(needs=(need,), cache="test")))
+    assert finding.status is Status.FAIL and finding.remediation is not None
+    assert finding.remediation.commands == (
+        f"export LD_LIBRARY_PATH={SITE}/nvidia/cudnn/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",
+    )

@@ -145,7 +145,8 @@ def test_the_gate_withholds_a_command_that_cannot_work_and_says_why():
     gated = withhold_unworkable(remediation, M, facts)
     assert gated is not None and gated.commands == ("sudo reboot",)
     assert WITHHELD in gated.text and "torch 2.1.0 has no wheel for Python 3.12" in gated.text
-    fine = Remediation("Install it.", ("python -m pip install torch==2.2.0",))
+    # torch with the torchvision and torchaudio it pairs with: theirs pin torch==2.11.0 (tests/test_fix_pins.py)
+    fine = Remediation("Install it.", ("python -m pip install torch==2.2.0 torchvision==0.17.0 torchaudio==2.2.0",))
     assert withhold_unworkable(fine, M, facts) is fine
 
 

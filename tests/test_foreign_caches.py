@@ -18,7 +18,7 @@ import pytest
 from cudadoctor.cachedir import write_private
 from cudadoctor.data import compiled
 from cudadoctor.fileread import read_file
-from cudadoctor.probes import linkage, packages
+from cudadoctor.probes import interpreter, linkage
 from cudadoctor.update.cache import CACHE_FILE, load_cache
 from tests.conftest import make_ctx
 from tests.elfwriter import shared_object
@@ -75,7 +75,7 @@ SITE = "/opt/venv/lib/python3.12/site-packages"
 def test_a_poisoned_scan_cache_does_not_hide_a_missing_library(tmp_path: Path, monkeypatch, what, make_foreign):
     """The scan cache rewritten to say torch's library needs nothing, then made foreign: the need is still seen."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setattr(packages, "site_paths", lambda ctx: (SITE,))
+    monkeypatch.setattr(interpreter, "site_paths", lambda ctx: (SITE,))
     root = tmp_path / "root"
     lib = root / SITE.lstrip("/") / "torch" / "lib" / "libtorch_cuda.so"
     lib.parent.mkdir(parents=True)

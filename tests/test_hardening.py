@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from cudadoctor.checks.driver import parse_visible_devices
 from cudadoctor.checks.findings import Status
+from cudadoctor.checks.visible import parse_visible_devices
 from cudadoctor.envfile import parse_env_file
 from cudadoctor.errors import UsageError
 from cudadoctor.facts.codec import facts_from_json
 from cudadoctor.output import write_text
-from cudadoctor.probes import host, loader, packages
+from cudadoctor.probes import host, interpreter, loader, packages
 from cudadoctor.rootfs import RootFS
 from cudadoctor.testing import run_check
 from tests.conftest import fixture_text, make_ctx
@@ -519,7 +519,7 @@ def test_14_pythonpath_dedup_in_linear_time(tmp_path) -> None:
     def seconds(count: int) -> float:
         ctx = make_ctx(root=str(tmp_path), env={"PYTHONPATH": ":".join(f"/d{i}" for i in range(count))})
         start = time.perf_counter()
-        assert len(packages._existing_dirs(ctx, packages._pythonpath(ctx))) == count
+        assert len(interpreter._existing_dirs(ctx, interpreter._pythonpath(ctx))) == count
         return time.perf_counter() - start
 
     small = min(seconds(n // 4) for _ in range(2))

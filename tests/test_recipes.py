@@ -263,6 +263,10 @@ HEALTHY_IMAGE_SKIPS = {
     "CD403",  # no JAX CUDA plugin installed
     "CD420",  # no flash-attn installed
     "CD421",  # no xformers installed
+    "CD422",
+    "CD423",  # no torchvision or torchaudio installed
+    "CD424",  # no FlashInfer build installed
+    "CD425",  # fewer than two CuPy packages
     "CD501",  # no vLLM installed
     "CD601",  # no TensorRT installed
     "CD701",  # the image sets no NVIDIA_REQUIRE_* variable

@@ -24,8 +24,10 @@ from collections.abc import Iterable
 
 from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     access,
+    archs,
     branches,
     byname,
+    companions,
     container,
     cpu_builds,
     dcgm,
@@ -33,6 +35,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     extensions,
     health,
     kmod,
+    libcuda,
     libraries,
     loader,
     meta,
@@ -40,6 +43,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     packages,
     runtime,
     tensorrt,
+    visible,
     wsl,
 )
 from cudadoctor.checks._base import Check

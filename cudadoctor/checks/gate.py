@@ -1,8 +1,9 @@
 """The last check before a finding is reported: a pip/uv command the compat data says cannot work is
 withheld, and the remediation's text says which and why (principle 10: wrong advice is worse than none).
 
-Only what the data states is a problem (a release, build, index or Python it lists otherwise, or an install
-pip would answer with "Requirement already satisfied"); what it cannot verify is kept. The corpus test
+Only what the data and the facts state is a problem (a release, build, index or Python it lists otherwise, an
+install pip would answer with "Requirement already satisfied", or one that breaks another installed package's
+Requires-Dist pin, naming that package: :mod:`cudadoctor.fixes.pins`); what it cannot verify is kept. The corpus test
 fails on any withheld command, so a builder that makes one is found there, not hidden.
 """
 

@@ -12,6 +12,7 @@ import re
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.reuse import loaded_elsewhere
+from cudadoctor.checks.wheelfix import fitting_build_fix, pinned_wheel
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import HostInfo, InstalledPackage, LoaderView, NeededLibrary
 from cudadoctor.fixes import Install
@@ -91,8 +92,16 @@ def dlopen_commands(need: NeededLibrary, wheel: str) -> tuple[str, ...]:
     return tuple(commands)
 
 
-def _fix(view: LoaderView, need: NeededLibrary) -> tuple[str, tuple[str, ...]]:
-    wheel = wheel_for(need.soname, _cuda_major(view, need.package))
+def _fix(
+    view: LoaderView, need: NeededLibrary, packages: dict[str, InstalledPackage], matrix: CompatMatrix | None
+) -> tuple[str, tuple[str, ...]]:
+    cuda_major = _cuda_major(view, need.package)
+    wheel = wheel_for(need.soname, cuda_major)
+    if wheel:  # at the version an installed package pins; that package's pin of another major: a build that fits it
+        pin = pinned_wheel(wheel, packages)
+        if pin.owner is not None:
+            return fitting_build_fix(need, cuda_major, pin, packages, matrix)
+        wheel = pin.wheel
     same_elsewhere = [p for p in need.other_majors if posixpath.basename(p) == need.soname]
     commands: list[str] = []
     if wheel:
@@ -124,8 +133,10 @@ class CD304(Check):
     nothing installed loads from that wheel first (TensorFlow 2.16.1 registers no GPU, tensorflow#63362), a
     warning when another package does (torch through its RUNPATH: then it works only after that import).
 
-    How to fix: install the wheel that ships that soname (the finding names it) and make its
-    directory visible to the loader, or install the package's build for the libraries you have.
+    How to fix: install the wheel that ships that soname (the finding names it, at the version an installed
+    package pins) and make its directory visible to the loader, or install the package's build for the
+    libraries you have: where another package pins that library at another major (torch's cuDNN 8 beside an
+    onnxruntime-gpu that needs cuDNN 9, microsoft/onnxruntime#22198), the build compat data lists for it.
     """
 
     name = "needed-cuda-libraries-resolve"
@@ -171,9 +182,9 @@ class CD304(Check):
             )
         if unread:
             evidence["not read"] = "; ".join(loader.unread[:4]) if loader else ""
-        text, commands = _fix(loader, first)
+        text, commands = _fix(loader, first, packages or {}, matrix)
         for need in missing[1:]:  # every missing library's wheel, in order, once
-            commands += tuple(c for c in _fix(loader, need)[1] if c not in commands)
+            commands += tuple(c for c in _fix(loader, need, packages or {}, matrix)[1] if c not in commands)
         return Problem("; ".join(parts), evidence, Remediation(text, commands))
 
 

@@ -98,7 +98,8 @@ class CD401(Check):
     category = "python"
 
     def check(self, packages: dict[str, InstalledPackage]) -> Problem | None:
-        unmet = unmet_requirements(packages)
+        # a companion's torch pin is CD422's (with the companion made for the installed torch as its fix)
+        unmet = [(d, r, t) for d, r, t in unmet_requirements(packages) if not _companion_pin(d, r)]
         if not unmet:
             return None
         lines = [
@@ -116,6 +117,13 @@ class CD401(Check):
                 (pip(Install(tuple(parse_pin(p) for p in pins))),),
             ),
         )
+
+
+def _companion_pin(dependent: InstalledPackage, requirement: Requirement) -> bool:
+    """torchvision's / torchaudio's requirement on torch, which CD422 judges."""
+    from cudadoctor.rules.companions import COMPANIONS
+
+    return dependent.name in COMPANIONS and canonical_name(requirement.name) == "torch"
 
 
 def _jax_upgrade(major: object) -> str:

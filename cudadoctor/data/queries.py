@@ -21,6 +21,8 @@ from cudadoctor.data.row import Row
 from cudadoctor.data.row import row as _row
 from cudadoctor.data.rows import (
     BaseOs,
+    CompanionCudaCheck,
+    CompanionRelease,
     CudaError,
     CudaRelease,
     CudnnLoading,
@@ -33,6 +35,8 @@ from cudadoctor.data.rows import (
     ErrorCause,
     ErrorMessage,
     FlashAttnRelease,
+    FlashinferAot,
+    FlashinferPackage,
     ForwardCompat,
     ForwardCompatPackage,
     FrameworkPreload,
@@ -57,6 +61,7 @@ from cudadoctor.data.rows import (
     TorchBundledCudnn,
     TorchInstallForm,
     TorchRelease,
+    TorchTriton,
     TorchVariant,
     UvTorchBackend,
     VllmImage,
@@ -600,6 +605,39 @@ class CompatMatrix:
     def error_sources(self) -> dict[str, str]:
         """The catalogue's source ids and their public URLs."""
         return {str(s["id"]): str(s["url"]) for s in self._table("error_messages").data["meta"]["sources"]}
+
+    # --- torch's companions (compat/companions.toml) -----------------------------------------------------
+
+    def companion_releases(self, package: str) -> tuple[CompanionRelease, ...]:
+        """The releases of ``torchvision`` or ``torchaudio``, newest first (empty for any other name)."""
+        return self._rows("companions", package) if package in ("torchvision", "torchaudio") else ()
+
+    def companion_release(self, package: str, version: Version) -> CompanionRelease | None:
+        """The release of a companion ``version`` is (its public part: ``0.20.1+cu124`` is 0.20.1)."""
+        public = Version(version.public)
+        return next((r for r in self.companion_releases(package) if r.version == public), None)
+
+    def companion_cuda_check(self, package: str, version: Version) -> CompanionCudaCheck | None:
+        """How this companion release compares its CUDA build with torch's at import (None: not in the data)."""
+        public = Version(version.public)
+        rows: tuple[CompanionCudaCheck, ...] = self._rows("companions", "cuda_check")
+        return next((r for r in rows if r.package == package and r.releases.contains(public, prereleases=True)), None)
+
+    @property
+    def torch_tritons(self) -> tuple[TorchTriton, ...]:
+        """The triton requirement of each torch release from 2.0.0 on, newest first."""
+        return self._rows("companions", "torch_triton")
+
+    def flashinfer_aot_loads_into(self, built: str) -> tuple[str, ...]:
+        """The torch minors an AOT ``flashinfer`` wheel built for torch ``built`` (``2.4``) loads into: itself,
+        and those FlashInfer's maintainers name ABI compatible."""
+        rows: tuple[FlashinferAot, ...] = self._rows("companions", "flashinfer_aot")
+        return (built, *(m for r in rows if r.built == built for m in r.loads_into))
+
+    def flashinfer_package(self, name: str) -> FlashinferPackage | None:
+        """A FlashInfer package (``flashinfer-python``, ``flashinfer-cubin``, ``flashinfer-jit-cache``)."""
+        rows: tuple[FlashinferPackage, ...] = self._rows("companions", "flashinfer_package")
+        return next((r for r in rows if r.package == name), None)
 
     # --- the ecosystem (compat/ecosystem.toml) ------------------------------------------------------------
 

@@ -35,6 +35,8 @@ from cudadoctor.facts.model import DriverVersion
 
 __all__ = [
     "LAYOUTS",
+    "CompanionCudaCheck",
+    "CompanionRelease",
     "CudaError",
     "CudaRelease",
     "CudnnLoading",
@@ -48,6 +50,8 @@ __all__ = [
     "ErrorMessage",
     "FlashAttnExclusion",
     "FlashAttnRelease",
+    "FlashinferAot",
+    "FlashinferPackage",
     "ForwardCompat",
     "ForwardCompatPackage",
     "FrameworkPreload",
@@ -74,6 +78,7 @@ __all__ = [
     "TorchBundledCudnn",
     "TorchInstallForm",
     "TorchRelease",
+    "TorchTriton",
     "TorchVariant",
     "VllmImage",
     "VllmImageScheme",
@@ -539,6 +544,8 @@ class OnnxDocsBuild(Row):
     cuda: str  #: as the docs write it ("12.x")
     cudnn: str
     pypi: bool | None = None  #: whether the PyPI wheel is this build (None: the docs do not say)
+    #: the pip index that has this build's wheel where it is not PyPI's (ONNX Runtime's onnxruntime-cuda-12 feed)
+    index: str | None = None
 
 
 @row(kw_only=True)
@@ -592,6 +599,55 @@ class TensorflowRelease(Row):
     python_macos_arm64: tuple[str, ...] = ()  #: … of its macOS arm64 wheels
     python_windows: tuple[str, ...] = ()  #: … of its Windows x86-64 wheels
     and_cuda: Mapping[str, SpecifierSet] = _no_table()  #: the ``[and-cuda]`` extra's pins
+
+
+# --- compat/companions.toml (companions) ------------------------------------------------------------
+
+
+@row(kw_only=True)
+class CompanionRelease(Row):
+    """One torchvision or torchaudio release and the torch requirement of its wheel (None: it requires none)."""
+
+    version: Version
+    torch: SpecifierSet | None = None
+    wheel: str | None = None  #: the wheel file the requirement was read from
+
+
+@row(kw_only=True)
+class CompanionCudaCheck(Row):
+    """How a companion compares its CUDA build with torch's at import, for a range of its releases."""
+
+    package: str
+    releases: SpecifierSet
+    #: ``major``: only a different CUDA major fails; ``minor``: a different major.minor fails too
+    compares: Annotated[str, Pattern(re.compile(r"^(major|minor)$"), "major or minor")]
+    error: str  #: the start of the error it raises, as printed
+
+
+@row(kw_only=True)
+class TorchTriton(Row):
+    """The triton requirement of a torch release's Linux x86_64 wheel."""
+
+    version: Version
+    triton: SpecifierSet
+
+
+@row(kw_only=True)
+class FlashinferAot(Row):
+    """The torch minors an ahead-of-time ``flashinfer`` wheel built for ``built`` also loads into."""
+
+    built: str  #: ``2.4``
+    loads_into: tuple[str, ...]
+
+
+@row(kw_only=True)
+class FlashinferPackage(Row):
+    """One FlashInfer package: its index, the releases read there, the package whose version it must equal."""
+
+    package: str
+    index: str | None = None
+    same_version_as: str | None = None
+    pypi_versions: tuple[Version, ...] = ()  #: the releases with files on PyPI (empty: not on PyPI, or not read)
 
 
 # --- compat/runtime_libraries.toml (runtime-libraries) ---------------------------------------------
@@ -821,6 +877,16 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "onnxruntime_gpu": OnnxruntimeRelease,
                 "cupy": CupyPackage,
                 "tensorflow": TensorflowRelease,
+            }
+        ),
+        "companions": Layout(
+            {
+                "torchvision": CompanionRelease,
+                "torchaudio": CompanionRelease,
+                "cuda_check": CompanionCudaCheck,
+                "torch_triton": TorchTriton,
+                "flashinfer_aot": FlashinferAot,
+                "flashinfer_package": FlashinferPackage,
             }
         ),
         "runtime-libraries": Layout({"load": RuntimeLoad, "driver_open": DriverOpen, "preload": FrameworkPreload}),

@@ -30,6 +30,7 @@ INTERESTING_NAMES = frozenset(
     {
         "torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm",
         "vllm", "flash-attn", "xformers", "deepspeed", "bitsandbytes",
+        "flashinfer", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache",
         "jax", "jaxlib",
         "jax-cuda12-plugin", "jax-cuda13-plugin", "jax-cuda12-pjrt", "jax-cuda13-pjrt",
         "tensorflow", "tf-nightly",

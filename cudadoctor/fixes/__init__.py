@@ -10,8 +10,9 @@ command cudadoctor prints (issue #28).
 - :mod:`~cudadoctor.fixes.releases`: what compat data lists as published (releases, indexes, Pythons);
 - :mod:`~cudadoctor.fixes.parse`: a printed command read back into the model (for the verifier and tests);
 - :mod:`~cudadoctor.fixes.verify`: whether a command names a version, build, index and Python the compat
-  data has, and whether pip would change anything given what is installed; :mod:`~cudadoctor.fixes.machine`
-  asks it for the examined machine;
+  data has, and whether pip would change anything given what is installed; :mod:`~cudadoctor.fixes.pins`
+  whether it breaks another installed package's pin; :mod:`~cudadoctor.fixes.machine` asks both for the
+  examined machine;
 - :mod:`cudadoctor.checks.gate` (the engine's last step) withholds a command that cannot work.
 """
 

@@ -29,4 +29,6 @@ def verify_on(command: Command, matrix: CompatMatrix, facts: Facts) -> Verificat
 
     python = facts.python.version if facts.python is not None else None
     platform = wheel_platform(facts.host.os, facts.host.arch)
-    return verify(command, matrix, installed_versions(facts.packages), python=python, platform=platform)
+    requires = {name: package.requires for name, package in facts.packages.items() if package.requires}
+    installed = installed_versions(facts.packages)
+    return verify(command, matrix, installed, python=python, platform=platform, requires=requires)

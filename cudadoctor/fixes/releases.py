@@ -5,7 +5,7 @@ build of a torch release is (PyTorch's index of its variant, a 1.x links page or
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
@@ -18,10 +18,14 @@ from cudadoctor.record import record
 
 __all__ = [
     "TORCH_STABLE",
+    "PackageBuild",
     "TorchSource",
+    "fitting_build",
     "index_variant",
     "known_source",
     "known_versions",
+    "package_builds",
+    "package_indexes",
     "torch_build_source",
     "wheel_pythons",
 ]
@@ -50,10 +54,12 @@ def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | Non
     """The releases of ``name`` the compat data lists (public versions); None: it has no release list."""
     name = canonical_name(name)
     torch = matrix.torch_releases
-    lists = {
+    lists: dict[str, Callable[[], Iterable[object]]] = {
         "torch": lambda: [r.version for r in torch],
-        "torchvision": lambda: [r.torchvision for r in torch if r.torchvision],
-        "torchaudio": lambda: [r.torchaudio for r in torch if r.torchaudio],
+        "torchvision": lambda: [r.version for r in matrix.companion_releases("torchvision")],
+        "torchaudio": lambda: [r.version for r in matrix.companion_releases("torchaudio")],
+        # the triton releases torch pins exactly (compat/companions.toml; ``~=3.9.0`` names no one release)
+        "triton": lambda: [s.version for r in matrix.torch_tritons for s in r.triton if s.operator == "=="],
         "vllm": lambda: [r.version for r in matrix.vllm_releases],
         "flash-attn": lambda: [r.version for r in matrix.flash_attn_releases],
         "xformers": lambda: [r.version for r in matrix.xformers_releases],
@@ -63,6 +69,9 @@ def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | Non
     }
     if name in lists:
         return _versions(lists[name]())
+    flashinfer = matrix.flashinfer_package(name) if name.startswith("flashinfer-") else None
+    if flashinfer is not None and flashinfer.pypi_versions:
+        return flashinfer.pypi_versions
     if name == "tensorrt" or re.fullmatch(r"tensorrt-cu\d+", name):
         return _versions(r.version for r in matrix.tensorrt_releases if name == "tensorrt" or name in r.packages)
     cupy = matrix.cupy_package(name)
@@ -145,3 +154,56 @@ def torch_build_source(matrix: CompatMatrix, release: TorchRelease, variant: str
     if default is not None and variant == f"cu{default.major}{default.minor}":
         return TorchSource("pypi", local_tag=())
     return None
+
+
+@record
+class PackageBuild:
+    """One build of a release of a package: the CUDA major it was built for, the majors of the libraries it loads
+    (``("cudnn", 8)``), and the index that has it (None: PyPI)."""
+
+    version: Version
+    cuda_major: int
+    libraries: tuple[tuple[str, int], ...] = ()
+    index_url: str | None = None
+
+
+def _major(text: str) -> int | None:
+    head = text.split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _onnxruntime_builds(matrix: CompatMatrix) -> list[PackageBuild]:
+    """onnxruntime-gpu: each release's PyPI wheel, and the builds the CUDA EP page lists on another index."""
+    out = []
+    for row in matrix.onnxruntime_releases:
+        if row.cuda_major is not None:
+            cudnn = (("cudnn", row.cudnn_major),) if row.cudnn_major is not None else ()
+            out.append(PackageBuild(row.version, row.cuda_major, cudnn))
+        for build in row.docs_builds:
+            cuda, cudnn_major = _major(build.cuda), _major(build.cudnn)
+            if build.index and cuda is not None and cudnn_major is not None:
+                out.append(PackageBuild(row.version, cuda, (("cudnn", cudnn_major),), build.index))
+    return out
+
+
+#: the packages whose builds compat data lists with what each loads, and where each is
+_BUILDS = {"onnxruntime-gpu": _onnxruntime_builds}
+
+
+def package_builds(matrix: CompatMatrix, name: str) -> tuple[PackageBuild, ...]:
+    """The builds of ``name``'s releases compat data lists with the CUDA and library majors they need; empty for a
+    package it lists none of."""
+    reader = _BUILDS.get(canonical_name(name))
+    return tuple(reader(matrix)) if reader is not None else ()
+
+
+def package_indexes(matrix: CompatMatrix) -> dict[str, str]:
+    """Index URL (without a trailing ``/``) -> the package compat data lists builds of there, other than PyPI."""
+    return {b.index_url.rstrip("/"): name for name in _BUILDS for b in package_builds(matrix, name) if b.index_url}
+
+
+def fitting_build(matrix: CompatMatrix, name: str, cuda_major: int, library: str, major: int) -> PackageBuild | None:
+    """The newest build of ``name`` for CUDA ``cuda_major`` that loads ``library`` of ``major`` (cuDNN 8 where
+    another package pins cuDNN 8), PyPI's where a release has it on both; None when compat data lists none."""
+    fits = [b for b in package_builds(matrix, name) if b.cuda_major == cuda_major and (library, major) in b.libraries]
+    return max(fits, key=lambda b: (b.version, b.index_url is None), default=None)

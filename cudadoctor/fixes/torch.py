@@ -19,6 +19,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
 from cudadoctor.fixes.build import install_from
 from cudadoctor.fixes.model import Install, Pin
+from cudadoctor.rules.companions import companion_for_torch
 
 __all__ = ["torch_build_install", "torch_default_tag"]
 
@@ -43,7 +44,7 @@ def torch_build_install(
         return None
     pins = []
     for name in ("torch", "torchvision", "torchaudio"):
-        version = release.version if name == "torch" else getattr(release, name)
+        version = release.version if name == "torch" else companion_for_torch(release, name)
         if version is not None and (name == "torch" or name in installed):
             local = f"+{variant}" if name in source.local_tag else ""
             pins.append(Pin.exact(name, f"{version}{local}"))

@@ -1,5 +1,6 @@
-"""Whether a fix command works: it names a version, build, index and Python the compat data has, and pip
-would change something given what is installed (principle 10: a fix is a command that works).
+"""Whether a fix command works: it names a version, build, index and Python the compat data has, pip would
+change something given what is installed, and it keeps the pins of the installed packages it does not move
+(:mod:`cudadoctor.fixes.pins`; principle 10: a fix is a command that works).
 
 :func:`verify` is pure over the command model, the :class:`~cudadoctor.data.CompatMatrix` and the installed
 versions. Each finding is a *problem* (the command names something the data says does not exist, or would
@@ -14,19 +15,22 @@ installed distribution that satisfies the requirement is kept ("Requirement alre
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.fixes.model import Command, Install, Pin, Steps, Uninstall
+from cudadoctor.fixes.pins import broken_pins, pin_spec, pin_version
 from cudadoctor.fixes.releases import (
     TORCH_STABLE,
     index_variant,
     known_source,
     known_versions,
+    package_builds,
+    package_indexes,
     torch_build_source,
     wheel_pythons,
 )
@@ -50,32 +54,14 @@ class Verification:
         return not self.problems and not self.unverified
 
 
-def _spec(pin: Pin) -> SpecifierSet | None:
-    try:
-        return SpecifierSet(pin.spec)
-    except InvalidSpecifier:
-        return None
-
-
-def _pin_version(pin: Pin) -> Version | None:
-    text = pin.version
-    if text is None and pin.url is not None:
-        parts = pin.url.rsplit("/", 1)[-1].split("-")
-        text = parts[1] if len(parts) > 2 else None
-    try:
-        return Version(text) if text else None
-    except InvalidVersion:
-        return None
-
-
 def satisfied(pin: Pin, installed: Mapping[str, Version]) -> bool:
     """Whether pip would keep what is installed for this pin ("Requirement already satisfied")."""
     have = installed.get(canonical_name(pin.name))
     if have is None:
         return False
     if pin.url is not None:
-        return _pin_version(pin) == have
-    spec = _spec(pin)
+        return pin_version(pin) == have
+    spec = pin_spec(pin)
     return spec is not None and spec.contains(have, prereleases=True)
 
 
@@ -94,8 +80,8 @@ def _release_problems(matrix: CompatMatrix, pin: Pin, installed: Mapping[str, Ve
         return [], [f"{pin.name}: compat data has no release list"]
     if not pin.spec and pin.url is None:
         return [], []
-    wanted = _pin_version(pin)
-    spec = SpecifierSet(f"=={wanted.public}") if wanted is not None else _spec(pin)
+    wanted = pin_version(pin)
+    spec = SpecifierSet(f"=={wanted.public}") if wanted is not None else pin_spec(pin)
     have = installed.get(canonical_name(pin.name))
     known = (*known, Version(have.public)) if have is not None else known  # what is installed was released
     if spec is None:
@@ -109,7 +95,7 @@ def _torch_build_problems(
     matrix: CompatMatrix, pin: Pin, command: Install, python: Version | None, platform: str
 ) -> list[str]:
     """torch: the release has the build the command takes from where it takes it, for this Python."""
-    version = _pin_version(pin)
+    version = pin_version(pin)
     release = matrix.torch_release(version) if version is not None else None
     if version is None or release is None:
         return []  # no release: named by _release_problems
@@ -136,7 +122,7 @@ def _python_problems(matrix: CompatMatrix, pin: Pin, python: Version | None, pla
     """A release whose wheels the data says do not install on this Python (its tags, its Requires-Python)."""
     from cudadoctor.rules.wheels import python_has_wheels
 
-    version = _pin_version(pin)
+    version = pin_version(pin)
     found = wheel_pythons(matrix, pin.name, Version(version.public), platform) if version and python else None
     if found is None or python is None:
         return []
@@ -150,7 +136,7 @@ def _python_problems(matrix: CompatMatrix, pin: Pin, python: Version | None, pla
 def _companion_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> list[str]:
     """torchvision/torchaudio from PyTorch's index: the release paired with a torch that has that build
     (*inferred*: the companions are published on the same indexes as the torch they pair with)."""
-    version = _pin_version(pin)
+    version = pin_version(pin)
     tag = index_variant(matrix, command.index_url) if command.index_url else None
     if version is None or tag is None:
         return []
@@ -160,12 +146,23 @@ def _companion_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> lis
     return []
 
 
+def _build_index_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> list[str]:
+    """A release taken from an index compat data lists builds of that package on: it has a build there."""
+    url = (command.index_url or "").rstrip("/")
+    version = pin_version(pin)
+    if not url or package_indexes(matrix).get(url) != canonical_name(pin.name) or version is None:
+        return []
+    there = {b.version for b in package_builds(matrix, pin.name) if (b.index_url or "").rstrip("/") == url}
+    return [] if Version(version.public) in there else [f"{pin.text}: compat data lists no build of it on {url}"]
+
+
 def _index_problems(matrix: CompatMatrix, command: Install) -> tuple[list[str], list[str]]:
     problems, unverified = [], []
     # the index plain ``tensorrt`` pulls from, NVIDIA's (compat/tensorrt.toml ``plain_tensorrt_index``)
     nvidia = {r.plain_tensorrt_index for r in matrix.tensorrt_releases if r.plain_tensorrt_index}
+    others = package_indexes(matrix)  # onnxruntime-gpu's CUDA 12 feed
     for url in (command.index_url, *command.extra_index_urls):
-        if url and not known_source(matrix, url) and url not in nvidia:
+        if url and not known_source(matrix, url) and url not in nvidia and url.rstrip("/") not in others:
             problems.append(f"{url}: no index compat data knows")
     for url in command.find_links:
         if not known_source(matrix, url):
@@ -186,10 +183,11 @@ def _install(
             problems += _torch_build_problems(matrix, pin, command, python, platform)
         else:
             problems += _python_problems(matrix, pin, python, platform)
+            problems += _build_index_problems(matrix, pin, command)
         if name in _COMPANIONS:
             problems += _companion_problems(matrix, pin, command)
         elif name == "xformers" and command.index_url and (tag := index_variant(matrix, command.index_url)):
-            version = _pin_version(pin)
+            version = pin_version(pin)
             row = matrix.xformers_release(Version(version.public)) if version else None
             if row is not None and tag not in matrix.xformers_indexes(row):
                 problems.append(f"{pin.text}: xformers's README names no {tag} index for it")
@@ -206,9 +204,12 @@ def verify(
     *,
     python: Version | None = None,
     platform: str = "linux-x86_64",
+    requires: Mapping[str, Iterable[str]] | None = None,
 ) -> Verification:
     """Problems and unverifiable parts of a command, on a machine with ``installed`` (canonical name ->
-    version), a Python and a platform (``linux-x86_64``, ``linux-aarch64``, ``windows``)."""
+    version), a Python and a platform (``linux-x86_64``, ``linux-aarch64``, ``windows``); with ``requires``
+    (canonical name -> an installed package's Requires-Dist lines that apply), also a version another installed
+    package's requirement excludes (:mod:`cudadoctor.fixes.pins`)."""
     steps = command.steps if isinstance(command, Steps) else (command,)
     have = dict(installed)
     problems: list[str] = []
@@ -223,6 +224,8 @@ def verify(
         problems += found.problems
         unverified += found.unverified
         for pin in step.pins:
-            if (version := _pin_version(pin)) is not None:
+            if (version := pin_version(pin)) is not None:
                 have[canonical_name(pin.name)] = version
+    if requires:
+        problems += broken_pins(command, requires, installed, matrix)
     return Verification(tuple(problems), tuple(unverified))

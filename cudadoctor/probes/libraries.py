@@ -252,9 +252,9 @@ def _site_paths(ctx: ProbeContext) -> tuple[str, ...]:
     """The target interpreter's site-packages directories (owned by the packages probe)."""
     # Imported here: the packages probe owns the interpreter and caches its answer under
     # ctx.once("python.site_paths"); tests replace this function.
-    from cudadoctor.probes import packages
+    from cudadoctor.probes import interpreter
 
-    return tuple(packages.site_paths(ctx))
+    return tuple(interpreter.site_paths(ctx))
 
 
 def _sites(ctx: ProbeContext) -> tuple[str, ...]:

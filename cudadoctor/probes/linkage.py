@@ -415,9 +415,9 @@ def probe_loader_view(ctx: ProbeContext) -> LoaderView | None:
     :param ctx: the probe context.
     :return: None when no shared object of any installed package needs a CUDA library.
     """
-    from cudadoctor.probes import packages  # owns the interpreter and its site directories
+    from cudadoctor.probes import interpreter, packages  # the interpreter, its site directories, its distributions
 
-    sites = tuple(packages.site_paths(ctx))
+    sites = tuple(interpreter.site_paths(ctx))
     # Versions are needed only for NVIDIA's wheels (the copies they ship); names for every distribution.
     installed = {n: _dist_version(d.dir_version) for n, d in packages.distributions(ctx).items()}
     dists = {n: v if n.startswith("nvidia-") else None for n, v in installed.items()}

@@ -48,7 +48,8 @@ from cudadoctor.facts.runtime import (
     RuntimeInfo,
 )
 from cudadoctor.probes.context import ProbeContext
-from cudadoctor.probes.packages import probe_packages, target_python
+from cudadoctor.probes.interpreter import target_python
+from cudadoctor.probes.packages import probe_packages
 from cudadoctor.runner import CommandResult
 
 __all__ = [

@@ -15,6 +15,7 @@ from packaging.version import Version
 from cudadoctor.data.rows import TorchRelease
 from cudadoctor.fixes.build import both_tools, install_from, pins_of
 from cudadoctor.fixes.releases import TorchSource
+from cudadoctor.rules.companions import companion_for_torch
 from cudadoctor.suggest.constraints import Constraints
 
 __all__ = ["ECOSYSTEM", "Install", "configured_index_text", "torch_install", "torch_pins"]
@@ -38,20 +39,21 @@ def torch_pins(release: TorchRelease) -> tuple[tuple[str, str], ...]:
     that accepts the pinned torch, where a later ``pip install torchvision`` could pull another torch.
     torchaudio without a sourced match is left out.
     """
-    pins = [("torch", str(release.version)), ("torchvision", str(release.torchvision or ""))]
-    if release.torchaudio:
-        pins.append(("torchaudio", str(release.torchaudio)))
+    vision, audio = companion_for_torch(release, "torchvision"), companion_for_torch(release, "torchaudio")
+    pins = [("torch", str(release.version)), ("torchvision", str(vision or ""))]
+    if audio:
+        pins.append(("torchaudio", str(audio)))
     return tuple(pins)
 
 
 def _companion_caveats(release: TorchRelease) -> list[str]:
     out = []
-    if release.torchvision is None:
+    if companion_for_torch(release, "torchvision") is None:
         out.append(
             f"no torchvision release pins torch {release.version} exactly (compat/torch.toml); torchvision is "
             "installed in the same command so the resolver picks one that accepts it"
         )
-    if release.torchaudio is None:
+    if companion_for_torch(release, "torchaudio") is None:
         out.append(f"no torchaudio release in compat data matches torch {release.version}; it is left out")
     return out
 

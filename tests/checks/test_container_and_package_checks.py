@@ -147,10 +147,17 @@ def test_cd401_torchvision_built_for_another_torch(h200):
     torchvision = h200.packages["torchvision"]
     assert "torch==2.11.0" in [r.replace(" ", "").replace("(", "").replace(")", "") for r in torchvision.requires]
     torch = replace(h200.packages["torch"], version=Version("2.10.0"))
-    finding = run_check("CD401", replace(h200, packages={**h200.packages, "torch": torch}))
+    facts = replace(h200, packages={**h200.packages, "torch": torch})
+    # the companion's pin is CD422's, whose fix moves torchvision to the release for the installed torch
+    assert run_check("CD401", facts).status is Status.OK
+    finding = run_check("CD422", facts)
     assert finding.status is Status.FAIL
-    assert "torchvision 0.26.0 requires torch==2.11.0, but torch 2.10.0 is installed" in finding.message
-    assert finding.remediation.commands == ("python -m pip install torch==2.11.0",)
+    assert "torchvision 0.26.0" in finding.message and "torch 2.11.0" in finding.evidence["torchvision"]
+    # the H200's torchaudio 2.11.0 was made for torch 2.11 too: both move
+    assert finding.remediation.commands == (
+        "python -m pip install torchvision==0.25.0+cu130 torchaudio==2.10.0+cu130 "
+        "--index-url https://download.pytorch.org/whl/cu130",
+    )
 
 
 def test_cd401_torch_pinned_cudnn_wheel_replaced(h200):

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from cudadoctor.checks.driver import parse_visible_devices
 from cudadoctor.checks.findings import Status
+from cudadoctor.checks.visible import parse_visible_devices
 from cudadoctor.facts.model import (
     DriverReading,
     DriverVersion,

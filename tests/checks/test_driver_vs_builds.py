@@ -6,10 +6,10 @@ from dataclasses import replace
 
 from packaging.version import Version
 
-from cudadoctor.checks.driver import effective_cuda
 from cudadoctor.checks.findings import Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import DriverInfo, DriverReading, DriverVersion, GpuInfo, KernelModule, Source, SourceKind
+from cudadoctor.rules.driver import effective_cuda
 from cudadoctor.testing import run_check
 
 ASSUMED = Source(SourceKind.ASSUMED, "--assume-driver")

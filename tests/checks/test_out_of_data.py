@@ -37,6 +37,7 @@ JUDGED_FROM_FACTS = {
     "sub-libraries and torch 1.x's bundled cuDNN, end could not judge outside the data: test_cudnn_copies.py)",
     "CD303": "the CUDA libraries CuPy/TensorRT find against the major their own name states",
     "CD402": "the torch build's variant against the GPUs present",
+    "CD423": "torchvision's / torchaudio's CUDA build against torch's: the same cuXYZ fits whatever the release",
     "CD701": "the driver's own CUDA (99.0) meets `cuda>=13.0` of the image's NVIDIA_REQUIRE_CUDA: facts against "
     "facts; the GPU-brand data it consults for an older driver ends could not judge outside the data "
     "(test_cd701_never_guesses_the_brand_of_an_unknown_gpu)",

@@ -13,7 +13,7 @@ from cudadoctor.checks.findings import Status
 from cudadoctor.checks.loader import wheel_dir
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import InstalledPackage, LinkedFile, LoaderView, NeededLibrary, Source, SourceKind
-from cudadoctor.probes import packages
+from cudadoctor.probes import interpreter
 from cudadoctor.testing import run_check
 from tests.elfwriter import shared_object
 from tests.probes.test_linkage import SITE, dist, need, put, view
@@ -26,7 +26,7 @@ CT2 = f"{SITE}/ctranslate2.libs"
 def tree(tmp_path, monkeypatch):
     """A machine's tree directory whose one site directory is SITE (as tests/probes/test_linkage.py's root)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(packages, "site_paths", lambda ctx: (SITE,))
+    monkeypatch.setattr(interpreter, "site_paths", lambda ctx: (SITE,))
     return tmp_path / "tree"
 
 

@@ -17,7 +17,7 @@ from packaging.version import Version
 from cudadoctor.checks.findings import Status
 from cudadoctor.checks.tensorrt import cudnn_minor_older
 from cudadoctor.facts.model import InstalledPackage, Source, SourceKind
-from cudadoctor.probes import packages
+from cudadoctor.probes import interpreter
 from cudadoctor.testing import run_check
 from tests.elfwriter import shared_object
 from tests.probes.test_linkage import SITE, dist, need, put, view
@@ -32,7 +32,7 @@ RUNPATH = ["$ORIGIN", "$ORIGIN/../nvidia/cuda_runtime/lib", "$ORIGIN/../nvidia/c
 @pytest.fixture
 def tree(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(packages, "site_paths", lambda ctx: (SITE,))
+    monkeypatch.setattr(interpreter, "site_paths", lambda ctx: (SITE,))
     return tmp_path / "tree"
 
 

@@ -48,8 +48,8 @@ from typing import Any
 import tomllib
 
 from cudadoctor.gpu_models import load_models, lookup
+from cudadoctor.probes.interpreter import SYS_PATH_SCRIPT
 from cudadoctor.probes.native import LibcudaResult, NvmlDevice, NvmlResult
-from cudadoctor.probes.packages import SYS_PATH_SCRIPT
 from tests.conftest import FakeNative, FakeRunner
 from tests.elfwriter import shared_object
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from cudadoctor.probes import linkage, packages, scancache
+from cudadoctor.probes import interpreter, linkage, packages, scancache
 from tests.conftest import make_ctx
 from tests.elfwriter import shared_object
 
@@ -16,7 +16,7 @@ SITE = "/opt/venv/lib/python3.12/site-packages"
 @pytest.fixture
 def root(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(packages, "site_paths", lambda ctx: (SITE,))
+    monkeypatch.setattr(interpreter, "site_paths", lambda ctx: (SITE,))
     return tmp_path / "root"
 
 

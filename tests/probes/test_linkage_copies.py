@@ -8,7 +8,7 @@ import hashlib
 
 import pytest
 
-from cudadoctor.probes import packages
+from cudadoctor.probes import interpreter
 from tests.elfwriter import shared_object
 from tests.probes.test_linkage import SITE, dist, link, need, put, view
 
@@ -18,7 +18,7 @@ SYSTEM = "/usr/lib/x86_64-linux-gnu"
 @pytest.fixture
 def root(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(packages, "site_paths", lambda ctx: (SITE,))
+    monkeypatch.setattr(interpreter, "site_paths", lambda ctx: (SITE,))
     return tmp_path / "root"
 
 

@@ -15,7 +15,7 @@ import pytest
 from packaging.version import Version
 
 from cudadoctor.facts.model import SourceKind
-from cudadoctor.probes import packages
+from cudadoctor.probes import interpreter, packages
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.rootfs import RootFS
 from tests.conftest import FakeRunner, fixture_path, make_ctx
@@ -115,7 +115,7 @@ def test_parse_requires_txt_turns_sections_into_markers():
 
 
 def test_parse_pyvenv_cfg():
-    cfg = packages.parse_pyvenv_cfg(
+    cfg = interpreter.parse_pyvenv_cfg(
         "home = /usr/bin\nInclude-System-Site-Packages = TRUE\nversion_info = 3.12.3.final.0\n"
     )
     assert cfg == {
@@ -280,7 +280,7 @@ def test_canonical_name_matches_packaging(name):
 def test_virtual_env_with_pyvenv_cfg(fs):
     _h200(fs)
     ctx = make_ctx(env={"VIRTUAL_ENV": H200_VENV})
-    env = packages.target_python(ctx)
+    env = interpreter.target_python(ctx)
     assert env.kind == "venv"
     assert env.chosen_by == "VIRTUAL_ENV"
     assert env.executable == f"{H200_VENV}/bin/python3"
@@ -288,14 +288,14 @@ def test_virtual_env_with_pyvenv_cfg(fs):
     assert env.prefix == H200_VENV
     assert env.site_paths == (H200_SITE,)
     assert env.source.where == f"{H200_VENV}/pyvenv.cfg"
-    assert packages.site_paths(ctx) == (H200_SITE,)
-    assert packages.probe_python(ctx) is env
+    assert interpreter.site_paths(ctx) == (H200_SITE,)
+    assert interpreter.probe_python(ctx) is env
     assert ctx.runner.calls == []
 
 
 def test_virtual_env_without_pyvenv_cfg_uses_the_lib_dirs(fs):
     _h200(fs, cfg=None)
-    env = packages.target_python(make_ctx(env={"VIRTUAL_ENV": H200_VENV}))
+    env = interpreter.target_python(make_ctx(env={"VIRTUAL_ENV": H200_VENV}))
     assert (env.kind, env.version, env.site_paths) == ("venv", Version("3.12"), (H200_SITE,))
     assert env.source.kind is SourceKind.ENV
 
@@ -304,7 +304,7 @@ def test_uv_venv_version_info_and_system_site_packages(fs):
     _h200(fs, cfg="home = /usr/bin\ninclude-system-site-packages = true\nversion_info = 3.12.3\nuv = 0.9.0\n")
     fs.create_dir("/usr/local/lib/python3.12/dist-packages")
     fs.create_dir("/usr/lib/python3/dist-packages")
-    env = packages.target_python(make_ctx(env={"VIRTUAL_ENV": H200_VENV}))
+    env = interpreter.target_python(make_ctx(env={"VIRTUAL_ENV": H200_VENV}))
     assert env.version == Version("3.12.3")
     assert env.site_paths == (
         H200_SITE,
@@ -318,7 +318,7 @@ def test_conda_prefix(fs):
     fs.create_file("/opt/conda/envs/ml/conda-meta/python-dateutil-2.9.0-pyhd8ed1ab_0.json", contents="{}")
     fs.create_file("/opt/conda/envs/ml/bin/python3")
     fs.create_dir("/opt/conda/envs/ml/lib/python3.11/site-packages")
-    env = packages.target_python(make_ctx(env={"CONDA_PREFIX": "/opt/conda/envs/ml"}))
+    env = interpreter.target_python(make_ctx(env={"CONDA_PREFIX": "/opt/conda/envs/ml"}))
     assert (env.kind, env.chosen_by, env.version) == ("conda", "CONDA_PREFIX", Version("3.11.5"))
     assert env.executable == "/opt/conda/envs/ml/bin/python3"
     assert env.site_paths == ("/opt/conda/envs/ml/lib/python3.11/site-packages",)
@@ -328,7 +328,7 @@ def test_stale_virtual_env_is_recorded_and_skipped(fs):
     fs.create_file("/opt/conda/conda-meta/python-3.10.14-h955ad1f_0.json")
     fs.create_dir("/opt/conda/lib/python3.10/site-packages")
     ctx = make_ctx(env={"VIRTUAL_ENV": "/gone/.venv", "CONDA_PREFIX": "/opt/conda"})
-    env = packages.target_python(ctx)
+    env = interpreter.target_python(ctx)
     assert (env.chosen_by, env.kind, env.site_paths) == (
         "CONDA_PREFIX",
         "conda",
@@ -340,7 +340,7 @@ def test_stale_virtual_env_is_recorded_and_skipped(fs):
 def test_virtual_env_wins_over_conda_prefix(fs):
     _h200(fs)
     fs.create_dir("/opt/conda/conda-meta")
-    env = packages.target_python(make_ctx(env={"VIRTUAL_ENV": H200_VENV, "CONDA_PREFIX": "/opt/conda"}))
+    env = interpreter.target_python(make_ctx(env={"VIRTUAL_ENV": H200_VENV, "CONDA_PREFIX": "/opt/conda"}))
     assert env.chosen_by == "VIRTUAL_ENV"
 
 
@@ -368,7 +368,7 @@ def test_this_interpreter_uses_sys_path(fs, monkeypatch):
     monkeypatch.setattr(sys, "prefix", "/venv")
     monkeypatch.setattr(sys, "base_prefix", "/usr")
     monkeypatch.setattr(sys, "executable", "/venv/bin/python")
-    env = packages.target_python(make_ctx())
+    env = interpreter.target_python(make_ctx())
     assert env.chosen_by == "this interpreter"
     assert (env.kind, env.executable, env.prefix) == ("venv", "/venv/bin/python", "/venv")
     assert env.version == Version(".".join(map(str, sys.version_info[:3])))
@@ -396,7 +396,7 @@ def test_pipx_or_uv_tool_install_looks_at_the_python_on_path(fs, monkeypatch, to
     fs.create_dir("/usr/local/lib/python3.12/dist-packages")
     monkeypatch.setattr(sys, "prefix", tool_prefix)
     monkeypatch.setattr(sys, "executable", f"{tool_prefix}/bin/python")
-    env = packages.target_python(make_ctx(env={"PATH": f"/root/.local/bin:{tool_prefix}/bin:/usr/bin:/bin"}))
+    env = interpreter.target_python(make_ctx(env={"PATH": f"/root/.local/bin:{tool_prefix}/bin:/usr/bin:/bin"}))
     assert env.executable == "/usr/bin/python3"
     assert env.kind == "system"
     assert env.chosen_by.startswith("PATH")
@@ -407,7 +407,7 @@ def test_pipx_or_uv_tool_install_looks_at_the_python_on_path(fs, monkeypatch, to
 
 def test_pipx_install_with_no_python_on_path_falls_back_to_itself(fs, monkeypatch):
     monkeypatch.setattr(sys, "prefix", "/home/u/.local/pipx/venvs/cudadoctor")
-    env = packages.target_python(make_ctx(env={"PATH": "/nowhere"}))
+    env = interpreter.target_python(make_ctx(env={"PATH": "/nowhere"}))
     assert env.chosen_by.startswith("this interpreter")
 
 
@@ -434,11 +434,11 @@ def test_python_option_runs_the_interpreter_once(fs):
     fs.create_dir("/opt/other/lib/python3.10/site-packages")
     fs.create_dir("/extra")
     runner = FakeRunner()
-    argv = ["/opt/other/bin/python3", "-I", "-c", packages.SYS_PATH_SCRIPT]
+    argv = ["/opt/other/bin/python3", "-I", "-c", interpreter.SYS_PATH_SCRIPT]
     runner.add(argv, stdout="sitecustomize says hi\n" + _sys_path_json() + "\n")
     ctx = make_ctx(runner=runner, python="/opt/other/bin/python3", env={"PYTHONPATH": "/extra"})
-    env = packages.target_python(ctx)
-    packages.target_python(ctx)  # cached: still one call
+    env = interpreter.target_python(ctx)
+    interpreter.target_python(ctx)  # cached: still one call
     assert runner.calls == [tuple(argv)]
     assert runner.timeouts == [10.0]
     assert (env.chosen_by, env.kind, env.version) == ("--python", "venv", Version("3.10.12"))
@@ -449,7 +449,7 @@ def test_python_option_runs_the_interpreter_once(fs):
 
 
 def test_python_option_script_is_valid_python():
-    compile(packages.SYS_PATH_SCRIPT, "<script>", "exec")
+    compile(interpreter.SYS_PATH_SCRIPT, "<script>", "exec")
 
 
 @pytest.mark.parametrize(
@@ -466,13 +466,13 @@ def test_python_option_failure_falls_back_to_the_layout(fs, stdout, error, retur
     _h200(fs)
     runner = FakeRunner()
     runner.add(
-        [f"{H200_VENV}/bin/python3", "-I", "-c", packages.SYS_PATH_SCRIPT],
+        [f"{H200_VENV}/bin/python3", "-I", "-c", interpreter.SYS_PATH_SCRIPT],
         stdout=stdout,
         error=error,
         returncode=returncode,
     )
     ctx = make_ctx(runner=runner, python=f"{H200_VENV}/bin/python3")
-    env = packages.target_python(ctx)
+    env = interpreter.target_python(ctx)
     assert len(runner.calls) == 1
     assert (env.kind, env.chosen_by, env.site_paths) == ("venv", "--python", (H200_SITE,))
     assert [e.probe for e in ctx.errors] == ["python"]
@@ -482,7 +482,7 @@ def test_python_option_in_root_mode_runs_nothing(fs):
     fs.add_real_directory(fixture_path("h200", "tree", "opt"), target_path="/img/opt", read_only=False)
     fs.create_file(f"/img{H200_VENV}/pyvenv.cfg", contents=PYVENV_CFG)
     runner = FakeRunner()
-    env = packages.target_python(make_ctx(root="/img", runner=runner, python=f"{H200_VENV}/bin/python3"))
+    env = interpreter.target_python(make_ctx(root="/img", runner=runner, python=f"{H200_VENV}/bin/python3"))
     assert runner.calls == []
     assert (env.kind, env.site_paths) == ("venv", (H200_SITE,))
 
@@ -495,7 +495,7 @@ def test_root_mode_takes_the_first_python_on_the_image_path(fs):
     fs.create_dir("/img/opt/venv/lib/python3.11/site-packages")
     fs.create_symlink("/img/opt/venv/lib64", "lib")
     ctx = make_ctx(root="/img", env={"PATH": "/opt/venv/bin:/usr/local/bin:/usr/bin"})
-    env = packages.target_python(ctx)
+    env = interpreter.target_python(ctx)
     assert (env.executable, env.kind, env.chosen_by) == ("/opt/venv/bin/python3", "venv", "PATH")
     assert env.site_paths == ("/opt/venv/lib/python3.11/site-packages",)
 
@@ -505,7 +505,7 @@ def test_root_mode_debian_system_python_default_path(fs):
     fs.create_symlink("/img/usr/bin/python3", "python3.11")
     fs.create_dir("/img/usr/lib/python3/dist-packages")
     fs.create_dir("/img/usr/lib/python3.11")
-    env = packages.target_python(make_ctx(root="/img"))
+    env = interpreter.target_python(make_ctx(root="/img"))
     assert (env.executable, env.kind, env.version, env.prefix) == (
         "/usr/bin/python3",
         "system",
@@ -519,15 +519,15 @@ def test_root_mode_python_image_prefix_usr_local(fs):
     fs.create_file("/img/usr/local/bin/python3.12")
     fs.create_symlink("/img/usr/local/bin/python3", "python3.12")
     fs.create_dir("/img/usr/local/lib/python3.12/site-packages")
-    env = packages.target_python(make_ctx(root="/img", env={"PATH": "/usr/local/bin:/usr/bin"}))
+    env = interpreter.target_python(make_ctx(root="/img", env={"PATH": "/usr/local/bin:/usr/bin"}))
     assert (env.prefix, env.site_paths) == ("/usr/local", ("/usr/local/lib/python3.12/site-packages",))
 
 
 def test_root_mode_without_python(fs):
     fs.create_dir("/img/usr/bin")
     ctx = make_ctx(root="/img")
-    assert packages.probe_python(ctx) is None
-    assert packages.site_paths(ctx) == ()
+    assert interpreter.probe_python(ctx) is None
+    assert interpreter.site_paths(ctx) == ()
     assert packages.probe_packages(ctx) == {}
     assert [e.probe for e in ctx.errors] == ["python"]
 

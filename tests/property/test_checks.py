@@ -6,8 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
-from cudadoctor.checks.driver import parse_visible_devices
 from cudadoctor.checks.meta import parse_assertion
+from cudadoctor.checks.visible import parse_visible_devices
 from cudadoctor.errors import UsageError
 from tests.property.strategies import any_text, assert_one_line, mutated, numberish, pep440_versions, property_settings
 

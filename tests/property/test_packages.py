@@ -12,13 +12,13 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from cudadoctor.probes.interpreter import parse_pyvenv_cfg
 from cudadoctor.probes.packages import (
     canonical_name,
     cuda_variant_from_local,
     cuda_variant_from_name,
     parse_dist_dirname,
     parse_metadata,
-    parse_pyvenv_cfg,
     parse_requires_txt,
     parse_torch_version_py,
 )

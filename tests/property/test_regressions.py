@@ -13,8 +13,8 @@ import json
 import pytest
 
 from cudadoctor.assume import parse_driver_version as parse_assumed_driver
-from cudadoctor.checks.driver import parse_visible_devices
 from cudadoctor.checks.meta import parse_assertion
+from cudadoctor.checks.visible import parse_visible_devices
 from cudadoctor.config import parse_settings
 from cudadoctor.errors import SnapshotError, UsageError
 from cudadoctor.facts.codec import facts_from_json

@@ -11,7 +11,6 @@ from dataclasses import replace
 
 from packaging.version import Version
 
-from cudadoctor.checks.driver import forward_compat
 from cudadoctor.checks.findings import Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import (
@@ -24,6 +23,7 @@ from cudadoctor.facts.model import (
     Source,
     SourceKind,
 )
+from cudadoctor.rules.driver import forward_compat
 from cudadoctor.suggest import Constraints, Gpu, suggest_torch, suggest_vllm
 from cudadoctor.testing import run_check
 

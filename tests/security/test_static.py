@@ -304,11 +304,11 @@ def runner_calls() -> list[tuple[str, ast.Call]]:
 
 def test_every_run_call_is_a_runner_call_with_an_argv_sequence_and_a_timeout() -> None:
     sites = runner_calls()
-    # nvidia-smi (driver), nvcc (toolkit), the --python interpreter (packages), the --deep children (runtime)
+    # nvidia-smi (driver), nvcc (toolkit), the --python interpreter (interpreter), the --deep children (runtime)
     assert {m for m, _ in sites} >= {
         os.path.join("probes", "driver.py"),
         os.path.join("probes", "toolkit.py"),
-        os.path.join("probes", "packages.py"),
+        os.path.join("probes", "interpreter.py"),
         os.path.join("probes", "runtime.py"),
     }
     problems = []

@@ -258,7 +258,8 @@ HEALTHY_IMAGE_SKIPS = {
     "CD202",  # the image has no toolkit to build extensions with
     "CD303",  # no CuPy or TensorRT installed
     "CD304",
-    "CD306",  # the recipe's library files are empty: no shared object needs a CUDA library
+    "CD306",
+    "CD307",  # the recipe's library files are empty: no shared object needs a CUDA library
     "CD403",  # no JAX CUDA plugin installed
     "CD420",  # no flash-attn installed
     "CD421",  # no xformers installed

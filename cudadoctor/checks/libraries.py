@@ -17,6 +17,7 @@ from collections.abc import Callable
 from packaging.version import InvalidVersion, Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
+from cudadoctor.checks.byname import older_copy_symptom
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.hostfix import driver_fixed_by
 from cudadoctor.checks.loader import unread_reason
@@ -282,6 +283,7 @@ def _older_than_wheel(need: NeededLibrary) -> str | None:
         f"{need.package}'s {posixpath.basename(need.needer)} loads {need.soname} {loaded.version} from "
         f"{posixpath.dirname(loaded.path)} ({loaded.via}), older than the {wheel.version} of {wheel.distribution} "
         "it hides"
+        + (f": loading fails with {symptom}" if (symptom := older_copy_symptom(need.soname, loaded.version)) else "")
     )
 
 
@@ -366,8 +368,24 @@ def _unjudged(loader: LoaderView | None, packages: dict[str, InstalledPackage], 
             and matrix.torch_bundled_cudnn(torch.version, torch.cuda_variant or "") is None
         ):
             parts.append(f"the cuDNN torch {torch.version} bundles in torch/lib (not in compat/torch.toml)")
+    parts += [u for need in (loader.needs if loader else ()) if (u := _unversioned_shadow(need))]
     unread = unread_reason(loader)  # a shared object not read may load a library from that directory
     return sorted(set(parts)) + ([unread] if unread else [])
+
+
+def _unversioned_shadow(need: NeededLibrary) -> str | None:
+    """What is unknown when the copy that loads ahead of a pip wheel's has no version in its file name or link target
+    (a copied libnvJitLink.so.12): older or not than the wheel it hides, it cannot be told."""
+    loaded = need.loaded
+    if loaded is None or loaded.version is not None or loaded.distribution is not None or loaded.bundled_by:
+        return None
+    wheel = next((s for s in need.shadowed if s.distribution and s.version is not None), None)
+    if wheel is None:
+        return None
+    return (
+        f"the version of {loaded.path} ({need.soname}, loaded ahead of {wheel.distribution} {wheel.version} through "
+        f"{loaded.via}): neither its file name nor its link target holds one"
+    )
 
 
 def _sublibrary_problems(
@@ -479,6 +497,11 @@ def _loader_finding(
     older += [text for text, _fix in overwritten]
     if not older:
         return None
+    # Where LD_LIBRARY_PATH itself names the newer wheel's folder, after the older copy's (TensorFlow's pip guide
+    # appends it, tensorflow#60750), the fix is that folder first, not the other folder's removal.
+    behind = _wheel_folders_behind(loader)
+    first += [behind[d] for d in dirs if d in behind]
+    dirs = [d for d in dirs if d not in behind]
     commands = (
         tuple(sorted({fix for _text, fix in overwritten}))
         + tuple(
@@ -491,14 +514,28 @@ def _loader_finding(
         "; ".join(sorted(set(older))),
         evidence,
         Remediation(
-            "Take that directory off LD_LIBRARY_PATH (or LD_PRELOAD) so the newer copy the framework ships loads, "
-            "or upgrade the copy it loads; where cuDNN mixes sub-libraries, put the directory of the cuDNN that "
+            "Take that directory off LD_LIBRARY_PATH (or LD_PRELOAD) so the newer copy the framework ships loads "
+            "(where LD_LIBRARY_PATH lists the wheel's folder after it, put that folder first), or upgrade the copy it "
+            "loads; where cuDNN mixes sub-libraries, put the directory of the cuDNN that "
             "loads first on LD_LIBRARY_PATH (or remove the other cuDNN from the loader's path); where another "
             "variant of a pinned wheel overwrote its file, uninstall it and reinstall the pinned wheel.",
             commands,
         ),
         status=Status.FAIL,
     )
+
+
+def _wheel_folders_behind(loader: LoaderView | None) -> dict[str, str]:
+    """Older copy's folder -> the folder of the newer pip wheel copy it hides, where LD_LIBRARY_PATH found that wheel
+    copy too (later in the variable)."""
+    found: dict[str, str] = {}
+    for need in loader.needs if loader else ():
+        if _older_than_wheel(need) is None or need.loaded is None or need.loaded.via != "LD_LIBRARY_PATH":
+            continue
+        newer = [s for s in need.shadowed if s.distribution and s.via == "LD_LIBRARY_PATH" and s.version is not None]
+        if newer:
+            found.setdefault(posixpath.dirname(need.loaded.path), posixpath.dirname(newer[0].path))
+    return found
 
 
 def _wheel_dir_behind(host: HostInfo, copies: tuple[LibraryCopy, ...]) -> Problem | None:

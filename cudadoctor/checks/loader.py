@@ -11,6 +11,7 @@ import re
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
+from cudadoctor.checks.reuse import loaded_elsewhere
 from cudadoctor.checks.wheelfix import fitting_build_fix, pinned_wheel
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import HostInfo, InstalledPackage, LoaderView, NeededLibrary
@@ -224,21 +225,17 @@ def _off_search_path(loader: LoaderView) -> Problem | None:
            and n.loaded.distribution and n.loaded.via.startswith("wheel")]  # fmt: skip
     if not off:
         return None
-    # Directories another package loads from anyway (torch's libcudnn.so.8 through its RUNPATH, or a framework's
-    # preload): a library opened by name from there is found once that package is imported (and, for cuDNN's
-    # sub-libraries, once it has used them).
-    loaded_dirs = {
-        posixpath.dirname(n.loaded.path)
-        for n in loader.needs
-        if n.loaded is not None and not (n.how == "dlopen" and n.loaded.via.startswith("wheel"))
-    }
-    alone = [(n, c) for n, c in off if posixpath.dirname(c.path) not in loaded_dirs]
+    # Copies another package loads anyway (torch's libcublas.so.12 through its RPATH, or a framework's preload): a
+    # library opened by name is found once that package is imported, for that soname only (cuDNN's sub-libraries
+    # load when cuDNN first uses them: CTranslate2#1826).
+    elsewhere = loaded_elsewhere(loader)
+    alone = [(n, c) for n, c in off if (n.soname, c.path) not in elsewhere]
     commands: dict[str, None] = {}
     for need, copy in off:
         commands.update(dict.fromkeys(dlopen_commands(need, copy.distribution or "")[1:]))
     names = ", ".join(sorted({f"{n.soname} ({c.distribution})" for n, c in off}))
     when = (
-        "no installed package loads it first, so it is not found"
+        f"no installed package loads {', '.join(sorted({n.soname for n, _c in alone}))} first, so it is not found"
         if alone
         else "it loads only because another package (torch) has loaded it first: import that one first"
     )

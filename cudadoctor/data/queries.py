@@ -793,6 +793,15 @@ class CompatMatrix:
         """NVIDIA wheel libraries frameworks load by full path when imported (compat/runtime_libraries.toml)."""
         return self._rows("runtime_libraries", "preload")
 
+    def preload_calls_for(self, package: str, version: Version) -> tuple[FrameworkPreload, ...]:
+        """The preloads ``package`` ``version`` offers a program to call (``onnxruntime.preload_dlls()``), which load
+        NVIDIA wheel libraries by full path only when called (compat/runtime_libraries.toml ``when = "on_call"``)."""
+        return tuple(
+            r for r in self.framework_preloads
+            if r.package == package and r.when == "on_call" and r.call
+            and r.versions.contains(version, prereleases=True)
+        )  # fmt: skip
+
     @property
     def driver_opens(self) -> tuple[DriverOpen, ...]:
         """Objects that open the CUDA driver by its unversioned name (compat/runtime_libraries.toml)."""

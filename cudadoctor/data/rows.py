@@ -700,7 +700,8 @@ class FrameworkPreload(Row):
     versions: SpecifierSet  #: the releases the row covers (``>=2.6.0,<2.9.0``)
     #: ``load_failure``: only after its own load failed to find one of them; ``wheel_cudart``: only when its
     #: libcudart came from the ``nvidia/cuda_runtime`` wheel; ``cudart_loaded``: whenever its own libcudart
-    #: loaded, from anywhere; ``always``: whenever it initialises
+    #: loaded, from anywhere; ``always``: whenever it initialises; ``on_call``: only when the program calls ``call``
+    #: (onnxruntime.preload_dlls()): never assumed to have run, named in the fix
     when: PreloadWhen
     #: ``<folder>/lib/<glob>`` under ``nvidia/`` of the first site directory that has it
     libraries: tuple[str, ...]
@@ -713,6 +714,7 @@ class FrameworkPreload(Row):
     requires_package: str | None = None
     requires_versions: SpecifierSet | None = None
     member: str | None = None  #: the wheel member the row was read from (``torch/__init__.py``)
+    call: str | None = None  #: for ``on_call``: what the program calls, before it loads the package's GPU code
 
 
 @row(kw_only=True)

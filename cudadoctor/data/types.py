@@ -42,7 +42,7 @@ BranchDesignation = Annotated[
 YearMonth = Annotated[str, Pattern(re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$"), 'a month ("YYYY-MM")')]
 #: When a framework preloads its NVIDIA wheel libraries (compat/runtime_libraries.toml ``preload``).
 PreloadWhen = Annotated[
-    str, Pattern(re.compile(r"^(load_failure|wheel_cudart|cudart_loaded|always)$"), "a preload condition")
+    str, Pattern(re.compile(r"^(load_failure|wheel_cudart|cudart_loaded|always|on_call)$"), "a preload condition")
 ]
 #: A driver branch ("R580" is written "580"), compared as an integer.
 Branch = Annotated[int, Digits("a driver branch")]

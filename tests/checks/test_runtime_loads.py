@@ -153,7 +153,7 @@ def test_cd304_fails_when_only_a_wheel_off_the_search_path_has_it_and_nothing_lo
                       Version("12.1.3.1"), "nvidia-cublas-cu12")  # fmt: skip
     finding = run_check("CD304", replace(h200, loader=LoaderView(needs=(_dlopen("libcublas.so.12", copy),))))
     assert finding.status is Status.FAIL
-    assert "no installed package loads it first" in (finding.message or "")
+    assert "no installed package loads libcublas.so.12 first" in (finding.message or "")
     assert finding.remediation is not None
     assert finding.remediation.commands == (f"export LD_LIBRARY_PATH={SITE}/nvidia/cublas/lib:$LD_LIBRARY_PATH",)
 

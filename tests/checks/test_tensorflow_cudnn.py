@@ -59,7 +59,10 @@ def test_the_rows_match_the_wheels_read():
     assert [r.sonames for r in rows["2.16.1"] + rows["2.17.1"]] == [("libcudnn.so.8",)] * 2
     assert [r.sonames for r in rows["2.18.0"]] == [("libcudnn.so.9",)]
     assert all(r.object == "tensorflow/libtensorflow_framework.so.2" for rs in rows.values() for r in rs)
-    assert matrix.runtime_loads_for("tensorflow", Version("2.15.1"), "x86_64") == ()  # not read
+    assert matrix.runtime_loads_for("tensorflow", Version("2.13.1"), "x86_64") == ()  # not read
+    # 2.15.x: its framework library's RUNPATH reaches the cuDNN wheel (read from 2.15.0's, compat/notes)
+    (row_215,) = matrix.runtime_loads_for("tensorflow", Version("2.15.1"), "x86_64")
+    assert row_215.sonames == ("libcudnn.so.8",) and "$ORIGIN/../nvidia/cudnn/lib" in row_215.object_runpath
 
 
 def test_2_16_1_does_not_find_the_cudnn_wheel_without_ld_library_path(tree):

@@ -23,6 +23,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from cudadoctor.facts.compile import CompileEnv
 from cudadoctor.facts.health import (
     DcgmDiag,
     DcgmEntityResult,
@@ -624,6 +625,16 @@ class Facts:
             "no nvcc on PATH",
             "NvccInfo or null",
             "the first `nvcc` on PATH",
+        ),
+        default=None,
+    )
+    compile_env: CompileEnv | None = fact(
+        FactSpec(
+            "toolkit",
+            "neither torch 2 nor triton is installed",
+            "CompileEnv or null",
+            "what Triton (torch.compile's GPU compiler) needs: its ptxas, the driver's libcuda by the names it "
+            "looks for, a C compiler and Python.h",
         ),
         default=None,
     )

@@ -23,8 +23,10 @@ compat/notes/triton.md). The probe records what a check needs to replay them for
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
@@ -35,12 +37,16 @@ from cudadoctor.probes import loader
 from cudadoctor.probes.context import ProbeContext
 from cudadoctor.probes.packages import distributions, parse_pyvenv_cfg, target_python
 
+if TYPE_CHECKING:
+    from cudadoctor.data.rows import TritonRelease
+
 __all__ = [
     "TRITON_VARIABLES",
     "find_compiler",
     "parse_ptxas_version",
     "probe_compile_env",
     "python_include_dir",
+    "triton_rows",
 ]
 
 _PROBE = "compile"
@@ -161,15 +167,21 @@ def _ptxas_of(ctx: ProbeContext, path: str, chosen_by: str, role: str, unread: l
     return PtxasBinary(path, chosen_by, True, version, Source(SourceKind.FILE, path), role)
 
 
-def _ptxas(ctx: ProbeContext, name: str, version: Version | None, site: str, unread: list[str]) -> list[PtxasBinary]:
+@functools.cache
+def triton_rows() -> tuple[TritonRelease, ...]:
+    """compat/triton.toml's releases, read once per process (empty when the data cannot be read)."""
     from cudadoctor.data import CompatMatrix
 
+    try:
+        return CompatMatrix(cache_dir=False).triton_releases
+    except CompatDataError:
+        return ()
+
+
+def _ptxas(ctx: ProbeContext, name: str, version: Version | None, site: str, unread: list[str]) -> list[PtxasBinary]:
     row = None
-    if name == "triton" and version is not None:
-        try:
-            row = CompatMatrix(cache_dir=False).triton_release(version)
-        except CompatDataError as exc:
-            ctx.fail(_PROBE, f"compat/triton.toml not read: {exc}", "compat/triton.toml")
+    if name == "triton" and version is not None and not version.local:
+        row = next((r for r in triton_rows() if r.version == version), None)
     found: list[PtxasBinary] = []
     if row is None:  # an unknown release or pytorch-triton: the files of the 3.x layout, then 2.x's, read
         for role, rel in (

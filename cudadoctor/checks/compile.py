@@ -27,7 +27,7 @@ from cudadoctor.rules.compile import libcuda_lookup, ptxas_knows, ptxas_role, sm
 
 if TYPE_CHECKING:
     from cudadoctor.data import CompatMatrix
-    from cudadoctor.data.rows import TritonRelease
+    from cudadoctor.data.rows import GpuArch, TritonRelease
     from cudadoctor.facts.model import (
         DriverInfo,
         GpuInfo,
@@ -181,6 +181,8 @@ def _libcuda_fix(
             text += f" Or point {row.libcuda_env} at it (no root needed)."
             commands.append(f"export {row.libcuda_env}={home}")
     else:
+        # the link goes where Triton looks: a directory it found that holds the soname, else the driver's own
+        home = next((d.path for d in found if d.has_soname), home)
         link = posixpath.join(home, "libcuda.so")
         text = (
             f"{home} holds libcuda.so.1 but not the unversioned libcuda.so that {row.version} needs ({needs}): "
@@ -237,8 +239,8 @@ class CD211(Check):
     compat/gpu_archs.toml; inferred from how CUDA's compilers work).
 
     Why it matters: Triton runs ptxas on every kernel; an older one stops torch.compile with "ptxas fatal : Value
-    'sm_120' is not defined for option 'gpu-name'" on a GPU newer than it
-    (https://github.com/pytorch/pytorch/issues/145702), and a missing one with "RuntimeError: Cannot find ptxas".
+    'sm_121a' is not defined for option 'gpu-name'" on a GPU newer than it
+    (https://github.com/triton-lang/triton/issues/8539), and a missing one with "RuntimeError: Cannot find ptxas".
 
     How to fix: upgrade to a torch whose pinned triton bundles a ptxas that knows the GPU (compat/triton.toml),
     or set TRITON_PTXAS_PATH to the ptxas of a CUDA toolkit new enough (`export
@@ -280,7 +282,7 @@ class CD211(Check):
             if binary.version is None:
                 why = "; ".join(compile_env.unread) or binary.path
                 raise CannotJudge(f"the CUDA release of {binary.path} ({why})")
-            verdict = ptxas_knows(binary.version, matrix.gpu_arch(cc), cc)
+            verdict = ptxas_knows(binary.version, matrix.gpu_arch(cc), cc, _family(matrix, cc))
             evidence[f"GPU {gpu.index} {gpu.name}"] = f"sm_{sm}: {role} {binary.version} ({binary.source})"
             if verdict.is_unknown:
                 raise CannotJudge(verdict.missing)
@@ -304,6 +306,11 @@ class CD211(Check):
         return Problem(
             message, evidence, _ptxas_fix(row, needed, roles, toolkits, matrix, packages or {}, python, gpus)
         )
+
+
+def _family(matrix: CompatMatrix, compute_capability: str) -> GpuArch | None:
+    """The ``X.0`` row of a compute capability's major (8.0 for 8.6)."""
+    return matrix.gpu_arch(compute_capability.split(".")[0] + ".0")
 
 
 def _binary(found: tuple[PtxasBinary, ...], role: str) -> PtxasBinary | None:
@@ -348,7 +355,7 @@ def _ptxas_fix(
                 role = ptxas_role(candidate, sm)
                 version = candidate.ptxas_blackwell if role == "ptxas-blackwell" else candidate.ptxas
                 cc = gpu.compute_capability or ""
-                if version is None or not ptxas_knows(version, matrix.gpu_arch(cc), cc).is_ok:
+                if version is None or not ptxas_knows(version, matrix.gpu_arch(cc), cc, _family(matrix, cc)).is_ok:
                     return False
             return True
 
@@ -380,7 +387,7 @@ class CD212(Check):
     there. Its execute bit is not checked.
 
     Why it matters: without one torch.compile fails on its first GPU call with "RuntimeError: Failed to find C
-    compiler. Please specify via CC environment variable." (https://github.com/pytorch/pytorch/issues/125296),
+    compiler. Please specify via CC environment variable." (https://github.com/apple/ml-cross-entropy/issues/5),
     typical of slim container images (python:3.x-slim, pytorch/pytorch's runtime images).
 
     How to fix: install the distribution's gcc (`apt-get install -y gcc`, `dnf install -y gcc`), or set CC to a
@@ -427,7 +434,7 @@ class CD213(Check):
 
     Why it matters: Triton compiles a C launcher that includes Python.h for every kernel; without the interpreter's
     development headers torch.compile fails with "fatal error: Python.h: No such file or directory"
-    (https://github.com/pytorch/pytorch/issues/111871).
+    (https://github.com/theroyallab/tabbyAPI/issues/453).
 
     How to fix: install the headers of that interpreter: Debian/Ubuntu `pythonX.Y-dev`, Fedora/RHEL
     `python3-devel` for the system's Python; a self-built or downloaded interpreter needs its own include directory.
@@ -460,10 +467,10 @@ class CD213(Check):
         command = None
         version = python.version if python is not None else None
         system = headers.include_dir.startswith("/usr/include/")
-        if system and version is not None:
-            family = distro_family(host.distro)
-            package = f"python{version.major}.{version.minor}-dev" if family == "deb" else "python3-devel"
-            command = _install(host, root_kind, platform, package)
+        # Debian and Ubuntu name the headers per interpreter (pythonX.Y-dev); Fedora/RHEL's python3-devel is only the
+        # default interpreter's, so no command is printed there (the text names the package family).
+        if system and version is not None and distro_family(host.distro) == "deb":
+            command = _install(host, root_kind, platform, f"python{version.major}.{version.minor}-dev")
         if command is not None:
             text = "Install the system interpreter's development headers."
         else:

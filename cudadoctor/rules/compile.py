@@ -103,10 +103,23 @@ def ptxas_role(row: TritonRelease | None, sm: int) -> str:
     return "ptxas"
 
 
-def ptxas_knows(version: Version, arch: GpuArch | None, compute_capability: str) -> Verdict[Version]:
-    """Whether a ptxas of CUDA ``version`` compiles for ``compute_capability`` (see the module docstring)."""
+def ptxas_knows(
+    version: Version, arch: GpuArch | None, compute_capability: str, family: GpuArch | None = None
+) -> Verdict[Version]:
+    """Whether a ptxas of CUDA ``version`` compiles for ``compute_capability`` (see the module docstring).
+
+    Where the table has no first CUDA for the compute capability (8.6, 8.7) but has one for its major's ``X.0``
+    (``family``), a ptxas of a later CUDA major knows it (*inferred*: the minor revisions of an architecture came
+    within the CUDA major that introduced it); an earlier or the same major could not be judged."""
     rule = "ptxas-arch"
     release = Version(f"{version.major}.{version.minor}")
+    if arch is not None and arch.first_cuda is None and family is not None and family.first_cuda is not None:
+        if release.major > family.first_cuda.major and arch.last_cuda_major is None:
+            why = (
+                f"compat/gpu_archs.toml gives compute capability {family.compute_capability} CUDA "
+                f"{family.first_cuda}; its revision {compute_capability} came within CUDA {family.first_cuda.major}"
+            )
+            return fits(rule, why, family.first_cuda, inferred=why)
     if arch is None or arch.first_cuda is None:
         return cannot_judge(rule, f"the first CUDA that compiles for compute capability {compute_capability}")
     why = f"compat/gpu_archs.toml: compute capability {compute_capability} needs CUDA {arch.first_cuda} or newer"

@@ -113,13 +113,14 @@ def ptxas_knows(
     within the CUDA major that introduced it); an earlier or the same major could not be judged."""
     rule = "ptxas-arch"
     release = Version(f"{version.major}.{version.minor}")
-    if arch is not None and arch.first_cuda is None and family is not None and family.first_cuda is not None:
-        if release.major > family.first_cuda.major and arch.last_cuda_major is None:
-            why = (
-                f"compat/gpu_archs.toml gives compute capability {family.compute_capability} CUDA "
-                f"{family.first_cuda}; its revision {compute_capability} came within CUDA {family.first_cuda.major}"
-            )
-            return fits(rule, why, family.first_cuda, inferred=why)
+    first = family.first_cuda if family is not None else None
+    revision = arch is not None and arch.first_cuda is None and arch.last_cuda_major is None
+    if revision and first is not None and release.major > first.major:
+        why = (
+            f"compat/gpu_archs.toml gives compute capability {compute_capability.split('.')[0]}.0 CUDA "
+            f"{first}; its revision {compute_capability} came within CUDA {first.major}"
+        )
+        return fits(rule, why, first, inferred=why)
     if arch is None or arch.first_cuda is None:
         return cannot_judge(rule, f"the first CUDA that compiles for compute capability {compute_capability}")
     why = f"compat/gpu_archs.toml: compute capability {compute_capability} needs CUDA {arch.first_cuda} or newer"

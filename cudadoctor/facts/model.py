@@ -23,7 +23,9 @@ from typing import Any
 
 from packaging.version import Version
 
-from cudadoctor.facts.compile import CompileEnv
+# torch.compile's facts (CD210-CD213) live in their own module; imported here so the codec resolves their
+# annotations in this namespace, and re-exported as part of the model.
+from cudadoctor.facts.compile import CCompiler, CompileEnv, LibcudaDir, PtxasBinary, PythonHeaders
 from cudadoctor.facts.health import (
     DcgmDiag,
     DcgmEntityResult,
@@ -50,6 +52,8 @@ from cudadoctor.record import record
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CCompiler",
+    "CompileEnv",
     "ContainerInfo",
     "CudaWheels",
     "DcgmDiag",
@@ -70,6 +74,7 @@ __all__ = [
     "HostInfo",
     "InstalledPackage",
     "KernelModule",
+    "LibcudaDir",
     "LibcudaFile",
     "LibcudaResolution",
     "LibraryCopy",
@@ -83,7 +88,9 @@ __all__ = [
     "NvidiaModuleState",
     "PciGpu",
     "ProbeError",
+    "PtxasBinary",
     "PythonEnv",
+    "PythonHeaders",
     "RootKind",
     "RootMarker",
     "RuntimeDevice",

@@ -64,6 +64,13 @@ def _row(compile_env: CompileEnv, matrix: CompatMatrix) -> TritonRelease:
     return row
 
 
+def _gpu_machine(driver: DriverInfo | None, gpus: tuple[GpuInfo, ...], root_kind: RootKind | None) -> None:
+    """Triton's launcher is built for NVIDIA GPUs: nothing to judge on a machine with neither a driver nor a GPU,
+    unless the root is an image (the driver comes with the host it runs on)."""
+    if driver is None and not gpus and not is_image(root_kind):
+        raise NotApplicable("no NVIDIA driver or GPU here (and not an image): Triton compiles nothing for a GPU")
+
+
 def _root_prefix(root_kind: RootKind | None, platform: ManagedPlatform | None) -> str:
     """``sudo `` on a host; nothing in an image (a Dockerfile RUN line) or on a managed notebook, which runs as
     root (Colab, Kaggle)."""
@@ -382,7 +389,8 @@ def _install(host: HostInfo, root_kind: RootKind | None, platform: ManagedPlatfo
 class CD212(Check):
     """Triton finds a C compiler for its launcher.
 
-    What it checks: with triton installed, the compiler Triton's `_build` runs for the small C launcher of every
+    What it checks: with triton installed on a machine with an NVIDIA driver or GPU (or in an image root), the
+    compiler Triton's `_build` runs for the small C launcher of every
     kernel: `CC` as given, else `gcc`, else `clang` on PATH (every release 2.0-3.9, compat/notes/triton.md), is
     there. Its execute bit is not checked.
 
@@ -404,8 +412,11 @@ class CD212(Check):
         host: HostInfo,
         root_kind: RootKind | None = None,
         platform: ManagedPlatform | None = None,
+        driver: DriverInfo | None = None,
+        gpus: tuple[GpuInfo, ...] = (),
     ) -> Problem | None:
         name = _triton(compile_env)
+        _gpu_machine(driver, gpus, root_kind)
         cc = compile_env.compiler
         if cc is not None and cc.path is not None:
             return None
@@ -428,7 +439,8 @@ class CD212(Check):
 class CD213(Check):
     """The target interpreter's Python.h is there for Triton's launcher.
 
-    What it checks: with triton installed, whether `Python.h` is in the include directory Triton passes to the
+    What it checks: with triton installed on a machine with an NVIDIA driver or GPU (or in an image root), whether
+    `Python.h` is in the include directory Triton passes to the
     compiler (sysconfig's `include` path of the posix_prefix scheme: `<base prefix>/include/pythonX.Y`; a venv's base
     prefix is the directory above its pyvenv.cfg `home`).
 
@@ -451,8 +463,11 @@ class CD213(Check):
         python: PythonEnv | None = None,
         root_kind: RootKind | None = None,
         platform: ManagedPlatform | None = None,
+        driver: DriverInfo | None = None,
+        gpus: tuple[GpuInfo, ...] = (),
     ) -> Problem | None:
         name = _triton(compile_env)
+        _gpu_machine(driver, gpus, root_kind)
         headers = compile_env.headers
         if headers is None:
             why = "; ".join(u for u in compile_env.unread if u.startswith("Python.h")) or "not looked for"

@@ -203,3 +203,9 @@ def test_ptxas_rule_infers_a_revision_from_its_family() -> None:
     verdict = ptxas_knows(Version("12.4.99"), arch, "8.6", family)
     assert verdict.is_ok and verdict.inferred
     assert ptxas_knows(Version("11.8.89"), arch, "8.6", family).is_unknown
+
+
+def test_cd212_cd213_not_applicable_without_a_driver_or_gpu(h200: Facts) -> None:
+    facts = _facts(h200, _env(compiler=None), driver=None, gpus=())
+    finding = run_check("CD212", facts)
+    assert finding.status is Status.NOT_APPLICABLE and "no NVIDIA driver" in (finding.reason or "")

@@ -119,8 +119,12 @@ class CD210(Check):
         platform: ManagedPlatform | None = None,
         packages: dict[str, InstalledPackage] | None = None,
         python: PythonEnv | None = None,
+        mode: str = "live",
     ) -> Problem | None:
         name = _triton(compile_env)
+        if mode.startswith("root:"):
+            # the NVIDIA Container Toolkit brings the host's libcuda into the container when it starts
+            raise NotApplicable("an image root: the driver's libcuda comes from the host it runs on")
         if driver is None:
             raise NotApplicable("no NVIDIA driver: Triton has no GPU to compile for")
         row = _row(compile_env, matrix)

@@ -209,3 +209,10 @@ def test_cd212_cd213_not_applicable_without_a_driver_or_gpu(h200: Facts) -> None
     facts = _facts(h200, _env(compiler=None), driver=None, gpus=())
     finding = run_check("CD212", facts)
     assert finding.status is Status.NOT_APPLICABLE and "no NVIDIA driver" in (finding.reason or "")
+
+
+def test_cd210_not_applicable_to_an_image_root(h200: Facts) -> None:
+    dirs = (_dir(_LIB, "default"),)
+    facts = _facts(h200, _env("3.4.0", libcuda_dirs=dirs), mode="root:/img")
+    finding = run_check("CD210", facts)
+    assert finding.status is Status.NOT_APPLICABLE and "image root" in (finding.reason or "")

@@ -144,10 +144,11 @@ class CD210(Check):
                 f"(directories: {shown}): torch.compile fails with 'AssertionError: libcuda.so cannot found!'"
             )
         else:
+            flag = "-lcuda" if lookup.needs == "libcuda.so" else f"-l:{lookup.needs}"
             message = (
-                f"{name} links its launcher against {lookup.needs} (-lcuda) and no directory it passes ({shown}), "
-                "LIBRARY_PATH or the linker's default directories holds it: torch.compile fails with "
-                "'/usr/bin/ld: cannot find -lcuda'"
+                f"{name} links its launcher against {lookup.needs} ({flag}) and no directory it passes ({shown}), "
+                f"LIBRARY_PATH or the linker's default directories holds it: torch.compile fails with "
+                f"'/usr/bin/ld: cannot find {flag}'"
             )
         if verdict.inferred:
             evidence["inferred"] = verdict.inferred
@@ -179,10 +180,13 @@ def _libcuda_fix(
     home = dirs[0]
     commands: list[str] = []
     text = ""
-    has_found = bool(found)
-    if failed == "assert" and not has_found:
-        # ldconfig -p names no libcuda: the driver's directory is not in the loader cache (Colab's /usr/lib64-nvidia,
-        # a cache not rebuilt since the driver came).
+    override = next((d for d in found if d.via == "TRITON_LIBCUDA_PATH"), None)
+    if override is not None:  # Triton takes the variable's directory as it is
+        text = f"{row.libcuda_env}={override.path} holds no {needs}: point it at the driver's directory."
+        return Remediation(text, (f"export {row.libcuda_env}={home}",))
+    if failed == "assert" and (not found or needs.endswith(".so.1")):
+        # ldconfig -p names no libcuda (or a stale one): the driver's directory is not in the loader cache (Colab's
+        # /usr/lib64-nvidia, a cache not rebuilt since the driver came).
         text = (
             f"The loader cache does not list the driver's libcuda in {home}: add the directory to the cache "
             "(`ldconfig DIR` adds it until the next full rebuild; a file in /etc/ld.so.conf.d keeps it)."

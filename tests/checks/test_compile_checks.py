@@ -216,3 +216,13 @@ def test_cd210_not_applicable_to_an_image_root(h200: Facts) -> None:
     facts = _facts(h200, _env("3.4.0", libcuda_dirs=dirs), mode="root:/img")
     finding = run_check("CD210", facts)
     assert finding.status is Status.NOT_APPLICABLE and "image root" in (finding.reason or "")
+
+
+def test_cd210_a_triton_libcuda_path_without_the_library(h200: Facts) -> None:
+    # the linker still finds libcuda.so.1 in its default directories: only where they lack it does the link fail
+    fine = (_dir("/nowhere", "TRITON_LIBCUDA_PATH"), _dir(_LIB, "default", so1=True))
+    assert run_check("CD210", _facts(h200, _env("3.6.0", libcuda_dirs=fine))).status is Status.OK
+    dirs = (_dir("/nowhere", "TRITON_LIBCUDA_PATH"), _dir(_LIB, "default"))
+    finding = run_check("CD210", _facts(h200, _env("3.6.0", libcuda_dirs=dirs)))
+    assert finding.status is Status.WARN and "-l:libcuda.so.1" in finding.message
+    assert finding.remediation is not None and finding.remediation.commands[0].startswith("export TRITON_LIBCUDA_PATH=")

@@ -200,7 +200,7 @@ def _libcuda_fix(
         home = next((d.path for d in found if d.has_soname), home)
         link = posixpath.join(home, "libcuda.so")
         text = (
-            f"{home} holds libcuda.so.1 but not the unversioned libcuda.so that {row.version} needs ({needs}): "
+            f"{home} holds libcuda.so.1 but not the unversioned libcuda.so that triton {row.version} needs: "
             "create the link (what the driver's development package installs), then refresh the loader cache."
         )
         commands.append(f"{sudo}ln -s libcuda.so.1 {link} && {sudo}ldconfig")

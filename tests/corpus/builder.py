@@ -276,7 +276,10 @@ def _driver(replay: Replay, env: dict[str, Any]) -> None:
     # LD_LIBRARY_PATH, which the case states).
     lib = str(driver.get("libcuda_dir", lib))
     _lib_with_link(replay, lib, "libcuda", userspace, "1")
-    replay.links[f"{lib}/libcuda.so"] = "libcuda.so.1"
+    # `unversioned_link = false`: no libcuda.so development link beside the soname (a driver installed without it,
+    # as in https://github.com/triton-lang/triton/pull/1981, where creating it was the fix)
+    if driver.get("unversioned_link", True):
+        replay.links[f"{lib}/libcuda.so"] = "libcuda.so.1"
     _lib_with_link(replay, lib, "libnvidia-ml", userspace, "1")
     api = _cuda_api(userspace)
     if userspace != version:

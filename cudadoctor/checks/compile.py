@@ -64,11 +64,15 @@ def _row(compile_env: CompileEnv, matrix: CompatMatrix) -> TritonRelease:
     return row
 
 
-def _gpu_machine(driver: DriverInfo | None, gpus: tuple[GpuInfo, ...], root_kind: RootKind | None) -> None:
-    """Triton's launcher is built for NVIDIA GPUs: nothing to judge on a machine with neither a driver nor a GPU,
-    unless the root is an image (the driver comes with the host it runs on)."""
+def _launcher_built(
+    compile_env: CompileEnv, driver: DriverInfo | None, gpus: tuple[GpuInfo, ...], root_kind: RootKind | None
+) -> str:
+    """The installed Triton, where its launcher gets built: Triton builds it for NVIDIA GPUs, so nothing is judged on
+    a machine with neither a driver nor a GPU, unless the root is an image (the driver comes with the host)."""
+    name = _triton(compile_env)
     if driver is None and not gpus and not is_image(root_kind):
         raise NotApplicable("no NVIDIA driver or GPU here (and not an image): Triton compiles nothing for a GPU")
+    return name
 
 
 def _root_prefix(root_kind: RootKind | None, platform: ManagedPlatform | None) -> str:
@@ -423,8 +427,7 @@ class CD212(Check):
         driver: DriverInfo | None = None,
         gpus: tuple[GpuInfo, ...] = (),
     ) -> Problem | None:
-        name = _triton(compile_env)
-        _gpu_machine(driver, gpus, root_kind)
+        name = _launcher_built(compile_env, driver, gpus, root_kind)
         cc = compile_env.compiler
         if cc is not None and cc.path is not None:
             return None
@@ -474,8 +477,7 @@ class CD213(Check):
         driver: DriverInfo | None = None,
         gpus: tuple[GpuInfo, ...] = (),
     ) -> Problem | None:
-        name = _triton(compile_env)
-        _gpu_machine(driver, gpus, root_kind)
+        name = _launcher_built(compile_env, driver, gpus, root_kind)
         headers = compile_env.headers
         if headers is None:
             why = "; ".join(u for u in compile_env.unread if u.startswith("Python.h")) or "not looked for"

@@ -37,6 +37,9 @@ def _import_every_probe_module() -> None:
     runtime_load_rows()
     framework_preload_rows()  # its preload rows, likewise
     bundled_cudnn_rows()  # compat/torch.toml's bundled_cudnn, likewise
+    from cudadoctor.probes.compile import triton_rows
+
+    triton_rows()  # compat/triton.toml's releases, likewise
 
 
 _import_every_probe_module()

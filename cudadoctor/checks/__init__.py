@@ -28,6 +28,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     branches,
     byname,
     companions,
+    compile,
     container,
     cpu_builds,
     dcgm,

@@ -18,6 +18,7 @@ __all__ = [
     "SUGGEST_TARGETS",
     "assumed_driver",
     "assumed_host",
+    "distro_family",
     "driver_fixed_by",
     "is_image",
     "mismatch_remediation",
@@ -149,3 +150,13 @@ def driver_fixed_by(platform: ManagedPlatform | None) -> str:
         f"The NVIDIA driver here is {platform.name}'s ({platform.source}): it cannot be changed from the notebook or "
         "job."
     )
+
+
+def distro_family(distro: str | None) -> str | None:
+    """``deb`` (Ubuntu, Debian), ``rpm`` (RHEL and its rebuilds, Fedora) or None from os-release's PRETTY_NAME."""
+    name = (distro or "").lower()
+    if any(w in name for w in ("ubuntu", "debian")):
+        return "deb"
+    if any(w in name for w in ("red hat", "rhel", "rocky", "almalinux", "centos", "fedora", "oracle linux")):
+        return "rpm"
+    return None

@@ -10,7 +10,7 @@ import re
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation
-from cudadoctor.checks.hostfix import is_image
+from cudadoctor.checks.hostfix import distro_family, is_image
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.health import HealthInfo
 from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, NvidiaModuleState, PciGpu, RootKind
@@ -50,16 +50,6 @@ def _headers(distro: str | None, family: str) -> str | None:
         if release is None or int(release.group(1)) < _HEADERS_FROM_EL:
             return None
     return _HEADERS[family]
-
-
-def _family(distro: str | None) -> str | None:
-    """``deb`` (Ubuntu, Debian), ``rpm`` (RHEL and its rebuilds, Fedora) or None from os-release's PRETTY_NAME."""
-    name = (distro or "").lower()
-    if any(w in name for w in ("ubuntu", "debian")):
-        return "deb"
-    if any(w in name for w in ("red hat", "rhel", "rocky", "almalinux", "centos", "fedora", "oracle linux")):
-        return "rpm"
-    return None
 
 
 def gpu_names(pci: tuple[PciGpu, ...], matrix: CompatMatrix) -> list[str]:
@@ -190,7 +180,7 @@ def _cause(
         evidence["module file"] = f"{state.nvidia_module_files[0]} (/lib/modules/{release}/modules.dep)"
     if nouveau:
         commands: tuple[str, ...] = ()
-        family = _family(distro)
+        family = distro_family(distro)
         if family is not None:
             commands = (_BLACKLIST, _INITRAMFS[family], "sudo reboot")
         return Problem(
@@ -234,7 +224,7 @@ def _no_module(
     what = f"the user-space driver {user} is installed but " if user else ""
     commands: tuple[str, ...] = ()
     source = _dkms_source(state.dkms_sources, user)
-    family = _family(distro)
+    family = distro_family(distro)
     headers = _headers(distro, family) if family is not None else None
     if state.dkms_registered and headers is not None:
         # dkms(8): autoinstall builds and installs every registered module for the running kernel

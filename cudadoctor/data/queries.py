@@ -65,6 +65,7 @@ from cudadoctor.data.rows import (
     TorchRelease,
     TorchTriton,
     TorchVariant,
+    TritonRelease,
     UvTorchBackend,
     VllmImage,
     VllmImageScheme,
@@ -470,6 +471,22 @@ class CompatMatrix:
     def vllm_linked_cuda(self, release: VllmRelease) -> tuple[int | None, str | None]:
         """(the CUDA major its PyPI wheel links, the CUDA runtime pin of the torch it requires)."""
         return release.cuda_major_linked, release.torch_pypi_cuda_pin
+
+    # --- Triton (compat/triton.toml) ---------------------------------------------------------------------
+
+    @functools.cached_property
+    def triton_releases(self) -> tuple[TritonRelease, ...]:
+        return self._rows("triton", "release")
+
+    def triton_release(self, version: Version) -> TritonRelease | None:
+        """The row of a triton release (its public version: a local build ``3.2.0+git…`` is the release's)."""
+        public = Version(version.public)
+        return next((r for r in self.triton_releases if r.version == public), None)
+
+    def triton_pinned_by(self, torch: Version) -> TritonRelease | None:
+        """The triton release torch's Linux x86_64 wheel pins (the torch release's public version)."""
+        public = Version(torch.public)
+        return next((r for r in self.triton_releases if public in r.torch), None)
 
     # --- TensorRT, cuDNN, NCCL (compat/tensorrt.toml, compat/libraries.toml) -----------------------------------
 

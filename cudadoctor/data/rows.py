@@ -80,6 +80,7 @@ __all__ = [
     "TorchRelease",
     "TorchTriton",
     "TorchVariant",
+    "TritonRelease",
     "VllmImage",
     "VllmImageScheme",
     "VllmRelease",
@@ -412,6 +413,30 @@ class NcclRelease(Row):
     linux_x86_64: Mapping[str, bool] = _no_table()
     yanked: tuple[str, ...] = ()
     pinned_by_torch: tuple[Version, ...] = ()
+
+
+# --- compat/triton.toml (triton-releases) -----------------------------------------------------------
+
+
+@row(kw_only=True)
+class TritonRelease(Row):
+    """One triton release on PyPI: the ptxas its wheel bundles and how it finds libcuda for its launcher."""
+
+    version: Version
+    torch: tuple[Version, ...] = ()  #: torch releases whose Linux x86_64 wheel pins it
+    ptxas: Version  #: the CUDA release of the bundled ptxas (read from the binary)
+    ptxas_file: str  #: where the wheel puts it, below site-packages
+    ptxas_env: str  #: the variable naming a ptxas Triton tries first
+    ptxas_blackwell: Version | None = None  #: the second bundled ptxas, for SM numbers from ``blackwell_from``
+    ptxas_blackwell_file: str | None = None
+    ptxas_blackwell_env: str | None = None
+    blackwell_from: int | None = None  #: the lowest SM number (major*10+minor) given to ``ptxas_blackwell``
+    libcuda_lookup: str  #: ``ldconfig`` (``/sbin/ldconfig -p``) or ``whereis`` (``whereis libcuda.so``)
+    libcuda_cache_match: str | None = None  #: the text an ``ldconfig -p`` line must contain
+    libcuda_dir_needs: str | None = None  #: the file one of the found directories must hold (Triton's assertion)
+    libcuda_link_needs: str  #: the file the launcher's link needs (``libcuda.so`` for ``-lcuda``)
+    libcuda_env: str | None = None  #: the variable that replaces the search with one directory
+    ld_library_path_fallback: bool = False  #: LD_LIBRARY_PATH is searched when ldconfig lists no match
 
 
 # --- compat/cuda_errors.toml (cuda-errors) ---------------------------------------------------------
@@ -872,6 +897,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
         ),
         "vllm-releases": Layout({"release": VllmRelease}),
         "tensorrt-releases": Layout({"release": TensorrtRelease}),
+        "triton-releases": Layout({"release": TritonRelease}),
         "cuda-libraries": Layout(
             {
                 "cudnn": CudnnRelease,

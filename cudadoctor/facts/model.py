@@ -23,6 +23,9 @@ from typing import Any
 
 from packaging.version import Version
 
+# torch.compile's facts (CD210-CD213) live in their own module; imported here so the codec resolves their
+# annotations in this namespace, and re-exported as part of the model.
+from cudadoctor.facts.compile import CCompiler, CompileEnv, LibcudaDir, PtxasBinary, PythonHeaders
 from cudadoctor.facts.health import (
     DcgmDiag,
     DcgmEntityResult,
@@ -49,6 +52,8 @@ from cudadoctor.record import record
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CCompiler",
+    "CompileEnv",
     "ContainerInfo",
     "CudaWheels",
     "DcgmDiag",
@@ -69,6 +74,7 @@ __all__ = [
     "HostInfo",
     "InstalledPackage",
     "KernelModule",
+    "LibcudaDir",
     "LibcudaFile",
     "LibcudaResolution",
     "LibraryCopy",
@@ -82,7 +88,9 @@ __all__ = [
     "NvidiaModuleState",
     "PciGpu",
     "ProbeError",
+    "PtxasBinary",
     "PythonEnv",
+    "PythonHeaders",
     "RootKind",
     "RootMarker",
     "RuntimeDevice",
@@ -624,6 +632,16 @@ class Facts:
             "no nvcc on PATH",
             "NvccInfo or null",
             "the first `nvcc` on PATH",
+        ),
+        default=None,
+    )
+    compile_env: CompileEnv | None = fact(
+        FactSpec(
+            "toolkit",
+            "neither torch 2 nor triton is installed",
+            "CompileEnv or null",
+            "what Triton (torch.compile's GPU compiler) needs: its ptxas, the driver's libcuda by the names it "
+            "looks for, a C compiler and Python.h",
         ),
         default=None,
     )

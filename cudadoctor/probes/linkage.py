@@ -50,6 +50,7 @@ __all__ = [
     "cuda_soname",
     "expand_origin",
     "framework_preloads",
+    "loader_cache",
     "probe_loader_view",
     "record_owner",
     "resolve",
@@ -137,6 +138,13 @@ def _build_plain_search(ctx: ProbeContext) -> tuple[_Search, str]:
     if cache is not None:
         search.cache_index.update(ldcache.by_soname(cache))
     return search, note
+
+
+def loader_cache(ctx: ProbeContext) -> tuple[tuple[ldcache.CacheEntry, ...] | None, tuple[str, ...], str]:
+    """(the ld.so.cache entries, None without a readable cache; the ld.so.conf directories that then stand in for
+    it; where they came from): what ``ldconfig -p`` would print, read once a run with the loader's search."""
+    search, note = _plain_search(ctx)
+    return search.cache, search.conf_dirs, note
 
 
 def resolve_plain(ctx: ProbeContext, soname: str) -> tuple[str, str] | None:

@@ -43,6 +43,7 @@ PROBES: dict[str, Probe] = {
     "visible": Probe(lambda: import_module("cudadoctor.probes.gpus").probe_visible),
     "toolkits": Probe(lambda: import_module("cudadoctor.probes.toolkit").probe_toolkits),
     "nvcc": Probe(lambda: import_module("cudadoctor.probes.toolkit").probe_nvcc, background=True),
+    "compile_env": Probe(lambda: import_module("cudadoctor.probes.compile").probe_compile_env, memo=True),
     "cuda_wheels": Probe(lambda: import_module("cudadoctor.probes.libraries").probe_cuda_wheels, memo=True),
     "cudnn": Probe(lambda: import_module("cudadoctor.probes.libraries").probe_cudnn, memo=True),
     "nccl": Probe(lambda: import_module("cudadoctor.probes.libraries").probe_nccl, memo=True),

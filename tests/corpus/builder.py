@@ -271,8 +271,15 @@ def _driver(replay: Replay, env: dict[str, Any]) -> None:
         # A container without the NVIDIA runtime: nothing of the user-space driver is injected.
         replay.native = FakeNative()
         return
+    # `libcuda_dir`: where the platform puts the user-space driver instead of the multiarch directory, on no
+    # ld.so.conf line (Colab's /usr/lib64-nvidia, https://github.com/pytorch/pytorch/issues/107960, reached through
+    # LD_LIBRARY_PATH, which the case states).
+    lib = str(driver.get("libcuda_dir", lib))
     _lib_with_link(replay, lib, "libcuda", userspace, "1")
-    replay.links[f"{lib}/libcuda.so"] = "libcuda.so.1"
+    # `unversioned_link = false`: no libcuda.so development link beside the soname (a driver installed without it,
+    # as in https://github.com/triton-lang/triton/pull/1981, where creating it was the fix)
+    if driver.get("unversioned_link", True):
+        replay.links[f"{lib}/libcuda.so"] = "libcuda.so.1"
     _lib_with_link(replay, lib, "libnvidia-ml", userspace, "1")
     api = _cuda_api(userspace)
     if userspace != version:
@@ -762,12 +769,52 @@ def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
             _torch_files(replay, site, package, env)
         elif name.lower() == "onnxruntime-gpu":
             _onnxruntime_files(replay, site, version)
+        elif name.lower() in ("triton", "pytorch-triton"):
+            _triton_files(replay, site, package)
         elif name.lower().startswith("nvidia-"):
             before = dict(replay.binaries)
             _nvidia_wheel(replay, site, name.lower(), version)
             written = {p for p, b in replay.binaries.items() if before.get(p) != b}
             _wheel_record(replay, site, dist, name.lower(), version, written)
         _runtime_objects(replay, site, name.lower(), version)
+
+
+def _triton_files(replay: Replay, site: str, package: dict[str, Any]) -> None:
+    """Triton's bundled ptxas where its wheel puts it (compat/triton.toml ``ptxas_file``, ``ptxas_blackwell_file``,
+    read from each release's wheel; 3.x's layout for a release the table lacks, such as a pytorch-triton build).
+    The file holds the version line ``ptxas --version`` prints when the case states (or assumes) it, ``ptxas =
+    "12.8.93"``; otherwise it is empty, as the table versions a release's own binary."""
+    from packaging.version import Version
+
+    from cudadoctor.data import CompatMatrix
+
+    version = str(package["version"])
+    row = CompatMatrix(cache_dir=False).triton_release(Version(version)) if package["name"] == "triton" else None
+    files = [row.ptxas_file, row.ptxas_blackwell_file] if row is not None else ["triton/backends/nvidia/bin/ptxas"]
+    stated = package.get("ptxas")
+    for rel in files:
+        if rel is None:
+            continue
+        text = ""
+        if stated:
+            release = ".".join(str(stated).split(".")[:2])
+            text = f"\0Cuda compilation tools, release {release}, V{stated}\0"
+        replay.binaries[f"{site}/{rel}"] = text.encode("ascii")
+
+
+def _build_tools(replay: Replay, env: dict[str, Any]) -> None:
+    """A C compiler (``/usr/bin/gcc``, as the distribution's gcc package installs it) and the target interpreter's
+    ``Python.h`` (``<base prefix>/include/pythonX.Y``: Debian's pythonX.Y-dev for /usr, a conda prefix's own), present
+    unless the case says ``c_compiler = false`` / ``python_headers = false``."""
+    if env.get("c_compiler", True):
+        replay.files["/usr/bin/gcc"] = ""
+    python = env.get("python")
+    if not python or not env.get("python_headers", True):
+        return
+    xy = ".".join(str(python.get("version", "3.10.12")).split(".")[:2])
+    _executable, prefix, _sites = _site_dirs(python)
+    base = prefix if python.get("kind") == "conda" else "/usr"
+    replay.files[f"{base}/include/python{xy}/Python.h"] = ""
 
 
 def build(case: dict[str, Any]) -> Replay:
@@ -779,6 +826,7 @@ def build(case: dict[str, Any]) -> Replay:
     _toolkits(replay, env)
     _system_libraries(replay, env)
     site = _python(replay, env)
+    _build_tools(replay, env)
     _packages(replay, env, site)
     for name, value in env.get("env", {}).items():
         replay.env[str(name)] = str(value)

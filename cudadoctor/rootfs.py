@@ -211,6 +211,10 @@ class RootFS:
     def read_bytes(self, path: str, limit: int = MAX_READ_BYTES) -> bytes:
         return read_file(self._followed(path), limit)
 
+    def read_tail(self, path: str, limit: int = MAX_READ_BYTES) -> str:
+        """The last ``limit`` bytes of a regular file as text (a log, whose newest lines are at its end)."""
+        return read_file(self._followed(path), limit, tail=True).decode("utf-8", errors="replace")
+
     def _followed(self, path: str) -> str:
         """The host path to open for ``path``: links inside an image root resolved within it."""
         return self.host_path(path) if self.is_live else self.host_path(self.resolve(path))

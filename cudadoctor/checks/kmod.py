@@ -13,7 +13,16 @@ from cudadoctor.checks.findings import Problem, Remediation
 from cudadoctor.checks.hostfix import is_image
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.health import HealthInfo
-from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, NvidiaModuleState, PciGpu, RootKind
+from cudadoctor.facts.model import (
+    DriverInfo,
+    DriverVersion,
+    GpuInfo,
+    HostInfo,
+    KernelLogNote,
+    NvidiaModuleState,
+    PciGpu,
+    RootKind,
+)
 
 __all__ = ["CD136", "gpu_names", "passed_through"]
 
@@ -140,7 +149,7 @@ class CD136(Check):
             evidence["bound to"] = ", ".join(bound)
         if in_container:
             return _host_lacks_module(names, evidence, nvidia_module)
-        return _cause(names, evidence, nvidia_module, driver, host.distro)
+        return _cause(names, evidence, nvidia_module, driver, host.distro, matrix)
 
 
 def _host_lacks_module(names: list[str], evidence: dict[str, str], state: NvidiaModuleState) -> Problem:
@@ -163,7 +172,12 @@ def _host_lacks_module(names: list[str], evidence: dict[str, str], state: Nvidia
 
 
 def _cause(
-    names: list[str], evidence: dict[str, str], state: NvidiaModuleState, driver: DriverInfo | None, distro: str | None
+    names: list[str],
+    evidence: dict[str, str],
+    state: NvidiaModuleState,
+    driver: DriverInfo | None,
+    distro: str | None,
+    matrix: CompatMatrix,
 ) -> Problem:
     """The likeliest cause the files show, most decisive first: no module for this kernel, nouveau, a module that
     did not load."""
@@ -185,6 +199,10 @@ def _cause(
             evidence["DKMS"] = "the nvidia source is registered (/var/lib/dkms/nvidia)"
         if state.dkms_sources:
             evidence["module source"] = ", ".join(f"/usr/src/nvidia-{v}" for v in state.dkms_sources)
+        if state.other_kernels:
+            evidence["other kernels with an nvidia module"] = ", ".join(state.other_kernels) + " (/lib/modules)"
+        elif state.other_kernels == ():
+            evidence["other kernels with an nvidia module"] = "none (/lib/modules/*/modules.dep)"
         return _no_module(subject, evidence, state, user, distro)
     if state.nvidia_module_files:
         evidence["module file"] = f"{state.nvidia_module_files[0]} (/lib/modules/{release}/modules.dep)"
@@ -204,6 +222,18 @@ def _cause(
                 commands,
             ),
         )
+    for note in state.kernel_notes:
+        evidence[f"kernel log ({state.kernel_log})"] = note.line
+    family = _family(distro)
+    refused = _refused(subject, evidence, state, user, distro, matrix)
+    if refused is not None:
+        return refused
+    if _secure_boot_refuses(state):
+        return _secure_boot(subject, evidence, state)
+    if state.kernel_log is None:
+        evidence["kernel log"] = "not readable (" + ", ".join(_LOGS) + "): the driver's own reason is unknown"
+    if state.secure_boot is None:
+        evidence["Secure Boot"] = "unknown (/sys/firmware/efi/efivars not readable)"
     return Problem(
         f"the NVIDIA kernel module is not loaded for {subject}"
         + (" although the module for the running kernel is installed" if state.nvidia_module_files else "")
@@ -273,4 +303,188 @@ def _no_module(
         "nvidia-smi cannot communicate with the NVIDIA driver and CUDA sees no GPU",
         evidence,
         Remediation(text, commands),
+    )
+
+
+#: the kernel logs the probe reads (probes/kmod.py), named where none could be read
+_LOGS = ("/var/log/kern.log", "/var/log/messages", "/var/log/dmesg", "/var/log/syslog")
+#: Ubuntu's precompiled module packages (linux-modules-nvidia-<branch>-<kernel>) install the module under
+#: kernel/nvidia-<branch>/, signed by Canonical, whose key shim trusts (https://ubuntu.com/server/docs/nvidia-drivers-installation):
+#: Secure Boot loads those; a module DKMS or the .run installer built is signed only with a key the user enrolls
+_SIGNED_BY_DISTRIBUTION = "kernel/nvidia-"
+#: the compute capability from which NVIDIA's GPUs need the open kernel modules (Blackwell: "for NVIDIA Grace Hopper
+#: or NVIDIA Blackwell you must use the open-source GPU kernel modules",
+#: https://developer.nvidia.com/blog/nvidia-transitions-fully-towards-open-source-gpu-kernel-modules/)
+_OPEN_ONLY_FROM = (10, 0)
+#: the first compute capability the open kernel modules support (Turing: NVIDIA Driver Installation Guide, "Kernel
+#: Modules", https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html)
+_OPEN_FROM = (7, 5)
+
+
+def _ubuntu(distro: str | None) -> bool:
+    return "ubuntu" in (distro or "").lower()
+
+
+def _branch(state: NvidiaModuleState, user: str | None) -> int | None:
+    """The installed driver's branch: the release the kernel log names, else the user-space driver's, else the
+    only module source's."""
+    unsupported = next((n.release for n in state.kernel_notes if n.kind == "unsupported"), "")
+    version = unsupported or user or (state.dkms_sources[0] if len(state.dkms_sources) == 1 else "")
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _cc(value: str | None) -> tuple[int, int] | None:
+    from cudadoctor.rules.archs import parse_cc
+
+    return parse_cc(value or "")
+
+
+def _legacy_branches(matrix: CompatMatrix) -> str:
+    """``R580 for Maxwell, Pascal and Volta, R470 for Kepler``: the last branch of each architecture the open
+    modules do not support (compat/gpu_archs.toml ``last_driver_branch``)."""
+    names: dict[int, list[str]] = {}
+    for arch in sorted(matrix.gpu_archs.values(), key=lambda a: _cc(a.compute_capability) or (0, 0)):
+        cc = _cc(arch.compute_capability)
+        if arch.last_driver_branch is None or cc is None or cc >= _OPEN_FROM:
+            continue
+        if arch.name not in names.setdefault(arch.last_driver_branch, []):
+            names[arch.last_driver_branch].append(arch.name)
+    return ", ".join(
+        f"R{b} for {' and '.join(n) if len(n) < 3 else ', '.join(n[:-1]) + ' and ' + n[-1]}"
+        for b, n in sorted(names.items(), reverse=True)
+    )
+
+
+def _refused(
+    subject: str,
+    evidence: dict[str, str],
+    state: NvidiaModuleState,
+    user: str | None,
+    distro: str | None,
+    matrix: CompatMatrix,
+) -> Problem | None:
+    """The module refused the GPU, as the kernel log says (the open module on a GPU without GSP, a legacy GPU, a GPU
+    the release does not know) or as compat data shows (the installed branch is older than the GPU's architecture
+    needs, or past its last branch)."""
+    notes = {n.kind: n for n in state.kernel_notes}
+    branch = _branch(state, user)
+    ubuntu = _ubuntu(distro)
+    if "gsp" in notes:
+        last = max((a.last_driver_branch or 0 for a in matrix.gpu_archs.values()), default=0)
+        proprietary = branch if branch is not None and branch <= last else last
+        commands = (f"sudo apt-get install nvidia-driver-{proprietary}", "sudo reboot") if ubuntu and last else ()
+        return Problem(
+            f"the open NVIDIA kernel module refused {subject}: the open modules drive only Turing and newer GPUs "
+            "(they need the GPU's System Processor, GSP), so nvidia-smi cannot communicate with the NVIDIA driver",
+            evidence,
+            Remediation(
+                "Replace the open kernel module with the proprietary one of a branch that still supports this GPU ("
+                f"{_legacy_branches(matrix)}; compat/gpu_archs.toml): on Ubuntu the nvidia-driver-<branch> package "
+                "rather than nvidia-driver-<branch>-open, on RHEL the DNF module stream <branch>-dkms rather than "
+                "<branch>-open; then reboot. Should the kernel log then say the GPU is supported through a legacy "
+                "driver, install that branch instead (NVIDIA Driver Installation Guide, 'Kernel Modules', "
+                "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html).",
+                commands,
+            ),
+        )
+    if "legacy" in notes:
+        legacy = notes["legacy"].release
+        return Problem(
+            f"the installed NVIDIA driver{f' {user}' if user else ''} does not support {subject}: the kernel log says "
+            f"the GPU is supported through the NVIDIA {legacy}.xx legacy drivers, so the module ignores it",
+            evidence,
+            Remediation(
+                f"Install the R{legacy} legacy driver in place of this one (its newest release is on NVIDIA's Unix "
+                "driver archive, https://www.nvidia.com/en-us/drivers/unix.html; on Ubuntu the nvidia-driver-"
+                f"{legacy} package), then reboot.",
+                (f"sudo apt-get install nvidia-driver-{legacy}", "sudo reboot") if ubuntu else (),
+            ),
+        )
+    return _too_new_or_dropped(subject, evidence, state, branch, notes.get("unsupported"), ubuntu, matrix)
+
+
+def _too_new_or_dropped(
+    subject: str,
+    evidence: dict[str, str],
+    state: NvidiaModuleState,
+    branch: int | None,
+    note: KernelLogNote | None,
+    ubuntu: bool,
+    matrix: CompatMatrix,
+) -> Problem | None:
+    """The installed branch does not support a GPU's architecture (CD114's rule on the PCI device's compute
+    capability), with the supported branch that runs every GPU."""
+    from cudadoctor.rules.branches import branches_for_gpus
+    from cudadoctor.rules.driver import driver_supports_gpu
+
+    rows = [matrix.device_for(g.device) for g in state.pci_gpus if g.device]
+    gpus = [(r.name, r.compute_capability) for r in rows if r is not None and r.compute_capability]
+    if branch is None or (not gpus and note is None):
+        return None
+    release = DriverVersion(note.release) if note is not None else DriverVersion(str(branch))
+    verdicts = [driver_supports_gpu(matrix, release, cc, name) for name, cc in gpus]
+    failed = next((v for v in verdicts if v.is_problem), None)
+    if failed is None and note is None:
+        return None
+    if failed is not None:
+        evidence["driver branch"] = f"R{branch}: {failed.observed}; needs {failed.required} (compat/gpu_archs.toml)"
+    fit = next((f for f in branches_for_gpus(matrix, gpus) if f.fits), None) if gpus else None
+    arch = failed.detail if failed is not None else None
+    last = getattr(arch, "last_driver_branch", None)
+    target = last if last is not None and branch > last else (fit.branch.branch if fit is not None else None)
+    open_only = any((_cc(cc) or (0, 0)) >= _OPEN_ONLY_FROM for _n, cc in gpus)
+    package = f"nvidia-driver-{target}" + ("-open" if open_only else "") if target is not None else ""
+    where = f"R{target}" + (" (open kernel modules)" if open_only else "") if target else "a newer branch"
+    return Problem(
+        f"the installed NVIDIA driver (R{branch}) does not support {subject}"
+        + (": the kernel log says this release does not support the GPU" if note is not None else "")
+        + ", so the kernel module does not drive it and nvidia-smi cannot communicate with the NVIDIA driver",
+        evidence,
+        Remediation(
+            f"Install a driver of {where}, which supports every GPU here (compat/gpu_archs.toml; NVIDIA's driver "
+            "README, 'Appendix A. Supported NVIDIA GPU Products', lists each release's GPUs)"
+            + (f": on Ubuntu the {package} package" if package else "")
+            + ", then reboot.",
+            (f"sudo apt-get install {package}", "sudo reboot") if ubuntu and package else (),
+        ),
+    )
+
+
+def _secure_boot_refuses(state: NvidiaModuleState) -> bool:
+    """The kernel log says an unsigned module was refused, or Secure Boot is on and the module is one the user
+    must sign (built by DKMS or the .run installer, not a distribution's signed package)."""
+    if any(n.kind == "unsigned" for n in state.kernel_notes):
+        return state.secure_boot is not False
+    files = state.nvidia_module_files or ()
+    return state.secure_boot is True and not any(f.startswith(_SIGNED_BY_DISTRIBUTION) for f in files)
+
+
+def _secure_boot(subject: str, evidence: dict[str, str], state: NvidiaModuleState) -> Problem:
+    """Secure Boot refuses the module: enroll the key DKMS signs it with, or turn Secure Boot off."""
+    if state.secure_boot:
+        evidence["Secure Boot"] = "enabled (/sys/firmware/efi/efivars/SecureBoot-8be4df61-…: 1)"
+    key = state.signing_key
+    if key:
+        evidence["DKMS signing key"] = key
+    logged = any(n.kind == "unsigned" for n in state.kernel_notes)
+    enroll = (
+        f"Enroll the key DKMS signs the module with as a Machine Owner Key: `sudo mokutil --import {key}` asks for a "
+        "one-time password; at the reboot choose 'Enroll MOK' in the blue MOK Manager screen and enter it. A module "
+        "built before the key existed is unsigned: rebuild it then (`sudo dkms autoinstall`)."
+        if key
+        else "Sign the module with a key enrolled as a Machine Owner Key (DKMS signs what it builds once its key "
+        "exists: /var/lib/shim-signed/mok/MOK.der on Ubuntu, /var/lib/dkms/mok.pub with dkms 3; enroll it with "
+        "`sudo mokutil --import <key>` and a reboot)."
+    )
+    return Problem(
+        f"Secure Boot keeps the NVIDIA kernel module from loading for {subject}: the kernel loads only modules signed "
+        "with an enrolled key"
+        + (", and its log says it refused an unsigned one" if logged else ", and this module is one the user signs"),
+        evidence,
+        Remediation(
+            enroll + " Or turn Secure Boot off in the firmware settings "
+            "(https://wiki.debian.org/SecureBoot#DKMS_and_secure_boot).",
+            (f"sudo mokutil --import {key}", "sudo reboot") if key else (),
+        ),
     )

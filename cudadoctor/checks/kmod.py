@@ -288,11 +288,24 @@ def _no_module(
             "install it with DKMS for the running kernel (with that kernel's headers), then load it."
         )
     elif user:
-        text = (
-            f"Install the kernel module of driver {user} for kernel {release}: the same driver branch as the "
-            "user-space libraries (Ubuntu: the linux-modules-nvidia-<branch>-<flavour> package of this kernel or "
-            "nvidia-dkms-<branch>; RHEL: the driver's kmod or DKMS package), then reboot or `sudo modprobe nvidia`."
+        package = (
+            "the same driver branch as the user-space libraries (Ubuntu: the linux-modules-nvidia-<branch>-<flavour> "
+            "package of this kernel or nvidia-dkms-<branch>; RHEL: the driver's kmod or DKMS package), then reboot or "
+            "`sudo modprobe nvidia`."
         )
+        if state.other_kernels:
+            text = (
+                f"The module was built for kernel {', '.join(state.other_kernels)} only, not for the running "
+                f"{release} (a kernel update with nothing to rebuild it): boot that kernel, or install the kernel "
+                f"module of driver {user} for kernel {release}: " + package
+            )
+        elif state.other_kernels == ():
+            text = (
+                f"The user-space driver {user} was installed without its kernel module (no installed kernel has an "
+                f"nvidia module): install the kernel module of driver {user} for kernel {release}: " + package
+            )
+        else:
+            text = f"Install the kernel module of driver {user} for kernel {release}: " + package
     else:
         text = (
             "Install the NVIDIA driver for this kernel (the NVIDIA Driver Installation Guide's steps for this "

@@ -179,8 +179,9 @@ def _cause(
     distro: str | None,
     matrix: CompatMatrix,
 ) -> Problem:
-    """The likeliest cause the files show, most decisive first: no module for this kernel, nouveau, a module that
-    did not load."""
+    """The likeliest cause the files show, most decisive first: no module for this kernel, nouveau, what the kernel
+    log says the module refused (or compat data shows the branch cannot drive), Secure Boot, a module that did not
+    load for a reason not read."""
     subject = names[0] + (f" and {len(names) - 1} more" if len(names) > 1 else "")
     libcuda = [f for f in (driver.libcuda_files if driver else ()) if f.kind == "driver"]
     user = next((str(f.version) for f in libcuda if f.version), None)
@@ -193,43 +194,57 @@ def _cause(
             ", bound to the GPU" if any(g.driver == "nouveau" for g in state.pci_gpus) else ""
         )
     if release is not None and state.nvidia_module_files == ():
-        evidence["running kernel"] = f"{release} (/proc/sys/kernel/osrelease)"
-        evidence[f"/lib/modules/{release}/modules.dep"] = "lists no nvidia.ko"
-        if state.dkms_registered:
-            evidence["DKMS"] = "the nvidia source is registered (/var/lib/dkms/nvidia)"
-        if state.dkms_sources:
-            evidence["module source"] = ", ".join(f"/usr/src/nvidia-{v}" for v in state.dkms_sources)
-        if state.other_kernels:
-            evidence["other kernels with an nvidia module"] = ", ".join(state.other_kernels) + " (/lib/modules)"
-        elif state.other_kernels == ():
-            evidence["other kernels with an nvidia module"] = "none (/lib/modules/*/modules.dep)"
+        _no_module_evidence(evidence, state, release)
         return _no_module(subject, evidence, state, user, distro)
     if state.nvidia_module_files:
         evidence["module file"] = f"{state.nvidia_module_files[0]} (/lib/modules/{release}/modules.dep)"
     if nouveau:
-        commands: tuple[str, ...] = ()
-        family = _family(distro)
-        if family is not None:
-            commands = (_BLACKLIST, _INITRAMFS[family], "sudo reboot")
-        return Problem(
-            f"the NVIDIA kernel module is not loaded for {subject}: the open-source nouveau driver holds the GPU, so "
-            "nvidia-smi cannot communicate with the NVIDIA driver and CUDA sees no GPU",
-            evidence,
-            Remediation(
-                "Blacklist nouveau (a modprobe.d file with `blacklist nouveau` and `options nouveau modeset=0`), "
-                "rebuild the initramfs (update-initramfs -u on Ubuntu/Debian, dracut --force on RHEL/Fedora) and "
-                "reboot.",
-                commands,
-            ),
-        )
+        return _nouveau(subject, evidence, distro)
     for note in state.kernel_notes:
         evidence[f"kernel log ({state.kernel_log})"] = note.line
-    family = _family(distro)
     refused = _refused(subject, evidence, state, user, distro, matrix)
     if refused is not None:
         return refused
     if _secure_boot_refuses(state):
         return _secure_boot(subject, evidence, state)
+    return _not_loaded(subject, evidence, state)
+
+
+def _no_module_evidence(evidence: dict[str, str], state: NvidiaModuleState, release: str) -> None:
+    """What shows that no module was built for the running kernel, and what was built instead."""
+    evidence["running kernel"] = f"{release} (/proc/sys/kernel/osrelease)"
+    evidence[f"/lib/modules/{release}/modules.dep"] = "lists no nvidia.ko"
+    if state.dkms_registered:
+        evidence["DKMS"] = "the nvidia source is registered (/var/lib/dkms/nvidia)"
+    if state.dkms_sources:
+        evidence["module source"] = ", ".join(f"/usr/src/nvidia-{v}" for v in state.dkms_sources)
+    if state.other_kernels:
+        evidence["other kernels with an nvidia module"] = ", ".join(state.other_kernels) + " (/lib/modules)"
+    elif state.other_kernels == ():
+        evidence["other kernels with an nvidia module"] = "none (/lib/modules/*/modules.dep)"
+
+
+def _nouveau(subject: str, evidence: dict[str, str], distro: str | None) -> Problem:
+    """nouveau holds the GPU: blacklist it, rebuild the initramfs, reboot."""
+    commands: tuple[str, ...] = ()
+    family = _family(distro)
+    if family is not None:
+        commands = (_BLACKLIST, _INITRAMFS[family], "sudo reboot")
+    return Problem(
+        f"the NVIDIA kernel module is not loaded for {subject}: the open-source nouveau driver holds the GPU, so "
+        "nvidia-smi cannot communicate with the NVIDIA driver and CUDA sees no GPU",
+        evidence,
+        Remediation(
+            "Blacklist nouveau (a modprobe.d file with `blacklist nouveau` and `options nouveau modeset=0`), "
+            "rebuild the initramfs (update-initramfs -u on Ubuntu/Debian, dracut --force on RHEL/Fedora) and "
+            "reboot.",
+            commands,
+        ),
+    )
+
+
+def _not_loaded(subject: str, evidence: dict[str, str], state: NvidiaModuleState) -> Problem:
+    """No cause shows in what could be read: load the module, whose refusal says why (and say what was unread)."""
     if state.kernel_log is None:
         evidence["kernel log"] = "not readable (" + ", ".join(_LOGS) + "): the driver's own reason is unknown"
     if state.secure_boot is None:
@@ -247,6 +262,44 @@ def _cause(
             ("sudo modprobe nvidia",) if state.nvidia_module_files else (),
         ),
     )
+
+
+def _no_module_text(state: NvidiaModuleState, source: str | None, user: str | None) -> str:
+    """What to do where no module was built for the running kernel: build the registered or left source, or install
+    the module of the user-space driver's branch (a kernel update, or a user-space driver installed alone)."""
+    release = state.kernel_release
+    if state.dkms_registered:
+        return (
+            "The driver's source is registered with DKMS but was not built for this kernel (often a kernel update "
+            "without its headers): install the running kernel's headers, build it with `sudo dkms autoinstall`, "
+            "then load it."
+        )
+    if source is not None:
+        return (
+            f"The driver's module source is in /usr/src/nvidia-{source} but was not built for this kernel: build and "
+            "install it with DKMS for the running kernel (with that kernel's headers), then load it."
+        )
+    if not user:
+        return (
+            "Install the NVIDIA driver for this kernel (the NVIDIA Driver Installation Guide's steps for this "
+            "distribution, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/), then reboot."
+        )
+    package = (
+        f"install the kernel module of driver {user} for kernel {release}: the same driver branch as the user-space "
+        "libraries (Ubuntu: the linux-modules-nvidia-<branch>-<flavour> package of this kernel or "
+        "nvidia-dkms-<branch>; RHEL: the driver's kmod or DKMS package), then reboot or `sudo modprobe nvidia`."
+    )
+    if state.other_kernels:
+        return (
+            f"The module was built for kernel {', '.join(state.other_kernels)} only, not for the running {release} (a "
+            "kernel update with nothing to rebuild it): boot that kernel, or " + package
+        )
+    if state.other_kernels == ():
+        return (
+            f"The user-space driver {user} was installed without its kernel module (no installed kernel has an "
+            "nvidia module): " + package
+        )
+    return package[0].upper() + package[1:]
 
 
 def _dkms_source(sources: tuple[str, ...], user: str | None) -> str | None:
@@ -276,41 +329,7 @@ def _no_module(
             f"sudo dkms install -m nvidia -v {source}",
             "sudo modprobe nvidia",
         )
-    if state.dkms_registered:
-        text = (
-            "The driver's source is registered with DKMS but was not built for this kernel (often a kernel update "
-            "without its headers): install the running kernel's headers, build it with `sudo dkms autoinstall`, "
-            "then load it."
-        )
-    elif source is not None:
-        text = (
-            f"The driver's module source is in /usr/src/nvidia-{source} but was not built for this kernel: build and "
-            "install it with DKMS for the running kernel (with that kernel's headers), then load it."
-        )
-    elif user:
-        package = (
-            "the same driver branch as the user-space libraries (Ubuntu: the linux-modules-nvidia-<branch>-<flavour> "
-            "package of this kernel or nvidia-dkms-<branch>; RHEL: the driver's kmod or DKMS package), then reboot or "
-            "`sudo modprobe nvidia`."
-        )
-        if state.other_kernels:
-            text = (
-                f"The module was built for kernel {', '.join(state.other_kernels)} only, not for the running "
-                f"{release} (a kernel update with nothing to rebuild it): boot that kernel, or install the kernel "
-                f"module of driver {user} for kernel {release}: " + package
-            )
-        elif state.other_kernels == ():
-            text = (
-                f"The user-space driver {user} was installed without its kernel module (no installed kernel has an "
-                f"nvidia module): install the kernel module of driver {user} for kernel {release}: " + package
-            )
-        else:
-            text = f"Install the kernel module of driver {user} for kernel {release}: " + package
-    else:
-        text = (
-            "Install the NVIDIA driver for this kernel (the NVIDIA Driver Installation Guide's steps for this "
-            "distribution, https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/), then reboot."
-        )
+    text = _no_module_text(state, source, user)
     return Problem(
         f"no NVIDIA kernel module for the running kernel {release}: {what}nothing can drive {subject}, so "
         "nvidia-smi cannot communicate with the NVIDIA driver and CUDA sees no GPU",

@@ -35,9 +35,7 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def read_file(
-    path: str, limit: int, *, allow_stream: bool = False, private: bool = False, tail: bool = False
-) -> bytes:
+def read_file(path: str, limit: int, *, allow_stream: bool = False, private: bool = False, tail: bool = False) -> bytes:
     """At most ``limit`` bytes of the regular file at ``path`` (its last ``limit`` bytes with ``tail``).
 
     Raises :class:`OSError`: ``IsADirectoryError`` for a directory, :class:`NotRegularFile` for a

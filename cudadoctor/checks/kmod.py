@@ -344,10 +344,6 @@ _LOGS = ("/var/log/kern.log", "/var/log/messages", "/var/log/dmesg", "/var/log/s
 #: kernel/nvidia-<branch>/, signed by Canonical, whose key shim trusts (https://ubuntu.com/server/docs/nvidia-drivers-installation):
 #: Secure Boot loads those; a module DKMS or the .run installer built is signed only with a key the user enrolls
 _SIGNED_BY_DISTRIBUTION = "kernel/nvidia-"
-#: the compute capability from which NVIDIA's GPUs need the open kernel modules (Blackwell: "for NVIDIA Grace Hopper
-#: or NVIDIA Blackwell you must use the open-source GPU kernel modules",
-#: https://developer.nvidia.com/blog/nvidia-transitions-fully-towards-open-source-gpu-kernel-modules/)
-_OPEN_ONLY_FROM = (10, 0)
 #: the first compute capability the open kernel modules support (Turing: NVIDIA Driver Installation Guide, "Kernel
 #: Modules", https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html)
 _OPEN_FROM = (7, 5)
@@ -405,7 +401,7 @@ def _refused(
     if "gsp" in notes:
         last = max((a.last_driver_branch or 0 for a in matrix.gpu_archs.values()), default=0)
         proprietary = branch if branch is not None and branch <= last else last
-        commands = (f"sudo apt-get install nvidia-driver-{proprietary}", "sudo reboot") if ubuntu and last else ()
+        commands = (f"sudo apt install nvidia-driver-{proprietary}", "sudo reboot") if ubuntu and last else ()
         return Problem(
             f"the open NVIDIA kernel module refused {subject}: the open modules drive only Turing and newer GPUs "
             "(they need the GPU's System Processor, GSP), so nvidia-smi cannot communicate with the NVIDIA driver",
@@ -430,10 +426,10 @@ def _refused(
                 f"Install the R{legacy} legacy driver in place of this one (its newest release is on NVIDIA's Unix "
                 "driver archive, https://www.nvidia.com/en-us/drivers/unix.html; on Ubuntu the nvidia-driver-"
                 f"{legacy} package), then reboot.",
-                (f"sudo apt-get install nvidia-driver-{legacy}", "sudo reboot") if ubuntu else (),
+                (f"sudo apt install nvidia-driver-{legacy}", "sudo reboot") if ubuntu else (),
             ),
         )
-    return _too_new_or_dropped(subject, evidence, state, branch, notes.get("unsupported"), ubuntu, matrix)
+    return _too_new_or_dropped(subject, evidence, state, branch, notes.get("unsupported"), distro, matrix)
 
 
 def _too_new_or_dropped(
@@ -442,13 +438,14 @@ def _too_new_or_dropped(
     state: NvidiaModuleState,
     branch: int | None,
     note: KernelLogNote | None,
-    ubuntu: bool,
+    distro: str | None,
     matrix: CompatMatrix,
 ) -> Problem | None:
     """The installed branch does not support a GPU's architecture (CD114's rule on the PCI device's compute
     capability), with the supported branch that runs every GPU."""
     from cudadoctor.rules.branches import branches_for_gpus
     from cudadoctor.rules.driver import driver_supports_gpu
+    from cudadoctor.suggest.driver import install_commands, module_flavor
 
     rows = [matrix.device_for(g.device) for g in state.pci_gpus if g.device]
     gpus = [(r.name, r.compute_capability) for r in rows if r is not None and r.compute_capability]
@@ -465,9 +462,10 @@ def _too_new_or_dropped(
     arch = failed.detail if failed is not None else None
     last = getattr(arch, "last_driver_branch", None)
     target = last if last is not None and branch > last else (fit.branch.branch if fit is not None else None)
-    open_only = any((_cc(cc) or (0, 0)) >= _OPEN_ONLY_FROM for _n, cc in gpus)
-    package = f"nvidia-driver-{target}" + ("-open" if open_only else "") if target is not None else ""
-    where = f"R{target}" + (" (open kernel modules)" if open_only else "") if target else "a newer branch"
+    flavor = module_flavor([cc for _n, cc in gpus])
+    commands = install_commands(target, flavor, distro) if target is not None and distro else ()
+    package = f"nvidia-driver-{target}" + ("-open" if flavor == "open" else "") if target is not None else ""
+    where = f"R{target}" + (" (open kernel modules)" if flavor == "open" else "") if target else "a newer branch"
     return Problem(
         f"the installed NVIDIA driver (R{branch}) does not support {subject}"
         + (": the kernel log says this release does not support the GPU" if note is not None else "")
@@ -478,7 +476,7 @@ def _too_new_or_dropped(
             "README, 'Appendix A. Supported NVIDIA GPU Products', lists each release's GPUs)"
             + (f": on Ubuntu the {package} package" if package else "")
             + ", then reboot.",
-            (f"sudo apt-get install {package}", "sudo reboot") if ubuntu and package else (),
+            tuple(c for _where, c in commands[:1]) + (("sudo reboot",) if commands else ()),
         ),
     )
 

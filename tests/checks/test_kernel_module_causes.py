@@ -143,7 +143,7 @@ def test_the_open_module_on_a_pascal_gpu_installs_the_proprietary_module(fs: Any
     assert "the open NVIDIA kernel module refused NVIDIA GPU 10de:1b80" in finding.message
     assert "GPU System Processor (GSP)" in finding.evidence["kernel log (/var/log/kern.log)"]
     assert finding.remediation is not None
-    assert finding.remediation.commands == ("sudo apt-get install nvidia-driver-570", "sudo reboot")
+    assert finding.remediation.commands == ("sudo apt install nvidia-driver-570", "sudo reboot")
     assert "R580 for Maxwell, Pascal and Volta, R470 for Kepler" in finding.remediation.text
 
 
@@ -152,7 +152,7 @@ def test_the_open_module_of_a_branch_past_the_legacy_cut_goes_back_to_the_last_p
     fs.create_file("/var/log/kern.log", contents=GSP_LOG)
     finding = _cd136(_facts())
     assert finding.remediation is not None
-    assert finding.remediation.commands[0] == "sudo apt-get install nvidia-driver-580"
+    assert finding.remediation.commands[0] == "sudo apt install nvidia-driver-580"
 
 
 def test_a_legacy_gpu_names_the_legacy_branch_from_the_kernel_log(fs: Any) -> None:
@@ -167,7 +167,7 @@ def test_a_legacy_gpu_names_the_legacy_branch_from_the_kernel_log(fs: Any) -> No
     assert "supported through the NVIDIA 470.xx legacy drivers" in finding.message
     assert "535.183.01" in finding.message
     assert finding.remediation is not None
-    assert finding.remediation.commands == ("sudo apt-get install nvidia-driver-470", "sudo reboot")
+    assert finding.remediation.commands == ("sudo apt install nvidia-driver-470", "sudo reboot")
 
 
 def test_a_blackwell_gpu_on_r550_is_too_new_from_compat_data_alone(fs: Any) -> None:
@@ -178,7 +178,7 @@ def test_a_blackwell_gpu_on_r550_is_too_new_from_compat_data_alone(fs: Any) -> N
     assert "R570 or newer" in finding.evidence["driver branch"]
     assert finding.remediation is not None
     command = finding.remediation.commands[0]
-    assert command.startswith("sudo apt-get install nvidia-driver-") and command.endswith("-open")
+    assert command.startswith("sudo apt install nvidia-driver-") and command.endswith("-open")
     assert int(command.split("-")[-2]) >= 570
 
 

@@ -384,6 +384,17 @@ def _legacy_branches(matrix: CompatMatrix) -> str:
     )
 
 
+def _install(branch: int, distro: str | None, matrix: CompatMatrix) -> tuple[str, ...]:
+    """The proprietary module of ``branch`` installed on Ubuntu, then a reboot; nothing for a branch NVIDIA's lifecycle
+    no longer supports, whose distribution packages become transitional ones to a newer branch (suggest/driver.py)."""
+    from cudadoctor.rules.branches import supported_branches
+    from cudadoctor.suggest.driver import install_commands
+
+    if not _ubuntu(distro) or branch not in {r.branch for r in supported_branches(matrix)}:
+        return ()
+    return (*(c for _where, c in install_commands(branch, "proprietary", distro)), "sudo reboot")
+
+
 def _refused(
     subject: str,
     evidence: dict[str, str],
@@ -397,11 +408,10 @@ def _refused(
     needs, or past its last branch)."""
     notes = {n.kind: n for n in state.kernel_notes}
     branch = _branch(state, user)
-    ubuntu = _ubuntu(distro)
     if "gsp" in notes:
         last = max((a.last_driver_branch or 0 for a in matrix.gpu_archs.values()), default=0)
         proprietary = branch if branch is not None and branch <= last else last
-        commands = (f"sudo apt install nvidia-driver-{proprietary}", "sudo reboot") if ubuntu and last else ()
+        commands = _install(proprietary, distro, matrix)
         return Problem(
             f"the open NVIDIA kernel module refused {subject}: the open modules drive only Turing and newer GPUs "
             "(they need the GPU's System Processor, GSP), so nvidia-smi cannot communicate with the NVIDIA driver",
@@ -424,9 +434,10 @@ def _refused(
             evidence,
             Remediation(
                 f"Install the R{legacy} legacy driver in place of this one (its newest release is on NVIDIA's Unix "
-                "driver archive, https://www.nvidia.com/en-us/drivers/unix.html; on Ubuntu the nvidia-driver-"
-                f"{legacy} package), then reboot.",
-                (f"sudo apt install nvidia-driver-{legacy}", "sudo reboot") if ubuntu else (),
+                "driver archive, https://www.nvidia.com/en-us/drivers/unix.html), then reboot. A distribution's "
+                "package of a branch NVIDIA ended may be a transitional one to a newer branch that drops this GPU "
+                "(Ubuntu's nvidia-driver-470 installs 535): check what it installs.",
+                _install(int(legacy), distro, matrix),
             ),
         )
     return _too_new_or_dropped(subject, evidence, state, branch, notes.get("unsupported"), distro, matrix)

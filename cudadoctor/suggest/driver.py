@@ -134,8 +134,12 @@ def _option(
     release = str(fit.release) if "." in str(fit.release) else ""
     cuda = matrix.cuda_for_driver(fit.release) if release else None
     commands = install_commands(branch, flavor, distro) if fits else ()
-    if not supported:  # a legacy branch: only Ubuntu's archive is known to keep its packages (nvidia-driver-470)
-        commands = tuple(c for c in commands if c[0] == "Ubuntu")
+    if not supported:
+        # a branch NVIDIA ended: distributions turn its packages into transitional ones to a newer branch (Ubuntu's
+        # nvidia-driver-470 installs 535, https://github.com/linuxmint/mintdrivers/issues/111; 570 became 580,
+        # https://launchpad.net/ubuntu/+source/nvidia-graphics-drivers-570/570.211.01-0ubuntu1.24.04.1), so no
+        # package name is printed: the driver is NVIDIA's last release of the branch (its Unix driver archive)
+        commands = ()
     return DriverOption(branch, label, release, str(cuda or ""), fits, why, supported, commands)
 
 
@@ -206,5 +210,9 @@ def suggest_driver(
             "latest GeForce/RTX production branch"
         )
     if gpus and not any(o.fits and o.supported for o in options):
-        advice.append("no supported branch runs every GPU: a legacy branch gets no fixes (or replace the GPU)")
+        advice.append(
+            "no supported branch runs every GPU: a legacy branch's last release is on NVIDIA's Unix driver archive "
+            f"({_UNIX_ARCHIVE}) and gets no fixes (distributions turn its packages into transitional ones to a newer "
+            "branch that drops the GPU)"
+        )
     return DriverPlan(tuple(g.name for g in gpus), flavor, tuple(options), tuple(advice))

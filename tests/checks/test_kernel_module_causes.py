@@ -136,15 +136,24 @@ def test_unread_firmware_and_log_are_said_not_taken_as_fine(fs: Any) -> None:
 
 
 def test_the_open_module_on_a_pascal_gpu_installs_the_proprietary_module(fs: Any) -> None:
-    _machine(fs, device="0x1b80", dep=DKMS_KO, libcuda="570.133.07")  # a GTX 1080: in no open-modules list
+    _machine(fs, device="0x1b80", dep=DKMS_KO, libcuda="580.95.05")  # a GTX 1080: in no open-modules list
     fs.create_file("/var/log/kern.log", contents=GSP_LOG)
     finding = _cd136(_facts())
     assert finding.status is Status.FAIL
     assert "the open NVIDIA kernel module refused NVIDIA GPU 10de:1b80" in finding.message
     assert "GPU System Processor (GSP)" in finding.evidence["kernel log (/var/log/kern.log)"]
     assert finding.remediation is not None
-    assert finding.remediation.commands == ("sudo apt install nvidia-driver-570", "sudo reboot")
+    assert finding.remediation.commands == ("sudo apt install nvidia-driver-580", "sudo reboot")
     assert "R580 for Maxwell, Pascal and Volta, R470 for Kepler" in finding.remediation.text
+
+
+def test_the_proprietary_module_of_an_ended_branch_is_named_but_no_package_printed(fs: Any) -> None:
+    """Ubuntu turns an ended branch's packages into transitional ones to a newer branch (570 -> 580)."""
+    _machine(fs, device="0x1b80", dep=DKMS_KO, libcuda="570.133.07")
+    fs.create_file("/var/log/kern.log", contents=GSP_LOG)
+    finding = _cd136(_facts())
+    assert finding.remediation is not None and finding.remediation.commands == ()
+    assert "the open NVIDIA kernel module refused" in finding.message
 
 
 def test_the_open_module_of_a_branch_past_the_legacy_cut_goes_back_to_the_last_proprietary_branch(fs: Any) -> None:
@@ -167,7 +176,8 @@ def test_a_legacy_gpu_names_the_legacy_branch_from_the_kernel_log(fs: Any) -> No
     assert "supported through the NVIDIA 470.xx legacy drivers" in finding.message
     assert "535.183.01" in finding.message
     assert finding.remediation is not None
-    assert finding.remediation.commands == ("sudo apt install nvidia-driver-470", "sudo reboot")
+    assert finding.remediation.commands == ()  # Ubuntu's nvidia-driver-470 is now a transitional package to 535
+    assert "Install the R470 legacy driver" in finding.remediation.text
 
 
 def test_a_blackwell_gpu_on_r550_is_too_new_from_compat_data_alone(fs: Any) -> None:

@@ -91,19 +91,28 @@ class CD136(Check):
 
     What it checks: where /sys/bus/pci/devices shows an NVIDIA display or 3D controller, whether the nvidia
     kernel module is loaded (/sys/module/nvidia, /proc/driver/nvidia/version); when it is not, which cause the
-    files show: nouveau loaded (/sys/module/nouveau) or bound to the GPU, no nvidia module for the running kernel
-    (/lib/modules/$(uname -r)/modules.dep, which modprobe reads), or the module there but not loaded. Only on a
-    host's own system (a container shares the host's kernel: there it says the host lacks the module); never
-    where NVML answered, and not for GPUs bound to vfio-pci (passed through to a virtual machine).
+    files show, most decisive first: no nvidia module for the running kernel (/lib/modules/$(uname -r)/modules.dep,
+    which modprobe reads; the other installed kernels that have one tell a kernel update from a user-space driver
+    installed without its module), nouveau loaded (/sys/module/nouveau) or bound to the GPU, what the kernel log's
+    last boot says (/var/log/kern.log, messages, dmesg or syslog: the open module refusing a GPU without GSP, a GPU
+    of a legacy branch, a GPU the release does not support, an unsigned module refused), an installed branch
+    compat data shows cannot drive the GPU (CD114's rule on the PCI device's compute capability), UEFI Secure Boot
+    on (efivars SecureBoot, shim's MokSBStateRT) with a module the user signs, or the module there but not loaded
+    (and which of the firmware and the log could not be read). Only on a host's own system (a container shares the
+    host's kernel: there it says the host lacks the module); never where NVML answered, and not for GPUs bound to
+    vfio-pci (passed through to a virtual machine).
 
     Why it matters: without the kernel module nvidia-smi says "NVIDIA-SMI has failed because it couldn't
     communicate with the NVIDIA driver", NVML and CUDA find no GPU (cuInit error 100 or 999), torch reports
     "Found no NVIDIA driver on your system", and every framework falls back to the CPU, while the GPU is there.
 
     How to fix: after a kernel update, build the module for the new kernel (install that kernel's headers, then
-    `sudo dkms autoinstall`, or install the distribution's module package for it); when nouveau holds the GPU,
-    blacklist it, rebuild the initramfs and reboot; when the module is there, `sudo modprobe nvidia` loads it or
-    says why not (a Secure Boot "Key was rejected by service" needs the module signed or its key enrolled).
+    `sudo dkms autoinstall`, or install the distribution's module package for it; the older kernel works
+    meanwhile); when nouveau holds the GPU, blacklist it, rebuild the initramfs and reboot; a GPU before Turing
+    needs the proprietary module, not the open one; a legacy GPU its legacy branch (R470 Kepler, R580 Maxwell to
+    Volta); a GPU too new for the branch a newer branch (`cudadoctor suggest driver`); under Secure Boot, enroll
+    the key DKMS signs with (`sudo mokutil --import`, then MOK Manager at the reboot) or turn Secure Boot off;
+    otherwise `sudo modprobe nvidia` loads it or says why not.
     """
 
     name = "kernel-module-loaded"
@@ -268,16 +277,23 @@ def _no_module_text(state: NvidiaModuleState, source: str | None, user: str | No
     """What to do where no module was built for the running kernel: build the registered or left source, or install
     the module of the user-space driver's branch (a kernel update, or a user-space driver installed alone)."""
     release = state.kernel_release
+    # a kernel that has the module runs the GPU meanwhile (a DKMS build can fail on a kernel the driver predates)
+    meanwhile = (
+        f" Kernel {', '.join(state.other_kernels)} has the module: booting it (the boot menu's advanced options) runs "
+        "the GPU meanwhile."
+        if state.other_kernels
+        else ""
+    )
     if state.dkms_registered:
         return (
             "The driver's source is registered with DKMS but was not built for this kernel (often a kernel update "
             "without its headers): install the running kernel's headers, build it with `sudo dkms autoinstall`, "
-            "then load it."
+            "then load it." + meanwhile
         )
     if source is not None:
         return (
             f"The driver's module source is in /usr/src/nvidia-{source} but was not built for this kernel: build and "
-            "install it with DKMS for the running kernel (with that kernel's headers), then load it."
+            "install it with DKMS for the running kernel (with that kernel's headers), then load it." + meanwhile
         )
     if not user:
         return (
@@ -524,8 +540,8 @@ def _secure_boot(subject: str, evidence: dict[str, str], state: NvidiaModuleStat
         + (", and its log says it refused an unsigned one" if logged else ", and this module is one the user signs"),
         evidence,
         Remediation(
-            enroll + " Or turn Secure Boot off in the firmware settings "
-            "(https://wiki.debian.org/SecureBoot#DKMS_and_secure_boot).",
+            enroll + " Or turn Secure Boot off in the firmware settings (a cloud VM: its Secure Boot or trusted "
+            "launch setting; https://wiki.debian.org/SecureBoot#DKMS_and_secure_boot).",
             (f"sudo mokutil --import {key}", "sudo reboot") if key else (),
         ),
     )

@@ -470,7 +470,7 @@ def _too_new_or_dropped(
 ) -> Problem | None:
     """The installed branch does not support a GPU's architecture (CD114's rule on the PCI device's compute
     capability), with the supported branch that runs every GPU."""
-    from cudadoctor.rules.branches import branches_for_gpus
+    from cudadoctor.rules.branches import branches_for_gpus, supported_branches
     from cudadoctor.rules.driver import driver_supports_gpu
     from cudadoctor.suggest.driver import install_commands, module_flavor
 
@@ -490,8 +490,10 @@ def _too_new_or_dropped(
     last = getattr(arch, "last_driver_branch", None)
     target = last if last is not None and branch > last else (fit.branch.branch if fit is not None else None)
     flavor = module_flavor([cc for _n, cc in gpus])
-    commands = install_commands(target, flavor, distro) if target is not None and distro else ()
-    package = f"nvidia-driver-{target}" + ("-open" if flavor == "open" else "") if target is not None else ""
+    # a branch NVIDIA ended has no package to name (distributions make it a transitional one: suggest/driver.py)
+    packaged = target is not None and target in {r.branch for r in supported_branches(matrix)}
+    commands = install_commands(target, flavor, distro) if target is not None and packaged and distro else ()
+    package = f"nvidia-driver-{target}" + ("-open" if flavor == "open" else "") if packaged else ""
     where = f"R{target}" + (" (open kernel modules)" if flavor == "open" else "") if target else "a newer branch"
     return Problem(
         f"the installed NVIDIA driver (R{branch}) does not support {subject}"
@@ -513,8 +515,8 @@ def _secure_boot_refuses(state: NvidiaModuleState) -> bool:
     must sign (built by DKMS or the .run installer, not a distribution's signed package)."""
     if any(n.kind == "unsigned" for n in state.kernel_notes):
         return state.secure_boot is not False
-    files = state.nvidia_module_files or ()
-    return state.secure_boot is True and not any(f.startswith(_SIGNED_BY_DISTRIBUTION) for f in files)
+    files = state.nvidia_module_files or ()  # none known (modules.dep unread): nothing says what would be refused
+    return state.secure_boot is True and bool(files) and not any(f.startswith(_SIGNED_BY_DISTRIBUTION) for f in files)
 
 
 def _secure_boot(subject: str, evidence: dict[str, str], state: NvidiaModuleState) -> Problem:

@@ -211,3 +211,12 @@ def test_a_module_built_only_for_an_older_kernel_is_a_kernel_update(fs: Any) -> 
     finding = _cd136(_facts())
     assert finding.evidence["other kernels with an nvidia module"] == "6.8.0-45-generic (/lib/modules)"
     assert finding.remediation is not None and "6.8.0-45-generic" in finding.remediation.text
+
+
+def test_secure_boot_is_not_blamed_where_modules_dep_could_not_be_read(fs: Any) -> None:
+    """Secure Boot on, but no module file known: nothing says an unsigned module is what the kernel refused."""
+    _machine(fs, dep=None, libcuda="550.127.05")
+    fs.create_file(SECURE_BOOT, contents=ON)
+    finding = _cd136(_facts())
+    assert finding.status is Status.FAIL and "Secure Boot keeps" not in finding.message
+    assert "unsigned" not in finding.message

@@ -400,6 +400,37 @@ def _legacy_branches(matrix: CompatMatrix) -> str:
     )
 
 
+def _open_on_old_gpu(
+    subject: str,
+    evidence: dict[str, str],
+    branch: int | None,
+    distro: str | None,
+    matrix: CompatMatrix,
+    *,
+    logged: bool,
+) -> Problem:
+    """The open module and a GPU it does not drive (before Turing): the proprietary module of a branch that does.
+    ``logged``: the kernel log says so; else the module's flavour and NVIDIA's list of the open modules' GPUs do."""
+    last = max((a.last_driver_branch or 0 for a in matrix.gpu_archs.values()), default=0)
+    proprietary = branch if branch is not None and branch <= last else last
+    why = "refused" if logged else "is installed, and NVIDIA's list of the GPUs it drives does not name"
+    return Problem(
+        f"the open NVIDIA kernel module {why} {subject}: the open modules drive only Turing and newer GPUs "
+        "(they need the GPU's System Processor, GSP), so nvidia-smi cannot communicate with the NVIDIA driver",
+        evidence,
+        Remediation(
+            "Replace the open kernel module with the proprietary one of a branch that still supports this GPU ("
+            f"{_legacy_branches(matrix)}; compat/gpu_archs.toml): on Ubuntu the nvidia-driver-<branch> package "
+            "rather than nvidia-driver-<branch>-open, on RHEL the DNF module stream <branch>-dkms rather than "
+            "<branch>-open; then reboot. Should the kernel log then say the GPU is supported through a legacy "
+            "driver, install that branch instead (NVIDIA Driver Installation Guide, 'Kernel Modules', "
+            "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html)."
+            + ("" if logged else " `sudo dmesg | grep NVRM` shows the module's own words."),
+            _install(proprietary, distro, matrix),
+        ),
+    )
+
+
 def _install(branch: int, distro: str | None, matrix: CompatMatrix) -> tuple[str, ...]:
     """The proprietary module of ``branch`` installed on Ubuntu, then a reboot; nothing for a branch NVIDIA's lifecycle
     no longer supports, whose distribution packages become transitional ones to a newer branch (suggest/driver.py)."""
@@ -424,24 +455,15 @@ def _refused(
     needs, or past its last branch)."""
     notes = {n.kind: n for n in state.kernel_notes}
     branch = _branch(state, user)
-    if "gsp" in notes:
-        last = max((a.last_driver_branch or 0 for a in matrix.gpu_archs.values()), default=0)
-        proprietary = branch if branch is not None and branch <= last else last
-        commands = _install(proprietary, distro, matrix)
-        return Problem(
-            f"the open NVIDIA kernel module refused {subject}: the open modules drive only Turing and newer GPUs "
-            "(they need the GPU's System Processor, GSP), so nvidia-smi cannot communicate with the NVIDIA driver",
-            evidence,
-            Remediation(
-                "Replace the open kernel module with the proprietary one of a branch that still supports this GPU ("
-                f"{_legacy_branches(matrix)}; compat/gpu_archs.toml): on Ubuntu the nvidia-driver-<branch> package "
-                "rather than nvidia-driver-<branch>-open, on RHEL the DNF module stream <branch>-dkms rather than "
-                "<branch>-open; then reboot. Should the kernel log then say the GPU is supported through a legacy "
-                "driver, install that branch instead (NVIDIA Driver Installation Guide, 'Kernel Modules', "
-                "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html).",
-                commands,
-            ),
-        )
+    unlisted = [g for g in state.pci_gpus if g.device and matrix.device_for(g.device) is None]
+    if "gsp" in notes or (state.module_flavor == "open" and unlisted):
+        if "gsp" not in notes:
+            evidence["module flavour"] = "open (its .modinfo license is 'Dual MIT/GPL')"
+            evidence["the open modules' GPU list"] = (
+                ", ".join(f"10de:{g.device.lower()}" for g in unlisted)
+                + " is in no release's list (compat/gpu_devices.toml, from NVIDIA's open-gpu-kernel-modules README)"
+            )
+        return _open_on_old_gpu(subject, evidence, branch, distro, matrix, logged="gsp" in notes)
     if "legacy" in notes:
         legacy = notes["legacy"].release
         return Problem(

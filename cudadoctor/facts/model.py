@@ -526,6 +526,9 @@ class NvidiaModuleState:
     kernel_log: str | None = None
     #: what that log says about the nvidia module (the newest of each kind)
     kernel_notes: tuple[KernelLogNote, ...] = ()
+    #: the flavour of the running kernel's nvidia module from its .modinfo license (``Dual MIT/GPL``: ``open``,
+    #: ``NVIDIA``: ``proprietary``); None when not read (a compressed module, or none)
+    module_flavor: str | None = None
 
 
 @record

@@ -10,11 +10,20 @@ from __future__ import annotations
 
 import os
 import re
+import struct
+from collections.abc import Callable
 
 from cudadoctor.facts.model import KernelLogNote, NvidiaModuleState, PciGpu
 from cudadoctor.probes.context import ProbeContext
 
-__all__ = ["nvidia_module_files", "nvidia_pci", "parse_kernel_log", "parse_secure_boot", "probe_nvidia_module"]
+__all__ = [
+    "nvidia_module_files",
+    "nvidia_pci",
+    "parse_kernel_log",
+    "parse_modinfo_license",
+    "parse_secure_boot",
+    "probe_nvidia_module",
+]
 
 # PCI class codes (PCI Code and ID Assignment spec; the kernel's include/linux/pci_ids.h):
 # 0x0300 VGA controller, 0x0302 3D controller (data-center GPUs), 0x0680 other bridge (NVSwitch).
@@ -133,6 +142,7 @@ def probe_nvidia_module(ctx: ProbeContext) -> NvidiaModuleState | None:
         dep = _read(ctx, f"/lib/modules/{release}/modules.dep", _MODULES_DEP_LIMIT)
         files = nvidia_module_files(dep) if dep is not None else None
     log, notes = _kernel_log(ctx)
+    flavor = _module_flavor(ctx, f"/lib/modules/{release}/{files[0]}") if release and files else None
     return NvidiaModuleState(
         pci_gpus=gpus,
         nvidia_loaded=None if modules is None else False,
@@ -146,7 +156,64 @@ def probe_nvidia_module(ctx: ProbeContext) -> NvidiaModuleState | None:
         signing_key=next((k for k in _SIGNING_KEYS if ctx.fs.is_file(k)), None),
         kernel_log=log,
         kernel_notes=notes,
+        module_flavor=flavor,
     )
+
+
+#: the license each flavour's module declares: the open one MODULE_LICENSE("Dual MIT/GPL")
+#: (kernel-open/nvidia/nv.c of https://github.com/NVIDIA/open-gpu-kernel-modules), the proprietary one "NVIDIA"
+#: (the kernel's "module license 'NVIDIA' taints kernel" when it loads)
+_FLAVORS = {"Dual MIT/GPL": "open", "NVIDIA": "proprietary"}
+#: bounds on what a module's ELF section table and .modinfo may take (a module has about a hundred sections)
+_MAX_SECTIONS = 4096
+_MAX_SECTION = 256 << 10
+
+
+def _module_flavor(ctx: ProbeContext, path: str) -> str | None:
+    """The flavour of an uncompressed module file (a compressed .ko.zst/.ko.xz is not unpacked: None)."""
+    if not path.endswith(".ko"):
+        return None
+    try:
+        with ctx.fs.open_ranges(path) as handle:
+            found = parse_modinfo_license(handle.read)
+    except (OSError, ValueError, struct.error):
+        return None
+    return _FLAVORS.get(found or "")
+
+
+def parse_modinfo_license(read: Callable[[int, int], bytes]) -> str | None:
+    """The ``license=`` of a kernel module's ``.modinfo`` section (an ELF64 little-endian relocatable file, as
+    x86_64 and aarch64 modules are: System V gABI section headers, https://refspecs.linuxfoundation.org/elf/gabi4+/ch4.sheader.html);
+    None when it has none or is no such file. ``read(offset, length)`` gives the file's bytes.
+
+    Parse, e.g.: a ``.modinfo`` of ``version=580.95.05\\0license=NVIDIA\\0...`` answers ``NVIDIA``.
+    """
+    header = read(0, 64)
+    if len(header) < 64 or header[:4] != b"\x7fELF" or header[4] != 2 or header[5] != 1:
+        return None
+    (shoff,) = struct.unpack_from("<Q", header, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", header, 0x3A)
+    if shentsize != 64 or not 0 < shnum <= _MAX_SECTIONS or shstrndx >= shnum:
+        return None
+    table = read(shoff, shnum * 64)
+    if len(table) < shnum * 64:
+        return None
+    # each header: name, type, flags, address, offset, size (the rest unread)
+    sections = [struct.unpack_from("<IIQQQQ", table, i * 64) for i in range(shnum)]
+    names = _section(read, sections[shstrndx])
+    for section in sections:
+        if names[section[0] : section[0] + 9] == b".modinfo\x00":
+            for entry in _section(read, section).split(b"\x00"):
+                if entry.startswith(b"license="):
+                    return entry[8:].decode("ascii", errors="replace")
+    return None
+
+
+def _section(read: Callable[[int, int], bytes], section: tuple[int, ...]) -> bytes:
+    offset, size = section[4], section[5]
+    if size > _MAX_SECTION:
+        raise ValueError("section too large for a module's names or .modinfo")
+    return read(offset, size)
 
 
 def _other_kernels(ctx: ProbeContext, release: str | None) -> tuple[str, ...] | None:

@@ -220,3 +220,67 @@ def test_secure_boot_is_not_blamed_where_modules_dep_could_not_be_read(fs: Any) 
     finding = _cd136(_facts())
     assert finding.status is Status.FAIL and "Secure Boot keeps" not in finding.message
     assert "unsigned" not in finding.message
+
+
+def _module(license_: str | None) -> bytes:
+    """A minimal ELF64 relocatable file with a .shstrtab and, unless None, a .modinfo holding ``license=``."""
+    import struct
+
+    names = b"\x00.shstrtab\x00.modinfo\x00"
+    modinfo = b"version=580.95.05\x00" + (f"license={license_}\x00".encode() if license_ else b"") + b"srcversion=X\x00"
+    data_at = 64
+    names_at, modinfo_at = data_at, data_at + len(names)
+    shoff = modinfo_at + len(modinfo)
+    header = (
+        b"\x7fELF\x02\x01\x01"
+        + b"\x00" * 9
+        + struct.pack("<HHIQQQIHHHHHH", 1, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64, 3, 1)
+    )
+    null = b"\x00" * 64
+    strtab = struct.pack("<IIQQQQIIQQ", 1, 3, 0, 0, names_at, len(names), 0, 0, 1, 0)
+    info = struct.pack("<IIQQQQIIQQ", 11, 1, 2, 0, modinfo_at, len(modinfo), 0, 0, 1, 0)
+    return header + names + modinfo + null + strtab + info
+
+
+@pytest.mark.parametrize(
+    ("license_", "expected"), [("Dual MIT/GPL", "open"), ("NVIDIA", "proprietary"), (None, None), ("GPL", None)]
+)
+def test_the_modules_flavour_is_read_from_its_modinfo_license(
+    fs: Any, license_: str | None, expected: str | None
+) -> None:
+    _machine(fs, dep="updates/dkms/nvidia.ko:\n")
+    fs.create_file(f"/lib/modules/{RELEASE}/updates/dkms/nvidia.ko", contents=_module(license_))
+    state = probe_nvidia_module(make_ctx())
+    assert state is not None and state.module_flavor == expected
+
+
+def test_a_compressed_or_broken_module_leaves_the_flavour_unknown(fs: Any) -> None:
+    from cudadoctor.probes.kmod import parse_modinfo_license
+
+    _machine(fs, dep="updates/dkms/nvidia.ko.zst:\n")
+    fs.create_file(f"/lib/modules/{RELEASE}/updates/dkms/nvidia.ko.zst", contents=_module("NVIDIA"))
+    state = probe_nvidia_module(make_ctx())
+    assert state is not None and state.module_flavor is None
+    good = _module("NVIDIA")
+    for broken in (b"", good[:40], good[:100], b"\x7fELF" + b"\xff" * 60, good[:0x28] + b"\xff" * 8 + good[0x30:]):
+        assert parse_modinfo_license(lambda offset, length, data=broken: data[offset : offset + length]) is None
+
+
+def test_an_open_module_and_a_gpu_missing_from_its_list_name_the_open_module_without_a_log(fs: Any) -> None:
+    _machine(fs, device="0x1b80", dep="updates/dkms/nvidia.ko:\n", libcuda="580.95.05")  # a GTX 1080, no kernel log
+    fs.create_file(f"/lib/modules/{RELEASE}/updates/dkms/nvidia.ko", contents=_module("Dual MIT/GPL"))
+    finding = _cd136(_facts())
+    assert finding.message.startswith("the open NVIDIA kernel module is installed, and NVIDIA's list")
+    assert "10de:1b80 is in no release's list" in finding.evidence["the open modules' GPU list"]
+    assert finding.remediation is not None
+    assert finding.remediation.commands == ("sudo apt install nvidia-driver-580", "sudo reboot")
+    # the proprietary module, or a GPU the open modules list, is not this cause
+    fs.remove_object(f"/lib/modules/{RELEASE}/updates/dkms/nvidia.ko")
+    fs.create_file(f"/lib/modules/{RELEASE}/updates/dkms/nvidia.ko", contents=_module("NVIDIA"))
+    assert "open NVIDIA kernel module" not in _cd136(_facts()).message
+
+
+def test_an_open_module_and_a_listed_gpu_is_not_blamed_on_the_flavour(fs: Any) -> None:
+    _machine(fs, device="0x2204", dep="updates/dkms/nvidia.ko:\n", libcuda="580.95.05")  # an RTX 3090
+    fs.create_file(f"/lib/modules/{RELEASE}/updates/dkms/nvidia.ko", contents=_module("Dual MIT/GPL"))
+    assert "open NVIDIA kernel module" not in _cd136(_facts()).message

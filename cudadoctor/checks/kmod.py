@@ -3,10 +3,13 @@
 # CD1xx: driver and GPUs
 #   CD136  the NVIDIA kernel module is loaded where the PCI bus shows an NVIDIA GPU (nvidia-smi's "couldn't
 #          communicate with the NVIDIA driver"), with the likeliest cause read from files
+#   CD137  the loaded module took every NVIDIA GPU on the PCI bus (a GPU it refused is invisible to NVML and CUDA)
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation
@@ -24,7 +27,7 @@ from cudadoctor.facts.model import (
     RootKind,
 )
 
-__all__ = ["CD136", "gpu_names", "passed_through"]
+__all__ = ["CD136", "CD137", "gpu_names", "passed_through"]
 
 #: Drivers that hand a GPU to a virtual machine: the host is not meant to load nvidia for it.
 _PASSTHROUGH = ("vfio-pci", "pci-stub")
@@ -159,6 +162,96 @@ class CD136(Check):
         if in_container:
             return _host_lacks_module(names, evidence, nvidia_module)
         return _cause(names, evidence, nvidia_module, driver, host.distro, matrix)
+
+
+class CD137(Check):
+    """The loaded NVIDIA kernel module drives every NVIDIA GPU on the PCI bus.
+
+    What it checks: where the nvidia module is loaded, whether each NVIDIA display or 3D controller in
+    /sys/bus/pci/devices is bound to it; one with no driver (or nouveau) is a GPU the module refused, with the cause
+    the kernel log and compat data show (the open module and a GPU before Turing, a GPU of a legacy branch or one
+    the release does not support). SR-IOV virtual functions and GPUs bound to vfio-pci/pci-stub (a virtual
+    machine's) are left out. On a host's own system only (in a container /sys shows the host's devices, meant for
+    it or not).
+
+    Why it matters: NVML, nvidia-smi and CUDA see only the GPUs the module took: the refused one is missing from
+    `nvidia-smi` and `torch.cuda.device_count()` with no error at all, while the others work.
+
+    How to fix: the cause's own fix (the proprietary module for a GPU before Turing, the GPU's legacy branch, a
+    newer branch); where the GPUs need different modules (a Blackwell the open one, a GPU before Turing the
+    proprietary one), no one driver drives both: move one GPU to another machine.
+    """
+
+    name = "module-drives-every-gpu"
+    category = "gpus"
+
+    def check(
+        self,
+        host: HostInfo,
+        matrix: CompatMatrix,
+        nvidia_module: NvidiaModuleState | None = None,
+        driver: DriverInfo | None = None,
+        root_kind: RootKind | None = None,
+        mode: str = "live",
+    ) -> Problem | None:
+        if nvidia_module is None or nvidia_module.nvidia_loaded is not True:
+            raise NotApplicable("the nvidia module is not loaded (CD136) or no NVIDIA GPU is on the PCI bus")
+        if (mode == "live" and host.container is not None and host.container.in_container) or is_image(root_kind):
+            raise NotApplicable("a container or image: /sys shows the host's GPUs, which the host assigns")
+        if not nvidia_module.unclaimed:
+            return None
+        refused = tuple(g for g in nvidia_module.pci_gpus if g.address in nvidia_module.unclaimed)
+        names = gpu_names(refused, matrix)
+        subject = names[0] + (f" and {len(names) - 1} more" if len(names) > 1 else "")
+        taken = [g for g in nvidia_module.pci_gpus if g.driver == "nvidia"]
+        evidence = {
+            "not taken by the nvidia module": "; ".join(names) + " (/sys/bus/pci/devices/*/driver)",
+            "driven by it": "; ".join(gpu_names(tuple(taken), matrix)) or "none",
+        }
+        for note in nvidia_module.kernel_notes:
+            evidence[f"kernel log ({nvidia_module.kernel_log})"] = note.line
+        if nvidia_module.module_flavor is not None:
+            evidence["module flavour"] = f"{nvidia_module.module_flavor} (/proc/driver/nvidia/version)"
+        libcuda = [f for f in (driver.libcuda_files if driver else ()) if f.kind == "driver"]
+        user = next((str(f.version) for f in libcuda if f.version), None)
+        if driver is not None and driver.kernel_module is not None and driver.kernel_module.version is not None:
+            user = str(driver.kernel_module.version)
+        state = replace(nvidia_module, pci_gpus=refused)
+        problem = _refused(subject, evidence, state, user, host.distro, matrix)
+        conflict = _needs_both(taken, refused, matrix)
+        if problem is not None and conflict is None:
+            return problem
+        return Problem(
+            f"the loaded NVIDIA kernel module did not take {subject}: NVML, nvidia-smi and CUDA see only the other "
+            "GPUs",
+            evidence,
+            Remediation(
+                conflict
+                or "`sudo dmesg | grep NVRM` shows why the module refused it (a GPU before Turing under the open "
+                "module, a legacy GPU, one the release does not support).",
+                (),
+            ),
+        )
+
+
+def _needs_both(taken: list[PciGpu], refused: tuple[PciGpu, ...], matrix: CompatMatrix) -> str | None:
+    """Words for GPUs that need different kernel modules (a driven one only the open modules drive, a refused one
+    only the proprietary one), None when one module can drive them all or the data cannot tell."""
+    from cudadoctor.suggest.driver import module_flavor
+
+    def ccs(gpus: Sequence[PciGpu]) -> list[str]:
+        rows = [matrix.device_for(g.device) for g in gpus if g.device]
+        return [r.compute_capability for r in rows if r is not None and r.compute_capability]
+
+    if module_flavor(ccs(taken)) != "open":
+        return None
+    if not all(g.device and matrix.device_for(g.device) is None for g in refused):
+        return None  # every refused GPU must be one the open modules do not list
+    return (
+        "The GPUs here need different kernel modules: the driven one only the open modules drive (Blackwell), the "
+        "refused one only the proprietary module (a GPU before Turing is in no open-modules list); no one NVIDIA "
+        "driver drives both. Move one of them to another machine."
+    )
 
 
 def _host_lacks_module(names: list[str], evidence: dict[str, str], state: NvidiaModuleState) -> Problem:

@@ -529,6 +529,9 @@ class NvidiaModuleState:
     #: the flavour of the running kernel's nvidia module from its .modinfo license (``Dual MIT/GPL``: ``open``,
     #: ``NVIDIA``: ``proprietary``); None when not read (a compressed module, or none)
     module_flavor: str | None = None
+    #: where the module is loaded: the NVIDIA GPUs it did not take (no driver bound, or nouveau), by PCI address;
+    #: SR-IOV virtual functions and GPUs passed through (vfio-pci, pci-stub) are left out
+    unclaimed: tuple[str, ...] = ()
 
 
 @record

@@ -129,7 +129,7 @@ def probe_nvidia_module(ctx: ProbeContext) -> NvidiaModuleState | None:
     if ctx.fs.exists("/proc/driver/nvidia/version") or ctx.fs.is_dir("/sys/module/nvidia"):
         # what follows only explains a module that is not loaded: a healthy run asks two paths, lists no /sys/module
         # (hundreds of entries on a host) and skips modules.dep
-        return NvidiaModuleState(pci_gpus=gpus, nvidia_loaded=True, nouveau_loaded=ctx.fs.is_dir("/sys/module/nouveau"))
+        return _loaded(ctx, gpus)
     try:
         modules: set[str] | None = set(ctx.fs.listdir("/sys/module"))
     except OSError:
@@ -214,6 +214,31 @@ def _section(read: Callable[[int, int], bytes], section: tuple[int, ...]) -> byt
     if size > _MAX_SECTION:
         raise ValueError("section too large for a module's names or .modinfo")
     return read(offset, size)
+
+
+def _loaded(ctx: ProbeContext, gpus: tuple[PciGpu, ...]) -> NvidiaModuleState:
+    """The module is loaded: the GPUs it did not take, and only then what the kernel log and the module's flavour
+    (/proc/driver/nvidia/version names an "Open Kernel Module") say about why."""
+    unclaimed = tuple(
+        g.address
+        for g in gpus
+        if g.driver in ("", "nouveau") and not ctx.fs.exists(f"/sys/bus/pci/devices/{g.address}/physfn")
+    )
+    state = NvidiaModuleState(pci_gpus=gpus, nvidia_loaded=True, nouveau_loaded=ctx.fs.is_dir("/sys/module/nouveau"))
+    if not unclaimed:
+        return state
+    log, notes = _kernel_log(ctx)
+    version = _read(ctx, "/proc/driver/nvidia/version") or ""
+    flavor = ("open" if "Open Kernel Module" in version else "proprietary") if "NVRM version" in version else None
+    return NvidiaModuleState(
+        pci_gpus=gpus,
+        nvidia_loaded=True,
+        nouveau_loaded=state.nouveau_loaded,
+        kernel_log=log,
+        kernel_notes=notes,
+        module_flavor=flavor,
+        unclaimed=unclaimed,
+    )
 
 
 def _other_kernels(ctx: ProbeContext, release: str | None) -> tuple[str, ...] | None:

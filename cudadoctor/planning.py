@@ -406,7 +406,7 @@ def _pci_gpus(facts: Facts) -> tuple[Gpu, ...]:
     table = gpu_models.load_models()
     found = []
     for pci in state.pci_gpus:
-        row = matrix.device_for(pci.device) if pci.device else None
+        row = matrix.device_for(pci.device, pci.subsystem or None) if pci.device else None
         if row is None or row.compute_capability is None:
             continue
         try:

@@ -78,7 +78,7 @@ def gpu_names(pci: tuple[PciGpu, ...], matrix: CompatMatrix) -> list[str]:
     """Each GPU by name from its PCI device ID (compat/gpu_devices.toml), ``NVIDIA GPU 10de:XXXX`` when not listed."""
     names = []
     for gpu in pci:
-        row = matrix.device_for(gpu.device) if gpu.device else None
+        row = matrix.device_for(gpu.device, gpu.subsystem or None) if gpu.device else None
         name = row.name if row else "NVIDIA GPU 10de:" + (gpu.device.lower() or "????")
         names.append(f"{name} ({gpu.address})")
     return names
@@ -240,12 +240,12 @@ def _needs_both(taken: list[PciGpu], refused: tuple[PciGpu, ...], matrix: Compat
     from cudadoctor.suggest.driver import module_flavor
 
     def ccs(gpus: Sequence[PciGpu]) -> list[str]:
-        rows = [matrix.device_for(g.device) for g in gpus if g.device]
+        rows = [matrix.device_for(g.device, g.subsystem or None) for g in gpus if g.device]
         return [r.compute_capability for r in rows if r is not None and r.compute_capability]
 
     if module_flavor(ccs(taken)) != "open":
         return None
-    if not all(g.device and matrix.device_for(g.device) is None for g in refused):
+    if not all(g.device and not matrix.device_listed(g.device) for g in refused):
         return None  # every refused GPU must be one the open modules do not list
     return (
         "The GPUs here need different kernel modules: the driven one only the open modules drive (Blackwell), the "
@@ -548,7 +548,7 @@ def _refused(
     needs, or past its last branch)."""
     notes = {n.kind: n for n in state.kernel_notes}
     branch = _branch(state, user)
-    unlisted = [g for g in state.pci_gpus if g.device and matrix.device_for(g.device) is None]
+    unlisted = [g for g in state.pci_gpus if g.device and not matrix.device_listed(g.device)]
     if "gsp" in notes or (state.module_flavor == "open" and unlisted):
         if "gsp" not in notes:
             evidence["module flavour"] = "open (its .modinfo license is 'Dual MIT/GPL')"
@@ -589,7 +589,7 @@ def _too_new_or_dropped(
     from cudadoctor.rules.driver import driver_supports_gpu
     from cudadoctor.suggest.driver import install_commands, module_flavor
 
-    rows = [matrix.device_for(g.device) for g in state.pci_gpus if g.device]
+    rows = [matrix.device_for(g.device, g.subsystem or None) for g in state.pci_gpus if g.device]
     gpus = [(r.name, r.compute_capability) for r in rows if r is not None and r.compute_capability]
     if branch is None or (not gpus and note is None):
         return None

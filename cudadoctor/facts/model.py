@@ -480,6 +480,8 @@ class PciGpu:
     address: str  #: ``0000:01:00.0``
     device: str  #: the PCI device ID, four hex digits in capitals (``2204``)
     driver: str = ""  #: the kernel driver bound to it (``nvidia``, ``nouveau``, ``vfio-pci``); "" unbound
+    #: its subsystem vendor and device (``10DE 12A2``), which some device IDs need to be named; "" unread
+    subsystem: str = ""
 
 
 @record

@@ -109,7 +109,11 @@ def _scan_pci(ctx: ProbeContext) -> tuple[tuple[PciGpu, ...], int]:
             driver = os.path.basename(ctx.fs.readlink(f"{path}/driver"))
         except OSError:
             driver = ""
-        gpus.append(PciGpu(os.path.basename(path), device[:4], driver))
+        vendor, sub = (
+            (_read(ctx, f"{path}/{name}") or "").lower().removeprefix("0x").upper()[:4]
+            for name in ("subsystem_vendor", "subsystem_device")
+        )
+        gpus.append(PciGpu(os.path.basename(path), device[:4], driver, f"{vendor} {sub}" if vendor and sub else ""))
     return tuple(gpus), nvswitches
 
 

@@ -284,3 +284,18 @@ def test_an_open_module_and_a_listed_gpu_is_not_blamed_on_the_flavour(fs: Any) -
     _machine(fs, device="0x2204", dep="updates/dkms/nvidia.ko:\n", libcuda="580.95.05")  # an RTX 3090
     fs.create_file(f"/lib/modules/{RELEASE}/updates/dkms/nvidia.ko", contents=_module("Dual MIT/GPL"))
     assert "open NVIDIA kernel module" not in _cd136(_facts()).message
+
+
+def test_a_gpu_named_only_with_its_subsystem_is_named_from_the_bus(fs: Any) -> None:
+    """Tesla T4 is listed for 1EB8 with subsystem 10DE 12A2 only: the probe reads the subsystem to name it."""
+    _machine(fs, device="0x1eb8", klass="0x030200", dep=DKMS_KO)
+    fs.create_file("/sys/bus/pci/devices/0000:01:00.0/subsystem_vendor", contents="0x10de\n")
+    fs.create_file("/sys/bus/pci/devices/0000:01:00.0/subsystem_device", contents="0x12a2\n")
+    finding = _cd136(_facts())
+    assert "Tesla T4 (0000:01:00.0)" in finding.message
+    # the open module and a listed device ID (whatever its subsystem) is not an unlisted GPU
+    fs.create_file(f"/lib/modules/{RELEASE}/updates/dkms/nvidia.ko", contents=_module("Dual MIT/GPL"))
+    fs.remove_object("/lib/modules/" + RELEASE + "/modules.dep")
+    _machine_dep(fs, "updates/dkms/nvidia.ko:\n")
+    fs.remove_object("/sys/bus/pci/devices/0000:01:00.0/subsystem_device")
+    assert "open NVIDIA kernel module" not in _cd136(_facts()).message

@@ -286,14 +286,15 @@ def _driver(replay: Replay, env: dict[str, Any]) -> None:
 _KERNEL_RELEASE = "6.8.0-45-generic"
 
 
-def _pci_device_id(gpu: dict[str, Any]) -> str:
-    """The GPU's PCI device ID: ``pci`` where the case states it (a GPU before Turing, which compat/gpu_devices.toml
-    does not list), else the one that table lists for its name (its first row)."""
+def _pci_device_id(gpu: dict[str, Any]) -> tuple[str, str]:
+    """The GPU's PCI device ID and subsystem ("" for none): ``pci`` where the case states it (a GPU before Turing,
+    which compat/gpu_devices.toml does not list), else what that table lists for its name (its first row)."""
     from cudadoctor.data import CompatMatrix
 
     if gpu.get("pci"):
-        return str(gpu["pci"])
-    return next(d.pci for d in CompatMatrix().gpu_devices if d.name == str(gpu["name"]))
+        return str(gpu["pci"]), ""
+    row = next(d for d in CompatMatrix().gpu_devices if d.name == str(gpu["name"]))
+    return row.pci, row.subsystems[0] if row.subsystems else ""
 
 
 #: efivarfs's SecureBoot variable: 4 attribute bytes (non-volatile, boot-service and runtime access: 0x06), then
@@ -336,7 +337,12 @@ def _not_loaded(replay: Replay, driver: dict[str, Any], env: dict[str, Any], use
     for index, gpu in enumerate(env.get("gpus", [])):
         address = f"/sys/bus/pci/devices/0000:{index + 1:02x}:00.0"
         replay.files[f"{address}/vendor"] = "0x10de\n"
-        replay.files[f"{address}/device"] = f"0x{_pci_device_id(gpu).lower()}\n"
+        device, subsystem = _pci_device_id(gpu)
+        replay.files[f"{address}/device"] = f"0x{device.lower()}\n"
+        if subsystem:  # sysfs writes each as 0x and four hex digits
+            vendor, sub = subsystem.lower().split()
+            replay.files[f"{address}/subsystem_vendor"] = f"0x{vendor}\n"
+            replay.files[f"{address}/subsystem_device"] = f"0x{sub}\n"
         replay.files[f"{address}/class"] = "0x030000\n"
         if nouveau:
             replay.dirs.add("/sys/bus/pci/drivers/nouveau")

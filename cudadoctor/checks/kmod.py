@@ -172,7 +172,9 @@ class CD137(Check):
     the kernel log and compat data show (the open module and a GPU before Turing, a GPU of a legacy branch or one
     the release does not support). SR-IOV virtual functions and GPUs bound to vfio-pci/pci-stub (a virtual
     machine's) are left out. On a host's own system only (in a container /sys shows the host's devices, meant for
-    it or not).
+    it or not). Ok where NVML answered for every GPU on the bus; could not judge where no GPU shows the nvidia
+    driver bound although the module is loaded (it stays loaded only with a device it initialised, so the links
+    went unread).
 
     Why it matters: NVML, nvidia-smi and CUDA see only the GPUs the module took: the refused one is missing from
     `nvidia-smi` and `torch.cuda.device_count()` with no error at all, while the others work.
@@ -193,6 +195,7 @@ class CD137(Check):
         driver: DriverInfo | None = None,
         root_kind: RootKind | None = None,
         mode: str = "live",
+        gpus: tuple[GpuInfo, ...] = (),
     ) -> Problem | None:
         if nvidia_module is None or nvidia_module.nvidia_loaded is not True:
             raise NotApplicable("the nvidia module is not loaded (CD136) or no NVIDIA GPU is on the PCI bus")
@@ -201,9 +204,16 @@ class CD137(Check):
         if not nvidia_module.unclaimed:
             return None
         refused = tuple(g for g in nvidia_module.pci_gpus if g.address in nvidia_module.unclaimed)
+        taken = [g for g in nvidia_module.pci_gpus if g.driver == "nvidia"]
+        if not taken:
+            # the module stays loaded only where it initialised a device (kernel-open/nvidia/nv.c: "None of the
+            # NVIDIA devices were initialized" fails the load), so no GPU bound to it means the links went unread
+            raise CannotJudge("no GPU shows the nvidia driver bound (/sys/bus/pci/devices/*/driver) although the "
+                              "module is loaded: the driver links could not be read")  # fmt: skip
+        if len(gpus) >= len(taken) + len(refused):
+            return None  # NVML answered for as many GPUs as the bus shows: the module took them all
         names = gpu_names(refused, matrix)
         subject = names[0] + (f" and {len(names) - 1} more" if len(names) > 1 else "")
-        taken = [g for g in nvidia_module.pci_gpus if g.driver == "nvidia"]
         evidence = {
             "not taken by the nvidia module": "; ".join(names) + " (/sys/bus/pci/devices/*/driver)",
             "driven by it": "; ".join(gpu_names(tuple(taken), matrix)) or "none",

@@ -92,3 +92,26 @@ def test_not_applicable_without_the_module_or_in_a_container(fs: Any) -> None:
     fs.remove_object("/proc/driver/nvidia/version")
     fs.create_dir("/sys/module/ext4")
     assert _cd137().status is Status.NOT_APPLICABLE
+
+
+def test_no_gpu_bound_although_the_module_is_loaded_could_not_judge(fs: Any) -> None:
+    """The module stays loaded only with a device it initialised: links that show none went unread."""
+    _host(fs)
+    fs.remove_object("/sys/bus/pci/devices/0000:01:00.0/driver")
+    assert _cd137().status is Status.UNKNOWN
+
+
+def test_nvml_answering_for_every_gpu_on_the_bus_is_ok(fs: Any) -> None:
+    from dataclasses import replace
+
+    from cudadoctor.facts.model import GpuInfo
+    from cudadoctor.facts.source import Source, SourceKind
+
+    _host(fs)
+    facts = _facts()
+    source = Source(SourceKind.API, "nvmlDeviceGetName")
+    both = (GpuInfo(0, "NVIDIA GeForce RTX 3090", "8.6", source), GpuInfo(1, "NVIDIA GeForce GTX 1080", "6.1", source))
+    (finding,) = run_checks(replace(facts, gpus=both), MATRIX, select=("CD137",))
+    assert finding.status is Status.OK
+    (finding,) = run_checks(replace(facts, gpus=both[:1]), MATRIX, select=("CD137",))
+    assert finding.status is Status.FAIL

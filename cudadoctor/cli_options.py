@@ -247,7 +247,8 @@ SUGGEST = (
         "what",
         (),
         "What to install: torch, vllm, jax, tensorrt, tensorflow, cupy or onnxruntime-gpu, optionally with a "
-        "requirement ('torch>=2.6', 'torch==2.13.0+cu126', 'vllm==0.30.0').",
+        "requirement ('torch>=2.6', 'torch==2.13.0+cu126', 'vllm==0.30.0'); or driver, the NVIDIA driver branch "
+        "for these GPUs.",
         metavar="[TARGET]",
     ),
     Param("target", ("--target", "-t"), "The same as the TARGET argument.", metavar="TARGET"),

@@ -34,6 +34,7 @@ __all__ = [
     "render_report",
     "snapshot_command",
     "suggest_command",
+    "suggest_driver_command",
     "suggest_matrix_command",
     "take_color_options",
     "this_machine",
@@ -272,6 +273,8 @@ def suggest_command(target: str, flags: HostFlags, output_format: str, *, verbos
         render_suggestion_text,
     )
 
+    if target.strip().lower() == "driver":
+        return suggest_driver_command(flags, output_format)
     result, constraints = plan(target, flags, this_machine)
     if output_format == "json":
         sys.stdout.write(render_suggestion_json(result, constraints))
@@ -316,12 +319,32 @@ def snapshot_command(
     print(f"cudadoctor: wrote {output}", file=sys.stderr)
 
 
+def suggest_driver_command(flags: HostFlags, output_format: str) -> int:
+    """``cudadoctor suggest driver``: the driver branches for this machine's GPUs (or --gpu); 1 when no supported
+    branch runs every GPU."""
+    from cudadoctor.planning import driver_plan
+    from cudadoctor.report.driver_plan import render_driver_commands, render_driver_json, render_driver_text
+
+    if output_format == "dockerfile":
+        raise UsageError("suggest driver --format dockerfile: a driver is installed on the host, never in an image")
+    found, origin = driver_plan(flags, this_machine)
+    if output_format == "json":
+        sys.stdout.write(render_driver_json(found, origin))
+    elif output_format == "commands":
+        sys.stdout.write(render_driver_commands(found))
+    else:
+        sys.stdout.write(render_driver_text(found, origin))
+    return 0 if found.best is not None else 1
+
+
 def suggest_matrix_command(target: str, flags: HostFlags, output_format: str, *, verbose: bool) -> int:
     """``cudadoctor suggest --matrix``: the table of releases x builds as text, JSON or Markdown; 1 when no cell
     fits."""
     from cudadoctor.planning import matrix_plan
     from cudadoctor.report.fit_matrix import render_matrix_json, render_matrix_markdown, render_matrix_text
 
+    if target.strip().lower() == "driver":
+        raise UsageError("suggest driver --matrix: the matrix is of wheels; `suggest driver` lists every branch")
     found, constraints = matrix_plan(target, flags, this_machine)
     if output_format == "json":
         sys.stdout.write(render_matrix_json(found, constraints))

@@ -35,8 +35,8 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def read_file(path: str, limit: int, *, allow_stream: bool = False, private: bool = False) -> bytes:
-    """At most ``limit`` bytes of the regular file at ``path``.
+def read_file(path: str, limit: int, *, allow_stream: bool = False, private: bool = False, tail: bool = False) -> bytes:
+    """At most ``limit`` bytes of the regular file at ``path`` (its last ``limit`` bytes with ``tail``).
 
     Raises :class:`OSError`: ``IsADirectoryError`` for a directory, :class:`NotRegularFile` for a
     FIFO, device or socket (never waiting on it), the open's own error otherwise; ``ValueError``
@@ -58,6 +58,8 @@ def read_file(path: str, limit: int, *, allow_stream: bool = False, private: boo
             if not (allow_stream and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode))):
                 raise NotRegularFile(errno.EINVAL, f"{_kind(mode)}, not a regular file", path)
             os.set_blocking(fd, True)
+        elif tail and info.st_size > limit:
+            os.lseek(fd, info.st_size - limit, os.SEEK_SET)  # a log's newest lines are at its end
         return _read_up_to(fd, limit)
     finally:
         os.close(fd)

@@ -36,6 +36,7 @@ from cudadoctor.suggest import (
 )
 
 if TYPE_CHECKING:
+    from cudadoctor.suggest.driver import DriverPlan
     from cudadoctor.suggest.matrix import FitMatrix
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "constraints",
     "constraints_for",
     "constraints_from_facts",
+    "driver_plan",
     "matrix_plan",
     "other_accelerator",
     "parse_target",
@@ -390,3 +392,42 @@ def without_cuda(name: str, c: Constraints, requirement: str) -> Suggestion:
 _MACHINES = {"cpu": "no GPU", "rocm": "an AMD GPU (ROCm)", "mps": "an Apple GPU (MPS)", "xpu": "an Intel GPU (XPU)"}
 #: where Jetson builds come from: NVIDIA's Jetson software page lists the frameworks built per JetPack
 JETSON_BUILDS = "NVIDIA builds frameworks per JetPack release: https://developer.nvidia.com/embedded/jetpack"
+
+
+def _pci_gpus(facts: Facts) -> tuple[Gpu, ...]:
+    """The NVIDIA GPUs on the PCI bus, by their device ID (compat/gpu_devices.toml): what a machine whose driver is
+    not loaded shows."""
+    from cudadoctor import gpu_models
+
+    state = facts.nvidia_module
+    if state is None:
+        return ()
+    matrix = CompatMatrix()
+    table = gpu_models.load_models()
+    found = []
+    for pci in state.pci_gpus:
+        row = matrix.device_for(pci.device, pci.subsystem or None) if pci.device else None
+        if row is None or row.compute_capability is None:
+            continue
+        try:
+            segment = gpu_models.parse_gpu_spec(row.name, table).segment
+        except ValueError:
+            segment = None
+        found.append(Gpu(row.name, row.compute_capability, f"PCI device 10de:{pci.device.lower()}", segment))
+    return tuple(found)
+
+
+def driver_plan(flags: HostFlags, gather: Gather | None = None) -> tuple[DriverPlan, str]:
+    """``suggest driver``: the driver branches for the GPUs the flags name, else this machine's (NVML's answer, or
+    the PCI bus where the driver is not loaded), with the install commands of its distribution; and where the GPUs
+    came from (``--gpu``, ``probed``, ``the PCI bus``)."""
+    from cudadoctor.suggest.driver import suggest_driver
+
+    matrix = CompatMatrix()
+    facts = gather() if flags.probe and gather is not None else None
+    gpus = _gpus(flags, facts)
+    origin = "--gpu" if flags.gpus else "probed"
+    if not gpus and not flags.gpus and facts is not None:
+        gpus, origin = _pci_gpus(facts), "the PCI bus"
+    distro = facts.host.distro if facts is not None else None
+    return suggest_driver(matrix, gpus, distro), origin

@@ -15,7 +15,7 @@ import os
 import posixpath
 import stat
 
-from cudadoctor.fileread import read_file, safe_path
+from cudadoctor.fileread import RegularFile, read_file, safe_path
 
 __all__ = ["MAX_READ_BYTES", "RootFS", "match_names"]
 
@@ -210,6 +210,14 @@ class RootFS:
 
     def read_bytes(self, path: str, limit: int = MAX_READ_BYTES) -> bytes:
         return read_file(self._followed(path), limit)
+
+    def open_ranges(self, path: str) -> RegularFile:
+        """The regular file at ``path`` for reading byte ranges (a format read in pieces); a context manager."""
+        return RegularFile(self._followed(path))
+
+    def read_tail(self, path: str, limit: int = MAX_READ_BYTES) -> str:
+        """The last ``limit`` bytes of a regular file as text (a log, whose newest lines are at its end)."""
+        return read_file(self._followed(path), limit, tail=True).decode("utf-8", errors="replace")
 
     def _followed(self, path: str) -> str:
         """The host path to open for ``path``: links inside an image root resolved within it."""

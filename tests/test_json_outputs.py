@@ -23,6 +23,7 @@ COMMANDS = {
     "cudadoctor-facts": ["snapshot", "-o", "-"],
     "cudadoctor-suggestion": [*SUGGEST, "-f", "json"],
     "cudadoctor-suggest-matrix": [*SUGGEST, "--matrix", "-f", "json"],
+    "cudadoctor-driver-plan": ["suggest", "driver", "--gpu", "H100", "--no-probe", "-f", "json"],
     "cudadoctor-compare": ["compare", SNAPSHOT, REPORT, "-f", "json"],
     "cudadoctor-node-health": ["check", "--from", SNAPSHOT, "-f", "health-json"],
     "cudadoctor-usage": ["usage", "--sample", "0", "-f", "json"],

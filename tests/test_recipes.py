@@ -263,6 +263,7 @@ HEALTHY_IMAGE_SKIPS = {
     "CD133",
     "CD134",
     "CD135",  # not WSL2
+    "CD137",  # an image root: no PCI bus of its own, so no nvidia_module fact
     "CD201",
     "CD202",  # the image has no toolkit to build extensions with
     "CD210",  # the driver's libcuda comes from the host when the container starts

@@ -303,6 +303,11 @@ class CompatMatrix:
         rows: tuple[GpuDevice, ...] = self._table("gpu_devices").select("device", _naming(word, *more))
         return rows
 
+    def device_listed(self, device_id: str) -> bool:
+        """Whether any row of the table lists this PCI device ID, for whichever subsystem."""
+        pci = device_id.upper().removeprefix("0X")
+        return bool(self._table("gpu_devices").select("device", lambda r: r.get("pci") == pci))
+
     def device_for(self, device_id: str, subsystem: str | None = None) -> GpuDevice | None:
         """The row naming a PCI device (``"2237"``, any case) with this subsystem (``"10DE 152F"``), else its row
         listed for the device ID alone; None when neither is in the table. Only that device's rows are built."""

@@ -73,6 +73,7 @@ __all__ = [
     "HostHealth",
     "HostInfo",
     "InstalledPackage",
+    "KernelLogNote",
     "KernelModule",
     "LibcudaDir",
     "LibcudaFile",
@@ -487,6 +488,21 @@ class PciGpu:
     address: str  #: ``0000:01:00.0``
     device: str  #: the PCI device ID, four hex digits in capitals (``2204``)
     driver: str = ""  #: the kernel driver bound to it (``nvidia``, ``nouveau``, ``vfio-pci``); "" unbound
+    #: its subsystem vendor and device (``10DE 12A2``), which some device IDs need to be named; "" unread
+    subsystem: str = ""
+
+
+@record
+class KernelLogNote:
+    """A kernel log message about why the nvidia module did not take a GPU (the driver's own NVRM lines, the
+    kernel's module signature check)."""
+
+    #: ``unsigned`` (the kernel refused an unsigned module), ``gsp`` (the open module refused a GPU without a GPU
+    #: System Processor), ``legacy`` (a GPU of a legacy branch), ``unsupported`` (a GPU this release does not know)
+    kind: str
+    line: str  #: the message, its continuation lines joined
+    #: ``legacy``: the legacy branch it names (``470``); ``unsupported``: the release (``550.54.14``); else ""
+    release: str = ""
 
 
 @record
@@ -509,6 +525,23 @@ class NvidiaModuleState:
     dkms_registered: bool = False
     #: driver versions whose kernel-module source NVIDIA's DKMS packages left in /usr/src/nvidia-<version>
     dkms_sources: tuple[str, ...] = ()
+    #: the other installed kernels (/lib/modules/*) whose modules.dep lists an nvidia module; None not looked at
+    other_kernels: tuple[str, ...] | None = None
+    #: UEFI Secure Boot is enforced (efivars SecureBoot is 1 and shim's validation is not turned off), so the
+    #: kernel loads only signed modules; False booted without it; None when the firmware variables are unreadable
+    secure_boot: bool | None = None
+    #: the key DKMS signs the modules it builds with, where it exists (Ubuntu: /var/lib/shim-signed/mok/MOK.der)
+    signing_key: str | None = None
+    #: the kernel log read (``/var/log/kern.log``), None when none could be read
+    kernel_log: str | None = None
+    #: what that log says about the nvidia module (the newest of each kind)
+    kernel_notes: tuple[KernelLogNote, ...] = ()
+    #: the flavour of the running kernel's nvidia module from its .modinfo license (``Dual MIT/GPL``: ``open``,
+    #: ``NVIDIA``: ``proprietary``); None when not read (a compressed module, or none)
+    module_flavor: str | None = None
+    #: where the module is loaded: the NVIDIA GPUs it did not take (no driver bound, or nouveau), by PCI address;
+    #: SR-IOV virtual functions and GPUs passed through (vfio-pci, pci-stub) are left out
+    unclaimed: tuple[str, ...] = ()
 
 
 @record

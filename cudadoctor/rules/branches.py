@@ -19,12 +19,15 @@ from collections.abc import Sequence
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import DriverBranch
 from cudadoctor.facts.model import DriverVersion
+from cudadoctor.record import record
 from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits, not_applicable
 
 __all__ = [
+    "BranchFit",
     "branch_ended",
     "branch_label",
     "branch_status",
+    "branches_for_gpus",
     "known_branches",
     "lifecycle_covers",
     "oldest_of_branch",
@@ -197,3 +200,36 @@ def supported_upgrades(
         for row in supported_branches(matrix, today)
         if row.branch in known and (driver is None or known[row.branch] > driver)
     ]
+
+
+@record
+class BranchFit:
+    """A supported driver branch judged for a set of GPUs (:func:`branches_for_gpus`)."""
+
+    branch: DriverBranch  #: the branch's lifecycle row
+    release: DriverVersion  #: its oldest release in compat data (``580.65.06``), or ``<branch>`` when none is known
+    #: each GPU's verdict (rules/driver.py ``driver_supports_gpu``, CD114's rule) on that release
+    verdicts: tuple[Verdict[object], ...]
+
+    @property
+    def fits(self) -> bool:
+        """Every GPU runs on the branch."""
+        return all(v.is_ok for v in self.verdicts)
+
+
+def branches_for_gpus(
+    matrix: CompatMatrix, gpus: Sequence[tuple[str, str | None]], today: datetime.date | None = None
+) -> list[BranchFit]:
+    """The supported long-term and production branches (:func:`supported_branches`' order), each judged for every
+    GPU of ``(name, compute capability)`` by CD114's rule (an architecture's oldest and last branch, NVIDIA's device
+    list) on the branch's oldest known release: a GPU too new for a branch, or dropped by it, makes it not fit, and
+    a GPU the data cannot place leaves the branch unjudged (no ``fits``, no failure)."""
+    from cudadoctor.rules.driver import driver_supports_gpu  # the rule of CD114, asked per branch
+
+    known = known_branches(matrix)
+    found = []
+    for row in supported_branches(matrix, today):
+        release = known.get(row.branch) or DriverVersion(str(row.branch))
+        verdicts = tuple(driver_supports_gpu(matrix, release, cc, name) for name, cc in gpus)
+        found.append(BranchFit(row, release, verdicts))
+    return found

@@ -22,7 +22,8 @@ from cudadoctor.probes.kmod import nvidia_module_files, probe_nvidia_module
 from tests.conftest import make_ctx
 
 MATRIX = CompatMatrix()
-_ = MATRIX.gpu_devices  # read compat/ now, from the real disk: the tests run under pyfakefs
+# read compat/ now, from the real disk: the tests run under pyfakefs
+_ = (MATRIX.gpu_devices, MATRIX.gpu_archs, MATRIX.driver_branches, MATRIX.cuda_releases)
 RELEASE = "6.8.0-49-generic"
 UBUNTU = 'PRETTY_NAME="Ubuntu 24.04.1 LTS"\nNAME="Ubuntu"\nID=ubuntu\n'
 ADDR = "0000:01:00.0"

@@ -293,11 +293,46 @@ def _driver(replay: Replay, env: dict[str, Any]) -> None:
 _KERNEL_RELEASE = "6.8.0-45-generic"
 
 
-def _pci_device_id(name: str) -> str:
-    """The PCI device ID compat/gpu_devices.toml lists for a GPU name (its first row)."""
+def _pci_device_id(gpu: dict[str, Any]) -> tuple[str, str]:
+    """The GPU's PCI device ID and subsystem ("" for none): ``pci`` where the case states it (a GPU before Turing,
+    which compat/gpu_devices.toml does not list), else what that table lists for its name (its first row)."""
     from cudadoctor.data import CompatMatrix
 
-    return next(d.pci for d in CompatMatrix().gpu_devices if d.name == name)
+    if gpu.get("pci"):
+        return str(gpu["pci"]), ""
+    row = next(d for d in CompatMatrix().gpu_devices if d.name == str(gpu["name"]))
+    return row.pci, row.subsystems[0] if row.subsystems else ""
+
+
+#: efivarfs's SecureBoot variable: 4 attribute bytes (non-volatile, boot-service and runtime access: 0x06), then
+#: the value (https://docs.kernel.org/filesystems/efivarfs.html; the UEFI specification's global variable GUID)
+_SECURE_BOOT = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+#: Ubuntu's MOK that DKMS signs with (shim-signed's update-secureboot-policy)
+_UBUNTU_MOK = "/var/lib/shim-signed/mok/MOK.der"
+
+
+def _kernel_log(release: str, lines: list[str]) -> str:
+    """``kernel_log`` as rsyslog writes /var/log/kern.log (Debian, Ubuntu): the boot's first kernel line, then each
+    line the case quotes, with syslog's date, host and ``kernel:`` and dmesg's time stamp."""
+    head = "Dec  1 10:00:00 host kernel: "
+    text = f"{head}[    0.000000] Linux version {release} (buildd@lcy02-amd64-075) (gcc 13.2.0)\n"
+    for line in lines:
+        for part in str(line).splitlines():
+            text += f"{head}[    5.100000] {part}\n"
+    return text
+
+
+def _firmware_and_log(replay: Replay, driver: dict[str, Any], release: str, module: str | None) -> None:
+    """Secure Boot (``secure_boot``, with the MOK key DKMS signs with, ``signing_key``), the kernel log
+    (``kernel_log``) and the other installed kernels that have the module (``other_kernels``)."""
+    if driver.get("secure_boot") is not None:
+        replay.binaries[_SECURE_BOOT] = b"\x06\x00\x00\x00" + bytes([1 if driver["secure_boot"] else 0])
+    if driver.get("signing_key"):
+        replay.files[_UBUNTU_MOK if driver["signing_key"] is True else str(driver["signing_key"])] = ""
+    if driver.get("kernel_log"):
+        replay.files["/var/log/kern.log"] = _kernel_log(release, list(driver["kernel_log"]))
+    for kernel in driver.get("other_kernels", []):
+        replay.files[f"/lib/modules/{kernel}/modules.dep"] = f"{module or 'updates/dkms/nvidia.ko'}:\n"
 
 
 def _not_loaded(replay: Replay, driver: dict[str, Any], env: dict[str, Any], userspace: str, lib: str) -> None:
@@ -309,7 +344,12 @@ def _not_loaded(replay: Replay, driver: dict[str, Any], env: dict[str, Any], use
     for index, gpu in enumerate(env.get("gpus", [])):
         address = f"/sys/bus/pci/devices/0000:{index + 1:02x}:00.0"
         replay.files[f"{address}/vendor"] = "0x10de\n"
-        replay.files[f"{address}/device"] = f"0x{_pci_device_id(str(gpu['name'])).lower()}\n"
+        device, subsystem = _pci_device_id(gpu)
+        replay.files[f"{address}/device"] = f"0x{device.lower()}\n"
+        if subsystem:  # sysfs writes each as 0x and four hex digits
+            vendor, sub = subsystem.lower().split()
+            replay.files[f"{address}/subsystem_vendor"] = f"0x{vendor}\n"
+            replay.files[f"{address}/subsystem_device"] = f"0x{sub}\n"
         replay.files[f"{address}/class"] = "0x030000\n"
         if nouveau:
             replay.dirs.add("/sys/bus/pci/drivers/nouveau")
@@ -317,11 +357,13 @@ def _not_loaded(replay: Replay, driver: dict[str, Any], env: dict[str, Any], use
     replay.files["/sys/module/drm/refcnt"] = "1\n"
     if nouveau:
         replay.files["/sys/module/nouveau/refcnt"] = "1\n"
-    replay.files["/proc/sys/kernel/osrelease"] = _KERNEL_RELEASE + "\n"
+    release = str(driver.get("kernel", _KERNEL_RELEASE))
+    replay.files["/proc/sys/kernel/osrelease"] = release + "\n"
     module = driver.get("module_file")
-    replay.files[f"/lib/modules/{_KERNEL_RELEASE}/modules.dep"] = "kernel/drivers/gpu/drm/drm.ko.zst:\n" + (
+    replay.files[f"/lib/modules/{release}/modules.dep"] = "kernel/drivers/gpu/drm/drm.ko.zst:\n" + (
         f"{module}: kernel/drivers/gpu/drm/drm.ko.zst\n" if module else ""
     )
+    _firmware_and_log(replay, driver, release, module)
     if driver.get("dkms_source") or driver.get("dkms"):  # the tree a DKMS package of the driver installs
         replay.files[f"/usr/src/nvidia-{userspace}/dkms.conf"] = (
             f'PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="{userspace}"\n'

@@ -40,6 +40,7 @@ __all__ = [
     "CudnnLoading",
     "CudnnRelease",
     "CudnnSublibrary",
+    "Ctranslate2Range",
     "CupyPackage",
     "DriverBranch",
     "DriverLifecycle",
@@ -56,6 +57,9 @@ __all__ = [
     "GpuModel",
     "JaxRelease",
     "JetsonSbsa",
+    "LlamaCppCmakeFlag",
+    "LlamaCppIndex",
+    "LlamaCppPypi",
     "Layout",
     "MinorCompat",
     "NcclRelease",
@@ -579,6 +583,16 @@ class CupyPackage(Row):
 
 
 @row(kw_only=True)
+class Ctranslate2Range(Row):
+    """Consecutive ctranslate2 releases whose PyPI Linux x86_64 wheels need the same CUDA and cuDNN majors."""
+
+    versions: tuple[str, ...]  #: the releases, oldest first (PyPI's release list)
+    cuda: Version  #: the CUDA its cudart (linked statically) is from: cuBLAS of that major is opened by name
+    #: the cuDNN major its bundled cuDNN shim opens by name; None: the wheels bundle no cuDNN
+    cudnn_major: int | None = None
+
+
+@row(kw_only=True)
 class TensorflowRelease(Row):
     """One TensorFlow release: the CUDA and cuDNN it was tested with and its ``[and-cuda]`` pins."""
 
@@ -592,6 +606,37 @@ class TensorflowRelease(Row):
     python_macos_arm64: tuple[str, ...] = ()  #: … of its macOS arm64 wheels
     python_windows: tuple[str, ...] = ()  #: … of its Windows x86-64 wheels
     and_cuda: Mapping[str, SpecifierSet] = _no_table()  #: the ``[and-cuda]`` extra's pins
+
+
+# --- compat/llama_cpp.toml (llama-cpp) -----------------------------------------------------------------
+
+
+@row(kw_only=True)
+class LlamaCppCmakeFlag(Row):
+    """The CMake option a llama-cpp-python release's README gives for a CUDA build from source."""
+
+    first: Version
+    last: Version | None = None  #: None: still current
+    cmake_args: str  #: ``-DGGML_CUDA=on``
+
+
+@row(kw_only=True)
+class LlamaCppIndex(Row):
+    """One prebuilt CUDA wheel index of llama-cpp-python and the releases it lists."""
+
+    tag: str  #: ``cu124``
+    cuda: Version  #: the CUDA the wheels are built with (their cudart and cuBLAS are the machine's)
+    url: str
+    versions: tuple[str, ...]
+
+
+@row(kw_only=True)
+class LlamaCppPypi(Row):
+    """llama-cpp-python on PyPI: its releases, and that they are source distributions only."""
+
+    sdist_only: bool
+    versions: tuple[str, ...]
+    yanked: tuple[str, ...] = ()
 
 
 # --- compat/runtime_libraries.toml (runtime-libraries) ---------------------------------------------
@@ -819,8 +864,10 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "onnxruntime_gpu": OnnxruntimeRelease,
                 "cupy": CupyPackage,
                 "tensorflow": TensorflowRelease,
+                "ctranslate2": Ctranslate2Range,
             }
         ),
+        "llama-cpp": Layout({"cmake_flag": LlamaCppCmakeFlag, "index": LlamaCppIndex}, {"pypi": LlamaCppPypi}),
         "runtime-libraries": Layout({"load": RuntimeLoad, "driver_open": DriverOpen, "preload": FrameworkPreload}),
         "container-images": Layout(
             {

@@ -33,6 +33,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     health,
     kmod,
     libraries,
+    llama_cpp,
     loader,
     meta,
     mig,

@@ -21,7 +21,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.derive import GpuEvidence
 from cudadoctor.facts.model import DriverInfo, Facts, InstalledPackage, ToolkitInstall
 
-__all__ = ["CD402", "cpu_jaxlib", "cpu_torch", "reinstall_commands"]
+__all__ = ["CD402", "cpu_jaxlib", "cpu_torch", "nvidia_evidence", "reinstall_commands"]
 
 #: Extensions whose CUDA build beside a CPU torch shows the environment was meant for the GPU.
 _CUDA_EXTENSIONS = ("xformers", "flash-attn", "vllm", "bitsandbytes", "deepspeed")
@@ -45,7 +45,7 @@ def cpu_jaxlib(packages: dict[str, InstalledPackage]) -> InstalledPackage | None
     return jaxlib
 
 
-def _nvidia_evidence(gpu_evidence: GpuEvidence | None, driver: DriverInfo | None) -> dict[str, str]:
+def nvidia_evidence(gpu_evidence: GpuEvidence | None, driver: DriverInfo | None) -> dict[str, str]:
     """The strongest evidence of a GPU (the probed GPUs, else the device nodes, else the PCI bus) and the driver."""
     evidence: dict[str, str] = {}
     if gpu_evidence is not None:
@@ -121,7 +121,7 @@ class CD402(Check):
         driver: DriverInfo | None = None,
         toolkits: tuple[ToolkitInstall, ...] = (),
     ) -> Problem | None:
-        nvidia = _nvidia_evidence(gpu_evidence, driver)
+        nvidia = nvidia_evidence(gpu_evidence, driver)
         if not nvidia:
             raise NotApplicable("no NVIDIA GPU or driver on this machine")
         if gpu_evidence is not None and not gpu_evidence.count and len(nvidia) == 1:

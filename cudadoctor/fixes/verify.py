@@ -160,6 +160,19 @@ def _companion_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> lis
     return []
 
 
+def _llama_cpp_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> list[str]:
+    """llama-cpp-python from one of its CUDA wheel indexes: that index lists the release
+    (compat/llama_cpp.toml); without one pip builds the sdist, so the command must say how (CMAKE_ARGS)."""
+    version = _pin_version(pin)
+    named = {u.rstrip("/") for u in (command.index_url, *command.extra_index_urls) if u}
+    indexes = [i for i in matrix.llama_cpp_indexes if i.url in named]
+    if version is not None and indexes and not any(str(version.public) in i.versions for i in indexes):
+        return [f"{pin.text}: {', '.join(i.url for i in indexes)} lists no such release"]
+    if not indexes and not dict(command.env).get("CMAKE_ARGS"):
+        return [f"{pin.text}: PyPI has only the sdist; without CMAKE_ARGS pip builds it without CUDA"]
+    return []
+
+
 def _index_problems(matrix: CompatMatrix, command: Install) -> tuple[list[str], list[str]]:
     problems, unverified = [], []
     # the index plain ``tensorrt`` pulls from, NVIDIA's (compat/tensorrt.toml ``plain_tensorrt_index``)
@@ -188,6 +201,8 @@ def _install(
             problems += _python_problems(matrix, pin, python, platform)
         if name in _COMPANIONS:
             problems += _companion_problems(matrix, pin, command)
+        elif name == "llama-cpp-python":
+            problems += _llama_cpp_problems(matrix, pin, command)
         elif name == "xformers" and command.index_url and (tag := index_variant(matrix, command.index_url)):
             version = _pin_version(pin)
             row = matrix.xformers_release(Version(version.public)) if version else None

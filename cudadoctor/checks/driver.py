@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import re
+from collections.abc import Callable
 
 from packaging.version import Version
 
@@ -595,6 +596,8 @@ class CD111(Check):
             evidence["forward compatibility"] = f"{forward.library}: not supported on {refused.observed}"
             cuda = driver.cuda_api or matrix.cuda_for_driver(driver.version, windows=host.os == "Windows")
         torch_fix = _torch_fix(matrix, facts, at_fault[0] if at_fault else None)
+        torch_fix += _other_builds(matrix, packages, failing_names, cuda, lambda major: driver_runs_cuda(
+            matrix, major, driver.version, windows=host.os == "Windows", forward=forward).is_ok)  # fmt: skip
         return Problem(
             f"driver {driver.version} supports CUDA {cuda or 'unknown'} and is too old for "
             + "; ".join(failing)
@@ -602,6 +605,34 @@ class CD111(Check):
             evidence,
             _too_old_fix(max(needed), cuda, failing_names, platform, torch_fix),
         )
+
+
+def _other_builds(
+    matrix: CompatMatrix,
+    packages: dict[str, InstalledPackage],
+    names: list[str],
+    cuda: Version | None,
+    runs: Callable[[int], bool],
+) -> tuple[str, ...]:
+    """The builds of ctranslate2 and CuPy this driver runs, for those among ``names``: ctranslate2's newest release
+    built for a CUDA the driver runs (rules/ctranslate2.py), CuPy's package for the driver's CUDA
+    (compat/ecosystem.toml), in place of the installed one."""
+    from cudadoctor.fixes import Install, Pin
+    from cudadoctor.fixes.build import pip, uninstall_then_install
+    from cudadoctor.rules.ctranslate2 import ctranslate2_fitting, ctranslate2_pins
+
+    commands: list[str] = []
+    ct2 = packages.get("ctranslate2")
+    if ct2 is not None and "ctranslate2" in names:
+        pins = ctranslate2_pins(p.requires for p in packages.values())
+        fitting = ctranslate2_fitting(matrix, lambda c: runs(c.major), ct2.version, pins)
+        if fitting is not None:
+            commands.append(pip(Install((Pin.exact("ctranslate2", fitting),))))
+    target = matrix.cupy_for_cuda(cuda) if cuda is not None else None
+    for name in names:
+        if name.startswith("cupy-") and target is not None and target.package != name and runs(target.cuda_major):
+            commands.append(pip(uninstall_then_install((name,), Install((Pin(target.package),)))))
+    return tuple(dict.fromkeys(commands))
 
 
 def _cuda_frameworks(

@@ -736,7 +736,27 @@ def _major_gaps(loader: LoaderView | None) -> list[tuple[NeededLibrary, int, lis
     return gaps
 
 
-def _gap_problem(gaps: list[tuple[NeededLibrary, int, list[int]]], packages: dict[str, InstalledPackage]) -> Problem:
+def _fitting_ctranslate2(
+    gaps: list[tuple[NeededLibrary, int, list[int]]], packages: dict[str, InstalledPackage], matrix: CompatMatrix
+) -> tuple[str, ...]:
+    """ctranslate2 built for a CUDA whose libraries are missing while another major's are installed: its newest
+    release built for an installed major (rules/ctranslate2.py: 3.24.0 where only CUDA 11 is), in place."""
+    from cudadoctor.rules.ctranslate2 import ctranslate2_fitting, ctranslate2_pins
+
+    ct2 = packages.get("ctranslate2")
+    found = {m for n, _m, others in gaps if n.package == "ctranslate2" for m in others}
+    if ct2 is None or not found:
+        return ()
+    pins = ctranslate2_pins(p.requires for p in packages.values())
+    fitting = ctranslate2_fitting(matrix, lambda cuda: cuda.major in found, ct2.version, pins)
+    if fitting is None:
+        return ()
+    return (pip(Install((Pin.exact("ctranslate2", fitting),))),)
+
+
+def _gap_problem(
+    gaps: list[tuple[NeededLibrary, int, list[int]]], packages: dict[str, InstalledPackage], matrix: CompatMatrix
+) -> Problem:
     from cudadoctor.checks.loader import dlopen_commands, wheel_for
 
     grouped: dict[tuple[str, int, str], list[str]] = {}  # (package, major, majors found) -> sonames
@@ -759,6 +779,7 @@ def _gap_problem(gaps: list[tuple[NeededLibrary, int, list[int]]], packages: dic
         names = ", ".join(sonames)
         parts.append(f"{label} was built for CUDA {major} ({names}), but only {others} copies are installed")
     majors = sorted({m for _n, m, _f in gaps})
+    commands.update(dict.fromkeys(_fitting_ctranslate2(gaps, packages, matrix)))
     return Problem(
         "; ".join(parts),
         evidence,
@@ -807,7 +828,7 @@ class CD303(Check):
     ) -> Problem | None:
         gaps = _major_gaps(loader)
         if gaps:
-            return _gap_problem(gaps, packages)
+            return _gap_problem(gaps, packages, matrix)
         needing = [(pkg, *need) for name, pkg in packages.items() if (need := _package_need(name, matrix))]
         if not needing:
             unknown = sorted(n for n in packages if re.fullmatch(r"cupy-cuda\d+", n))

@@ -793,6 +793,22 @@ def _gap_problem(
     )
 
 
+def _cupy_swaps(
+    pkgs: list[InstalledPackage], minors: set[tuple[int, int]], matrix: CompatMatrix
+) -> tuple[str, ...]:
+    """CuPy packages built for a CUDA major that is not installed: the per-major package of the newest CUDA that is
+    (compat/ecosystem.toml), in place of the installed one."""
+    newest = max(minors, default=None)
+    target = matrix.cupy_for_cuda(Version(f"{newest[0]}.{newest[1]}")) if newest is not None else None
+    if target is None:
+        return ()
+    return tuple(
+        pip(uninstall_then_install((p.name,), Install((Pin(target.package),))))
+        for p in pkgs
+        if p.name.startswith("cupy-") and p.name != target.package
+    )
+
+
 class CD303(Check):
     """CuPy, TensorRT and packages needing CUDA libraries find the CUDA major they were built for.
 
@@ -841,8 +857,8 @@ class CD303(Check):
                 "no CUDA toolkit or runtime wheel found to compare with (system libraries are not probed)"
             )
         missing = [(pkg, major) for pkg, major, _span in needing if major not in available]
+        minors = _available_minors(toolkits, cuda_wheels)
         if not missing:
-            minors = _available_minors(toolkits, cuda_wheels)
             off = [(p, span) for p, major, span in needing if span is not None and not _in_span(minors, span)]
             return _off_span_problem(off, minors, matrix) if off else None
         return Problem(
@@ -851,6 +867,7 @@ class CD303(Check):
             {p.name: f"built for CUDA {m}" for p, m in missing},
             Remediation(
                 "Install the CUDA runtime of that major (cupy: the [ctk] extra) or the variant for your CUDA.",
-                tuple(pip(Install((Pin(p.name, extras=("ctk",)),))) for p, _m in missing if p.name.startswith("cupy")),
+                _cupy_swaps([p for p, _m in missing], minors, matrix)
+                + tuple(pip(Install((Pin(p.name, extras=("ctk",)),))) for p, _m in missing if p.name.startswith("cupy")),
             ),
         )

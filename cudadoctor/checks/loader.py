@@ -12,7 +12,7 @@ import re
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import HostInfo, InstalledPackage, LoaderView, NeededLibrary
+from cudadoctor.facts.model import HostInfo, InstalledPackage, LibraryCopy, LoaderView, NeededLibrary
 from cudadoctor.fixes import Install
 from cudadoctor.fixes.build import pip
 from cudadoctor.fixes.parse import parse_pin
@@ -105,6 +105,33 @@ def _fix(view: LoaderView, need: NeededLibrary) -> tuple[str, tuple[str, ...]]:
     return text + ".", tuple(commands)
 
 
+_CUDNN_MAJOR = re.compile(r"^libcudnn(?:_[a-z_]+)?\.so\.(\d+)")
+
+
+def _ctranslate2_for_cudnn(
+    missing: list[NeededLibrary],
+    packages: dict[str, InstalledPackage],
+    matrix: CompatMatrix | None,
+    cudnn: tuple[LibraryCopy, ...],
+) -> tuple[str, ...]:
+    """ctranslate2 opening a cuDNN major that is not installed while another is: its newest release for the same
+    CUDA whose cuDNN is an installed one (rules/ctranslate2.py: 4.4.0 for cuDNN 8), in place."""
+    ct2 = packages.get("ctranslate2")
+    wanted = {int(m.group(1)) for n in missing if n.package == "ctranslate2" and (m := _CUDNN_MAJOR.match(n.soname))}
+    if ct2 is None or matrix is None or not wanted:
+        return ()
+    found = {c.version.major for c in cudnn if c.version is not None} - wanted
+    row = matrix.ctranslate2_range(ct2.version)
+    if not found or row is None:
+        return ()
+    from cudadoctor.fixes import Pin
+    from cudadoctor.rules.ctranslate2 import ctranslate2_fitting, ctranslate2_pins
+
+    pins = ctranslate2_pins(p.requires for p in packages.values())
+    fitting = ctranslate2_fitting(matrix, lambda cuda: cuda.major == row.cuda.major, ct2.version, pins, found)
+    return (pip(Install((Pin.exact("ctranslate2", fitting),))),) if fitting is not None else ()
+
+
 class CD304(Check):
     """Every CUDA library an installed package's shared objects need can be loaded.
 
@@ -137,6 +164,7 @@ class CD304(Check):
         packages: dict[str, InstalledPackage] | None = None,
         matrix: CompatMatrix | None = None,
         host: HostInfo | None = None,
+        cudnn: tuple[LibraryCopy, ...] = (),
     ) -> Problem | None:
         unknown = _runtime_loads_unknown(packages or {}, matrix, host)
         unread = unread_reason(loader)
@@ -173,6 +201,7 @@ class CD304(Check):
         text, commands = _fix(loader, first)
         for need in missing[1:]:  # every missing library's wheel, in order, once
             commands += tuple(c for c in _fix(loader, need)[1] if c not in commands)
+        commands += _ctranslate2_for_cudnn(missing, packages or {}, matrix, cudnn)
         return Problem("; ".join(parts), evidence, Remediation(text, commands))
 
 

@@ -786,9 +786,9 @@ class CompatMatrix:
         return self._rows("ecosystem", "ctranslate2")
 
     def ctranslate2_range(self, version: Version) -> Ctranslate2Range | None:
-        """The range holding a ctranslate2 release (its public version), None when the data has none."""
-        text = str(Version(version.public))
-        return next((r for r in self.ctranslate2_ranges if text in r.versions), None)
+        """The range holding a ctranslate2 release (its public version), None when none of the data's does."""
+        public = Version(version.public)  # a release between two listed ones of a range is in it (4.3.0, no files)
+        return next((r for r in self.ctranslate2_ranges if Version(r.versions[0]) <= public <= Version(r.versions[-1])), None)
 
     # --- llama-cpp-python (compat/llama_cpp.toml) -----------------------------------------------------------
 

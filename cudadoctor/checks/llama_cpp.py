@@ -135,18 +135,22 @@ class CD440(Check):
         runtimes = _runtime_majors(toolkits, cuda_wheels)
         runs = {m for m in {*runtimes, *([build_cuda.major] if build_cuda else [])} if _runs(matrix, m, driver, forward)}
         commands = _commands(matrix, pkg.version, build_cuda, runtimes, runs)
+        source = llama_cpp_source_build(matrix, pkg.version)
+        if build_cuda is None and source is not None:  # the rebuild, once the toolkit the text names is installed
+            commands = (pip(source), *commands)
         evidence = {**nvidia, f"llama-cpp-python {pkg.version}": f"{llama_cpp.directory}: no CUDA library needed",
                     **_build_evidence(llama_cpp)}  # fmt: skip
         if build_cuda is not None:
             evidence["nvcc"] = f"CUDA {build_cuda} (a source build compiles with it)"
-        text = (
-            "Rebuild llama-cpp-python with CUDA (the command keeps the installed release; pip must not reuse its "
-            "cached CPU wheel), or install the prebuilt CUDA wheel."
-            if commands
-            else "Install the CUDA toolkit (nvcc) of a CUDA this driver runs, then rebuild with "
-            f"CMAKE_ARGS=\"{matrix.llama_cpp_cmake_args(pkg.version) or '-DGGML_CUDA=on'}\" pip install "
-            "--force-reinstall --no-cache-dir llama-cpp-python."
-        )
+        if build_cuda is None:
+            text = ("Install the CUDA toolkit (nvcc) of a CUDA this driver runs, then rebuild llama-cpp-python with "
+                    "CUDA (the command keeps the installed release; pip must not reuse its cached CPU wheel).")  # fmt: skip
+        elif commands:
+            text = ("Rebuild llama-cpp-python with CUDA (the command keeps the installed release; pip must not reuse "
+                    "its cached CPU wheel), or install the prebuilt CUDA wheel.")  # fmt: skip
+        else:
+            text = (f"nvcc is CUDA {build_cuda}, which driver {driver.version if driver else '?'} does not run: "
+                    "upgrade the driver or install a toolkit it runs, then rebuild llama-cpp-python with CUDA.")  # fmt: skip
         return Problem(
             f"llama-cpp-python {pkg.version} was built without CUDA (no object needs the CUDA runtime or cuBLAS, "
             "no libggml-cuda.so): models load with 'BLAS = 0' and n_gpu_layers is ignored, on a machine with an "

@@ -15,6 +15,8 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import HostInfo, InstalledPackage, LibraryCopy, LoaderView, NeededLibrary
 from cudadoctor.fixes import Install
 from cudadoctor.fixes.build import pip
+from cudadoctor.facts.names import canonical_name
+from cudadoctor.facts.requires import exact_pins
 from cudadoctor.fixes.parse import parse_pin
 
 __all__ = ["CD304", "CD306", "dlopen_commands", "unread_reason", "wheel_dir", "wheel_for"]
@@ -90,10 +92,17 @@ def dlopen_commands(need: NeededLibrary, wheel: str) -> tuple[str, ...]:
     return tuple(commands)
 
 
-def _fix(view: LoaderView, need: NeededLibrary) -> tuple[str, tuple[str, ...]]:
+def _fix(
+    view: LoaderView, need: NeededLibrary, installed: frozenset[str] = frozenset(), pinned: dict[str, str] | None = None
+) -> tuple[str, tuple[str, ...]]:
     wheel = wheel_for(need.soname, _cuda_major(view, need.package))
     same_elsewhere = [p for p in need.other_majors if posixpath.basename(p) == need.soname]
     commands: list[str] = []
+    name = canonical_name(parse_pin(wheel).name) if wheel else ""
+    if wheel and name in installed and same_elsewhere:
+        wheel = None  # installed already: pip would answer "Requirement already satisfied"; its directory is the fix
+    elif wheel and name in (pinned or {}) and not _pin_allows(parse_pin(wheel).spec, (pinned or {})[name]):
+        wheel = None  # another major than an installed package pins (torch's nvidia-cudnn-cu12==9.1.0.70): breaks it
     if wheel:
         commands += dlopen_commands(need, wheel)
     text = f"Install {need.soname}" + (f" (pip install '{wheel}')" if wheel else "")
@@ -130,6 +139,17 @@ def _ctranslate2_for_cudnn(
     pins = ctranslate2_pins(p.requires for p in packages.values())
     fitting = ctranslate2_fitting(matrix, lambda cuda: cuda.major == row.cuda.major, ct2.version, pins, found)
     return (pip(Install((Pin.exact("ctranslate2", fitting),))),) if fitting is not None else ()
+
+
+def _pin_allows(spec: str, pinned: str) -> bool:
+    """Whether a wheel requirement's specifier (``==8.*``) admits the version an installed package pins."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return not spec or SpecifierSet(spec).contains(Version(pinned), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return True
 
 
 class CD304(Check):
@@ -198,9 +218,11 @@ class CD304(Check):
             )
         if unread:
             evidence["not read"] = "; ".join(loader.unread[:4]) if loader else ""
-        text, commands = _fix(loader, first)
+        installed = frozenset(packages or {})
+        pinned = {n: v for p in (packages or {}).values() for n, v in exact_pins(p).items()}
+        text, commands = _fix(loader, first, installed, pinned)
         for need in missing[1:]:  # every missing library's wheel, in order, once
-            commands += tuple(c for c in _fix(loader, need)[1] if c not in commands)
+            commands += tuple(c for c in _fix(loader, need, installed, pinned)[1] if c not in commands)
         commands += _ctranslate2_for_cudnn(missing, packages or {}, matrix, cudnn)
         return Problem("; ".join(parts), evidence, Remediation(text, commands))
 

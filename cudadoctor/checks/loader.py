@@ -260,8 +260,8 @@ def _off_search_path(loader: LoaderView) -> Problem | None:
     another package (torch) has loaded that copy first. A warning when an installed framework does preload it (then
     it depends on import order); an error when nothing installed does (TensorFlow 2.16.1 with its own pip cuDNN:
     "Cannot dlopen some GPU libraries", tensorflow/tensorflow#63362)."""
-    off = [(n, n.loaded) for n in loader.needs if n.how == "dlopen" and not n.optional and n.loaded is not None
-           and n.loaded.distribution and n.loaded.via.startswith("wheel")]  # fmt: skip
+    off = [(n, n.loaded) for n in loader.needs if not n.optional and n.loaded is not None
+           and n.loaded.distribution and n.loaded.via.startswith("wheel, off")]  # fmt: skip
     if not off:
         return None
     # Directories another package loads from anyway (torch's libcudnn.so.8 through its RUNPATH, or a framework's
@@ -270,22 +270,27 @@ def _off_search_path(loader: LoaderView) -> Problem | None:
     loaded_dirs = {
         posixpath.dirname(n.loaded.path)
         for n in loader.needs
-        if n.loaded is not None and not (n.how == "dlopen" and n.loaded.via.startswith("wheel"))
+        if n.loaded is not None and not n.loaded.via.startswith("wheel, off")
     }
     alone = [(n, c) for n, c in off if posixpath.dirname(c.path) not in loaded_dirs]
     commands: dict[str, None] = {}
     for need, copy in off:
-        commands.update(dict.fromkeys(dlopen_commands(need, copy.distribution or "")[1:]))
+        exports = dlopen_commands(need, copy.distribution or "")[1:]
+        # a DT_NEEDED library: ld.so searches LD_LIBRARY_PATH too, and the copy's own directory is the one to add
+        commands.update(dict.fromkeys(exports or (f"export LD_LIBRARY_PATH={posixpath.dirname(copy.path)}:$LD_LIBRARY_PATH",)))
     names = ", ".join(sorted({f"{n.soname} ({c.distribution})" for n, c in off}))
+    how = "opens" if all(n.how == "dlopen" for n, _c in off) else "needs"
+    by_name = " by name at run time" if how == "opens" else ""
     when = (
         "no installed package loads it first, so it is not found"
         if alone
         else "it loads only because another package (torch) has loaded it first: import that one first"
     )
     return Problem(
-        f"{off[0][0].package} opens {names} by name at run time, but that copy is in a pip wheel directory "
+        f"{off[0][0].package} {how} {names}{by_name}, but that copy is in a pip wheel directory "
         f"outside its search path: {when}",
-        {f"{n.package}: {n.soname}": f"opened by {n.needer}; only copy {c.path}" for n, c in off},
+        {f"{n.package}: {n.soname}": f"{'opened' if n.how == 'dlopen' else 'needed'} by {n.needer}; only copy {c.path}"
+         for n, c in off},  # fmt: skip
         Remediation("Add the wheel's library directory to LD_LIBRARY_PATH before starting Python.", tuple(commands)),
         status=Status.FAIL if alone else Status.WARN,
     )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import re
-from collections.abc import Callable
 
 from packaging.version import Version
 
@@ -595,16 +594,14 @@ class CD111(Check):
             # The compat libcuda is there but the GPUs cannot use it: the driver's own CUDA is what counts.
             evidence["forward compatibility"] = f"{forward.library}: not supported on {refused.observed}"
             cuda = driver.cuda_api or matrix.cuda_for_driver(driver.version, windows=host.os == "Windows")
-        torch_fix = _torch_fix(matrix, facts, at_fault[0] if at_fault else None)
-        torch_fix += _other_builds(matrix, packages, failing_names, cuda, lambda major: driver_runs_cuda(
-            matrix, major, driver.version, windows=host.os == "Windows", forward=forward).is_ok)  # fmt: skip
         return Problem(
             f"driver {driver.version} supports CUDA {cuda or 'unknown'} and is too old for "
             + "; ".join(failing)
             + f": these need driver {max(needed)} or newer",
             evidence,
-            _too_old_fix(max(needed), cuda, failing_names, platform, torch_fix),
-        )
+            _too_old_fix(max(needed), cuda, failing_names, platform, _torch_fix(matrix, facts, at_fault[0] if at_fault
+                         else None) + _other_builds(matrix, packages, failing_names, cuda, driver, host, forward)),
+        )  # fmt: skip
 
 
 def _other_builds(
@@ -612,7 +609,9 @@ def _other_builds(
     packages: dict[str, InstalledPackage],
     names: list[str],
     cuda: Version | None,
-    runs: Callable[[int], bool],
+    driver: DriverInfo,
+    host: HostInfo,
+    forward: ForwardCompat | None,
 ) -> tuple[str, ...]:
     """The builds of ctranslate2 and CuPy this driver runs, for those among ``names``: ctranslate2's newest release
     built for a CUDA the driver runs (rules/ctranslate2.py), CuPy's package for the driver's CUDA
@@ -620,6 +619,9 @@ def _other_builds(
     from cudadoctor.fixes import Install, Pin
     from cudadoctor.fixes.build import pip, uninstall_then_install
     from cudadoctor.rules.ctranslate2 import ctranslate2_fitting, ctranslate2_pins
+
+    def runs(major: int) -> bool:
+        return driver_runs_cuda(matrix, major, driver.version, windows=host.os == "Windows", forward=forward).is_ok
 
     commands: list[str] = []
     ct2 = packages.get("ctranslate2")

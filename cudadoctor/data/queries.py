@@ -788,7 +788,7 @@ class CompatMatrix:
     def ctranslate2_range(self, version: Version) -> Ctranslate2Range | None:
         """The range holding a ctranslate2 release (its public version), None when none of the data's does."""
         public = Version(version.public)  # a release between two listed ones of a range is in it (4.3.0, no files)
-        return next((r for r in self.ctranslate2_ranges if Version(r.versions[0]) <= public <= Version(r.versions[-1])), None)
+        return next((r for r in self.ctranslate2_ranges if Version(r.releases[0]) <= public <= Version(r.releases[-1])), None)
 
     # --- llama-cpp-python (compat/llama_cpp.toml) -----------------------------------------------------------
 

@@ -586,7 +586,7 @@ class CupyPackage(Row):
 class Ctranslate2Range(Row):
     """Consecutive ctranslate2 releases whose PyPI Linux x86_64 wheels need the same CUDA and cuDNN majors."""
 
-    versions: tuple[str, ...]  #: the releases, oldest first (PyPI's release list)
+    releases: tuple[str, ...]  #: the releases, oldest first (PyPI's release list)
     cuda: Version  #: the CUDA its cudart (linked statically) is from: cuBLAS of that major is opened by name
     #: the cuDNN major its bundled cuDNN shim opens by name; None: the wheels bundle no cuDNN
     cudnn_major: int | None = None
@@ -627,7 +627,7 @@ class LlamaCppIndex(Row):
     tag: str  #: ``cu124``
     cuda: Version  #: the CUDA the wheels are built with (their cudart and cuBLAS are the machine's)
     url: str
-    versions: tuple[str, ...]
+    releases: tuple[str, ...]
 
 
 @row(kw_only=True)
@@ -635,7 +635,7 @@ class LlamaCppPypi(Row):
     """llama-cpp-python on PyPI: its releases, and that they are source distributions only."""
 
     sdist_only: bool
-    versions: tuple[str, ...]
+    releases: tuple[str, ...]
     yanked: tuple[str, ...] = ()
 
 

@@ -34,7 +34,7 @@ def llama_cpp_source_build(matrix: CompatMatrix, version: Version) -> Install | 
 def llama_cpp_index_with(matrix: CompatMatrix, version: Version, majors: set[int]) -> LlamaCppIndex | None:
     """The newest CUDA wheel index listing the release whose CUDA major is one of ``majors``."""
     text = str(Version(version.public))
-    found = [i for i in matrix.llama_cpp_indexes if text in i.versions and i.cuda.major in majors]
+    found = [i for i in matrix.llama_cpp_indexes if text in i.releases and i.cuda.major in majors]
     return max(found, key=lambda i: i.cuda, default=None)
 
 

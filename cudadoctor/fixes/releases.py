@@ -65,9 +65,9 @@ def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | Non
         return _versions(lists[name]())
     if name == "llama-cpp-python":
         pypi = matrix.llama_cpp_pypi  # every release is an sdist there; the CUDA indexes hold a subset of them
-        return _versions(pypi.versions) if pypi is not None else None
+        return _versions(pypi.releases) if pypi is not None else None
     if name == "ctranslate2":
-        return _versions(v for r in matrix.ctranslate2_ranges for v in r.versions)
+        return _versions(v for r in matrix.ctranslate2_ranges for v in r.releases)
     if name == "tensorrt" or re.fullmatch(r"tensorrt-cu\d+", name):
         return _versions(r.version for r in matrix.tensorrt_releases if name == "tensorrt" or name in r.packages)
     cupy = matrix.cupy_package(name)

@@ -166,9 +166,10 @@ def _llama_cpp_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> lis
     version = _pin_version(pin)
     named = {u.rstrip("/") for u in (command.index_url, *command.extra_index_urls) if u}
     indexes = [i for i in matrix.llama_cpp_indexes if i.url in named]
-    if version is not None and indexes and not any(str(version.public) in i.versions for i in indexes):
+    if version is not None and indexes and not any(str(version.public) in i.releases for i in indexes):
         return [f"{pin.text}: {', '.join(i.url for i in indexes)} lists no such release"]
-    if not indexes and not dict(command.env).get("CMAKE_ARGS"):
+    pypi = matrix.llama_cpp_pypi
+    if not indexes and not dict(command.env).get("CMAKE_ARGS") and pypi is not None and pypi.sdist_only:
         return [f"{pin.text}: PyPI has only the sdist; without CMAKE_ARGS pip builds it without CUDA"]
     return []
 

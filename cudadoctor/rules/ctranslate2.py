@@ -38,7 +38,7 @@ def ctranslate2_fitting(
             continue
         if cudnn_majors and row.cudnn_major is not None and row.cudnn_major not in cudnn_majors:
             continue
-        fitting += [Version(v) for v in row.versions]
+        fitting += [Version(v) for v in row.releases]
     allowed = [v for v in fitting if all(p.contains(v, prereleases=True) for p in pins)]
     public = Version(installed.public)
     best = max(allowed, default=None) or max((v for v in fitting if v < public), default=None)

@@ -858,7 +858,9 @@ def _torch_fix(matrix: CompatMatrix, facts: Facts | None, torch: InstalledPackag
     return torch_fix_commands(matrix, facts, torch)
 
 
-def _cupy_for_gpus(matrix: CompatMatrix, problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]]) -> tuple[str, ...]:
+def _cupy_for_gpus(
+    matrix: CompatMatrix, problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]]
+) -> tuple[str, ...]:
     """A per-major CuPy package (compat/ecosystem.toml) of the first CUDA major that supports every GPU named, in
     place of the one whose CUDA predates them: CuPy compiles its kernels at run time with the NVRTC of its CUDA
     (https://docs.cupy.dev/en/stable/install.html), so the package's CUDA major is what must know the GPU."""
@@ -876,6 +878,12 @@ def _cupy_for_gpus(matrix: CompatMatrix, problems: list[tuple[InstalledPackage, 
         if targets and targets[0].package != pkg.name:
             commands.append(pip(uninstall_then_install((pkg.name,), Install((Pin(targets[0].package),)))))
     return tuple(commands)
+
+
+def _plan_torch(problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]]) -> tuple[str, ...]:
+    """`suggest --target torch` where torch has no command of its own; nothing where the builds are CuPy's (their
+    swap is printed instead)."""
+    return () if any(p.name.startswith("cupy-") for p, _v, _g in problems) else ("cudadoctor suggest --target torch",)
 
 
 def _no_kernel_problem(
@@ -901,8 +909,7 @@ def _no_kernel_problem(
         Remediation(
             "Install a build whose GPU targets cover the GPU (for torch, the command from "
             "`cudadoctor suggest --target torch`; older GPUs: cu126, Blackwell: cu128 or newer).",
-            torch_fix or (() if any(p.name.startswith("cupy-") for p, _v, _g in problems) else
-                          ("cudadoctor suggest --target torch",)),  # fmt: skip
+            torch_fix or _plan_torch(problems),
         ),
     )
 

@@ -793,9 +793,7 @@ def _gap_problem(
     )
 
 
-def _cupy_swaps(
-    pkgs: list[InstalledPackage], minors: set[tuple[int, int]], matrix: CompatMatrix
-) -> tuple[str, ...]:
+def _cupy_swaps(pkgs: list[InstalledPackage], minors: set[tuple[int, int]], matrix: CompatMatrix) -> tuple[str, ...]:
     """CuPy packages built for a CUDA major that is not installed: the per-major package of the newest CUDA that is
     (compat/ecosystem.toml), in place of the installed one."""
     newest = max(minors, default=None)
@@ -868,6 +866,8 @@ class CD303(Check):
             Remediation(
                 "Install the CUDA runtime of that major (cupy: the [ctk] extra) or the variant for your CUDA.",
                 _cupy_swaps([p for p, _m in missing], minors, matrix)
-                + tuple(pip(Install((Pin(p.name, extras=("ctk",)),))) for p, _m in missing if p.name.startswith("cupy")),
+                + tuple(
+                    pip(Install((Pin(p.name, extras=("ctk",)),))) for p, _m in missing if p.name.startswith("cupy")
+                ),
             ),
         )

@@ -133,7 +133,9 @@ class CD440(Check):
             raise CannotJudge("llama-cpp-python's version (its metadata was not read)")
         build_cuda = _nvcc_release(toolkits, nvcc)
         runtimes = _runtime_majors(toolkits, cuda_wheels)
-        runs = {m for m in {*runtimes, *([build_cuda.major] if build_cuda else [])} if _runs(matrix, m, driver, forward)}
+        runs = {
+            m for m in {*runtimes, *([build_cuda.major] if build_cuda else [])} if _runs(matrix, m, driver, forward)
+        }
         commands = _commands(matrix, pkg.version, build_cuda, runtimes, runs)
         source = llama_cpp_source_build(matrix, pkg.version)
         if build_cuda is None and source is not None:  # the rebuild, once the toolkit the text names is installed
@@ -142,15 +144,14 @@ class CD440(Check):
                     **_build_evidence(llama_cpp)}  # fmt: skip
         if build_cuda is not None:
             evidence["nvcc"] = f"CUDA {build_cuda} (a source build compiles with it)"
+        keeps = "the command keeps the installed release; pip must not reuse its cached CPU wheel"
         if build_cuda is None:
-            text = ("Install the CUDA toolkit (nvcc) of a CUDA this driver runs, then rebuild llama-cpp-python with "
-                    "CUDA (the command keeps the installed release; pip must not reuse its cached CPU wheel).")  # fmt: skip
+            text = f"Install the CUDA toolkit (nvcc) of a CUDA this driver runs, then rebuild with CUDA ({keeps})."
         elif commands:
-            text = ("Rebuild llama-cpp-python with CUDA (the command keeps the installed release; pip must not reuse "
-                    "its cached CPU wheel), or install the prebuilt CUDA wheel.")  # fmt: skip
+            text = f"Rebuild llama-cpp-python with CUDA ({keeps}), or install the prebuilt CUDA wheel."
         else:
-            text = (f"nvcc is CUDA {build_cuda}, which driver {driver.version if driver else '?'} does not run: "
-                    "upgrade the driver or install a toolkit it runs, then rebuild llama-cpp-python with CUDA.")  # fmt: skip
+            shown = driver.version if driver else "?"
+            text = f"nvcc is CUDA {build_cuda}, which driver {shown} does not run: upgrade the driver or the toolkit."
         return Problem(
             f"llama-cpp-python {pkg.version} was built without CUDA (no object needs the CUDA runtime or cuBLAS, "
             "no libggml-cuda.so): models load with 'BLAS = 0' and n_gpu_layers is ignored, on a machine with an "
@@ -193,7 +194,7 @@ class CD441(Check):
         forward: ForwardCompat | None = None,
     ) -> Problem | None:
         cuda, major = llama_cpp_cuda(llama_cpp)
-        if cuda is False or llama_cpp_other_backend(llama_cpp) and not cuda:
+        if cuda is False or (llama_cpp_other_backend(llama_cpp) and not cuda):
             raise NotApplicable("llama-cpp-python is not a CUDA build (CD440)")
         if cuda is None or major is None:
             raise CannotJudge("the CUDA major llama-cpp-python was built for (no libcudart/libcublas need read)")
@@ -213,8 +214,11 @@ class CD441(Check):
             f"llama-cpp-python {version or ''} is built for CUDA {major} ({', '.join(llama_cpp.cuda_needs)}), but "
             f"driver {driver.version} is older than {verdict.detail}, the oldest that runs CUDA {major}: the first "
             "CUDA call fails with 'CUDA driver version is insufficient for CUDA runtime version'",
-            {"driver": str(driver.version), f"CUDA {major}.x": f"needs driver >= {verdict.detail}",
-             **_build_evidence(llama_cpp)},  # fmt: skip
+            {
+                "driver": str(driver.version),
+                f"CUDA {major}.x": f"needs driver >= {verdict.detail}",
+                **_build_evidence(llama_cpp),
+            },
             Remediation(
                 f"Upgrade the NVIDIA driver to {verdict.detail} or newer, or install a llama-cpp-python build for a "
                 "CUDA major this driver runs.",

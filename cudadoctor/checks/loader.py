@@ -13,10 +13,10 @@ from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import HostInfo, InstalledPackage, LibraryCopy, LoaderView, NeededLibrary
-from cudadoctor.fixes import Install
-from cudadoctor.fixes.build import pip
 from cudadoctor.facts.names import canonical_name
 from cudadoctor.facts.requires import exact_pins
+from cudadoctor.fixes import Install
+from cudadoctor.fixes.build import pip
 from cudadoctor.fixes.parse import parse_pin
 
 __all__ = ["CD304", "CD306", "dlopen_commands", "unread_reason", "wheel_dir", "wheel_for"]
@@ -277,7 +277,9 @@ def _off_search_path(loader: LoaderView) -> Problem | None:
     for need, copy in off:
         exports = dlopen_commands(need, copy.distribution or "")[1:]
         # a DT_NEEDED library: ld.so searches LD_LIBRARY_PATH too, and the copy's own directory is the one to add
-        commands.update(dict.fromkeys(exports or (f"export LD_LIBRARY_PATH={posixpath.dirname(copy.path)}:$LD_LIBRARY_PATH",)))
+        commands.update(
+            dict.fromkeys(exports or (f"export LD_LIBRARY_PATH={posixpath.dirname(copy.path)}:$LD_LIBRARY_PATH",))
+        )
     names = ", ".join(sorted({f"{n.soname} ({c.distribution})" for n, c in off}))
     how = "opens" if all(n.how == "dlopen" for n, _c in off) else "needs"
     by_name = " by name at run time" if how == "opens" else ""
@@ -289,11 +291,14 @@ def _off_search_path(loader: LoaderView) -> Problem | None:
     return Problem(
         f"{off[0][0].package} {how} {names}{by_name}, but that copy is in a pip wheel directory "
         f"outside its search path: {when}",
-        {f"{n.package}: {n.soname}": f"{'opened' if n.how == 'dlopen' else 'needed'} by {n.needer}; only copy {c.path}"
-         for n, c in off},  # fmt: skip
+        {f"{n.package}: {n.soname}": f"{_verb(n)} by {n.needer}; only copy {c.path}" for n, c in off},
         Remediation("Add the wheel's library directory to LD_LIBRARY_PATH before starting Python.", tuple(commands)),
         status=Status.FAIL if alone else Status.WARN,
     )
+
+
+def _verb(need: NeededLibrary) -> str:
+    return "opened" if need.how == "dlopen" else "needed"
 
 
 class CD306(Check):

@@ -21,12 +21,12 @@ from cudadoctor.data.row import Row
 from cudadoctor.data.row import row as _row
 from cudadoctor.data.rows import (
     BaseOs,
+    Ctranslate2Range,
     CudaError,
     CudaRelease,
     CudnnLoading,
     CudnnRelease,
     CudnnSublibrary,
-    Ctranslate2Range,
     CupyPackage,
     DriverBranch,
     DriverLifecycle,
@@ -41,9 +41,9 @@ from cudadoctor.data.rows import (
     GpuDevice,
     GpuModel,
     JaxRelease,
+    JetsonSbsa,
     LlamaCppIndex,
     LlamaCppPypi,
-    JetsonSbsa,
     MinorCompat,
     NcclRelease,
     NgcContainer,
@@ -788,7 +788,9 @@ class CompatMatrix:
     def ctranslate2_range(self, version: Version) -> Ctranslate2Range | None:
         """The range holding a ctranslate2 release (its public version), None when none of the data's does."""
         public = Version(version.public)  # a release between two listed ones of a range is in it (4.3.0, no files)
-        return next((r for r in self.ctranslate2_ranges if Version(r.releases[0]) <= public <= Version(r.releases[-1])), None)
+        return next(
+            (r for r in self.ctranslate2_ranges if Version(r.releases[0]) <= public <= Version(r.releases[-1])), None
+        )
 
     # --- llama-cpp-python (compat/llama_cpp.toml) -----------------------------------------------------------
 

@@ -14,7 +14,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import LlamaCppIndex
 from cudadoctor.fixes.model import Install, Pin
 
-__all__ = ["llama_cpp_prebuilt", "llama_cpp_source_build", "llama_cpp_index_with"]
+__all__ = ["llama_cpp_index_with", "llama_cpp_prebuilt", "llama_cpp_source_build"]
 
 
 def llama_cpp_source_build(matrix: CompatMatrix, version: Version) -> Install | None:

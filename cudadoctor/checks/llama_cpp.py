@@ -46,12 +46,12 @@ def _nvcc_release(toolkits: tuple[ToolkitInstall, ...], nvcc: NvccInfo | None) -
     return Version(f"{found.major}.{found.minor}") if found is not None else None
 
 
-def _runtime_majors(toolkits: tuple[ToolkitInstall, ...], cuda_wheels: CudaWheels | None) -> set[int]:
-    """CUDA majors whose runtime is installed (toolkits, nvidia-cuda-runtime wheels): a prebuilt wheel links it."""
-    majors = {t.version.major for t in toolkits if t.version is not None}
+def _runtimes(toolkits: tuple[ToolkitInstall, ...], cuda_wheels: CudaWheels | None) -> set[Version]:
+    """The CUDA runtimes installed (toolkits, nvidia-cuda-runtime wheels), major.minor: a prebuilt wheel links one."""
+    found = {t.version for t in toolkits if t.version is not None}
     if cuda_wheels is not None:
-        majors |= {c.version.major for c in cuda_wheels.components if c.distribution.startswith("nvidia-cuda-runtime")}
-    return majors
+        found |= {c.version for c in cuda_wheels.components if c.distribution.startswith("nvidia-cuda-runtime")}
+    return {Version(f"{v.major}.{v.minor}") for v in found}
 
 
 def _runs(matrix: CompatMatrix, major: int, driver: DriverInfo | None, forward: ForwardCompat | None) -> bool:
@@ -62,7 +62,7 @@ def _commands(
     matrix: CompatMatrix,
     version: Version,
     build_cuda: Version | None,
-    runtimes: set[int],
+    runtimes: set[Version],
     runs: set[int],
 ) -> tuple[str, ...]:
     """A source build with the installed nvcc (when the driver runs its CUDA), and the prebuilt wheel of a CUDA
@@ -70,7 +70,7 @@ def _commands(
     commands: list[str] = []
     if build_cuda is not None and build_cuda.major in runs and (source := llama_cpp_source_build(matrix, version)):
         commands.append(pip(source))
-    index = llama_cpp_index_with(matrix, version, runtimes & runs)
+    index = llama_cpp_index_with(matrix, version, {r for r in runtimes if r.major in runs})
     if index is not None:
         commands.append(pip(llama_cpp_prebuilt(index, version)))
     return tuple(commands)
@@ -132,10 +132,9 @@ class CD440(Check):
         if pkg is None:
             raise CannotJudge("llama-cpp-python's version (its metadata was not read)")
         build_cuda = _nvcc_release(toolkits, nvcc)
-        runtimes = _runtime_majors(toolkits, cuda_wheels)
-        runs = {
-            m for m in {*runtimes, *([build_cuda.major] if build_cuda else [])} if _runs(matrix, m, driver, forward)
-        }
+        runtimes = _runtimes(toolkits, cuda_wheels)
+        majors = {r.major for r in runtimes} | ({build_cuda.major} if build_cuda else set())
+        runs = {m for m in majors if _runs(matrix, m, driver, forward)}
         commands = _commands(matrix, pkg.version, build_cuda, runtimes, runs)
         source = llama_cpp_source_build(matrix, pkg.version)
         if build_cuda is None and source is not None:  # the rebuild, once the toolkit the text names is installed
@@ -206,8 +205,8 @@ class CD441(Check):
         pkg = packages.get("llama-cpp-python")
         version = pkg.version if pkg is not None else None
         build_cuda = _nvcc_release(toolkits, nvcc)
-        runtimes = _runtime_majors(toolkits, cuda_wheels)
-        candidates = {*runtimes, *([build_cuda.major] if build_cuda else [])} - {major}
+        runtimes = _runtimes(toolkits, cuda_wheels)
+        candidates = ({r.major for r in runtimes} | ({build_cuda.major} if build_cuda else set())) - {major}
         runs = {m for m in candidates if _runs(matrix, m, driver, forward)}
         commands = _commands(matrix, version, build_cuda, runtimes, runs) if version is not None else ()
         return Problem(

@@ -31,10 +31,17 @@ def llama_cpp_source_build(matrix: CompatMatrix, version: Version) -> Install | 
     )
 
 
-def llama_cpp_index_with(matrix: CompatMatrix, version: Version, majors: set[int]) -> LlamaCppIndex | None:
-    """The newest CUDA wheel index listing the release whose CUDA major is one of ``majors``."""
+def llama_cpp_index_with(matrix: CompatMatrix, version: Version, runtimes: set[Version]) -> LlamaCppIndex | None:
+    """The newest CUDA wheel index listing the release whose CUDA is of an installed runtime's major and not newer
+    than it (``runtimes``: major.minor): the wheel links that runtime's libcudart.so.N, and a build against a newer
+    minor may use what an older runtime lacks (*inferred* from CUDA's minor-version compatibility rules,
+    https://docs.nvidia.com/deploy/cuda-compatibility/)."""
     text = str(Version(version.public))
-    found = [i for i in matrix.llama_cpp_indexes if text in i.releases and i.cuda.major in majors]
+    found = [
+        i
+        for i in matrix.llama_cpp_indexes
+        if text in i.releases and any(r.major == i.cuda.major and i.cuda <= r for r in runtimes)
+    ]
     return max(found, key=lambda i: i.cuda, default=None)
 
 

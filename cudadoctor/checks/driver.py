@@ -672,7 +672,8 @@ def _too_old_fix(
     if platform is None:
         return Remediation(f"Upgrade the NVIDIA driver to {needed} or newer, or install builds of these packages for "
                            f"{builds}.", torch_fix)  # fmt: skip
-    planned = {"torch"} if torch_fix else set()
+    # the suggest targets a printed command already installs a build of (torch's, a CuPy package swap)
+    planned = {t for t in ("torch", "cupy") if any(f" {t}==" in c or f" {t}-" in c for c in torch_fix)}
     # A package's suggest target is its own name or the prefix of it (cupy-cuda12x -> cupy, jax-cuda12-plugin -> jax).
     targets = [next((t for t in SUGGEST_TARGETS if n == t or n.startswith(f"{t}-")), None) for n in names]
     plans = torch_fix + tuple(

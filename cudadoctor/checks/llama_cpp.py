@@ -16,7 +16,7 @@ from __future__ import annotations
 from packaging.version import Version
 
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
-from cudadoctor.checks.cpu_builds import nvidia_evidence
+from cudadoctor.checks.cpu_builds import nvidia_present
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.derive import GpuEvidence
@@ -117,11 +117,7 @@ class CD440(Check):
         cuda_wheels: CudaWheels | None = None,
         forward: ForwardCompat | None = None,
     ) -> Problem | None:
-        nvidia = nvidia_evidence(gpu_evidence, driver)
-        if not nvidia:
-            raise NotApplicable("no NVIDIA GPU or driver on this machine")
-        if gpu_evidence is not None and not gpu_evidence.count and len(nvidia) == 1:
-            raise NotApplicable(f"no NVIDIA driver for the GPU ({gpu_evidence.strongest()})")
+        nvidia = nvidia_present(gpu_evidence, driver)
         cuda, _major = llama_cpp_cuda(llama_cpp)
         if cuda is None:
             why = "; ".join(llama_cpp.unread[:3]) or f"no shared object found in {llama_cpp.directory}"

@@ -131,4 +131,6 @@ def test_another_framework_on_a_platform_gets_the_command_that_plans_its_build()
     finding = _findings("Kaggle", "470.82.01", "Tesla T4", "13.3.0", package="cupy-cuda12x")["CD111"]
     assert finding.status is Status.FAIL
     # the CuPy package for the driver's CUDA 11.4 (compat/ecosystem.toml: cupy-cuda11x is for 11.2 to 11.8)
-    assert finding.remediation.commands == ("python -m pip uninstall -y cupy-cuda12x && python -m pip install cupy-cuda11x",)
+    assert finding.remediation.commands == (
+        "python -m pip uninstall -y cupy-cuda12x && python -m pip install cupy-cuda11x",
+    )

@@ -3,27 +3,14 @@ them (llama_cpp/ up to 0.2.79, llama_cpp/lib/ from 0.2.80), with ELF files writt
 
 from __future__ import annotations
 
-import pytest
-
-from cudadoctor.probes import llama_cpp, packages
+from cudadoctor.probes import llama_cpp
 from cudadoctor.rules.llama_cpp import llama_cpp_cuda
 from tests.conftest import make_ctx
 from tests.elfwriter import shared_object
+from tests.probes import test_linkage
 
-SITE = "/opt/venv/lib/python3.12/site-packages"
-
-
-@pytest.fixture
-def root(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(packages, "site_paths", lambda ctx: (SITE,))
-    return tmp_path / "root"
-
-
-def put(root, path: str, data: bytes | str = b"") -> None:
-    full = root / path.lstrip("/")
-    full.parent.mkdir(parents=True, exist_ok=True)
-    full.write_bytes(data.encode() if isinstance(data, str) else data)
+# the site directory, the image root (site_paths pointed at SITE) and the file writer of the loader's tests
+SITE, put, root = test_linkage.SITE, test_linkage.put, test_linkage.root
 
 
 def dist(root, version: str) -> None:

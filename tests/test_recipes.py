@@ -272,6 +272,8 @@ HEALTHY_IMAGE_SKIPS = {
     "CD306",
     "CD307",  # the recipe's library files are empty: no shared object needs a CUDA library
     "CD403",  # no JAX CUDA plugin installed
+    "CD440",
+    "CD441",  # no llama-cpp-python installed
     "CD420",  # no flash-attn installed
     "CD421",  # no xformers installed
     "CD422",

@@ -38,6 +38,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     kmod,
     libcuda,
     libraries,
+    llama_cpp,
     loader,
     meta,
     mig,

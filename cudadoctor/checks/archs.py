@@ -93,7 +93,7 @@ class CD113(Check):
                 raise CannotJudge("; ".join(dict.fromkeys(missing)))
             return None
         torch = next((pkg for pkg, _v, _g in problems if pkg.name == "torch"), None)
-        return _no_kernel_problem(problems, torch_fix_for(matrix, facts, torch))
+        return _no_kernel_problem(problems, torch_fix_for(matrix, facts, torch) + _cupy_for_gpus(matrix, problems))
 
 
 #: Built by PyTorch's release scripts with torch's own TORCH_CUDA_ARCH_LIST: torch's verdict stands for them.
@@ -134,6 +134,34 @@ def _build_verdict(pkg: InstalledPackage, gpu: GpuInfo, matrix: CompatMatrix, *,
     )
 
 
+def _cupy_for_gpus(
+    matrix: CompatMatrix, problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]]
+) -> tuple[str, ...]:
+    """A per-major CuPy package (compat/ecosystem.toml) of the first CUDA major that supports every GPU named, in
+    place of the one whose CUDA predates them: CuPy compiles its kernels at run time with the NVRTC of its CUDA
+    (https://docs.cupy.dev/en/stable/install.html), so the package's CUDA major is what must know the GPU."""
+    from cudadoctor.fixes import Install, Pin
+    from cudadoctor.fixes.build import pip, uninstall_then_install
+
+    commands: list[str] = []
+    for pkg in dict.fromkeys(p for p, _v, _g in problems if p.name.startswith("cupy-")):
+        firsts = [matrix.first_cuda(g.compute_capability or "") for p, _v, g in problems if p is pkg]
+        if any(f is None for f in firsts):
+            continue
+        need = max(f.major for f in firsts if f is not None)
+        targets = sorted((r for r in matrix.cupy_packages if not matrix.cupy_per_minor(r) and r.cuda_major >= need),
+                         key=lambda r: r.cuda_major)  # fmt: skip
+        if targets and targets[0].package != pkg.name:
+            commands.append(pip(uninstall_then_install((pkg.name,), Install((Pin(targets[0].package),)))))
+    return tuple(commands)
+
+
+def _plan_torch(problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]]) -> tuple[str, ...]:
+    """`suggest --target torch` where torch has no command of its own; nothing where the builds are CuPy's (their
+    swap is printed instead)."""
+    return () if any(p.name.startswith("cupy-") for p, _v, _g in problems) else ("cudadoctor suggest --target torch",)
+
+
 def _no_kernel_problem(
     problems: list[tuple[InstalledPackage, Verdict[object], GpuInfo]], torch_fix: tuple[str, ...] = ()
 ) -> Problem:
@@ -157,7 +185,7 @@ def _no_kernel_problem(
         Remediation(
             "Install a build whose GPU targets cover the GPU (for torch, the command from "
             "`cudadoctor suggest --target torch`; older GPUs: cu126, Blackwell: cu128 or newer).",
-            torch_fix or ("cudadoctor suggest --target torch",),
+            torch_fix or _plan_torch(problems),
         ),
     )
 

@@ -21,7 +21,7 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.derive import GpuEvidence
 from cudadoctor.facts.model import DriverInfo, Facts, InstalledPackage, ToolkitInstall
 
-__all__ = ["CD402", "cpu_jaxlib", "cpu_torch", "reinstall_commands"]
+__all__ = ["CD402", "cpu_jaxlib", "cpu_torch", "nvidia_evidence", "nvidia_present", "reinstall_commands"]
 
 #: Extensions whose CUDA build beside a CPU torch shows the environment was meant for the GPU.
 _CUDA_EXTENSIONS = ("xformers", "flash-attn", "vllm", "bitsandbytes", "deepspeed")
@@ -45,7 +45,7 @@ def cpu_jaxlib(packages: dict[str, InstalledPackage]) -> InstalledPackage | None
     return jaxlib
 
 
-def _nvidia_evidence(gpu_evidence: GpuEvidence | None, driver: DriverInfo | None) -> dict[str, str]:
+def nvidia_evidence(gpu_evidence: GpuEvidence | None, driver: DriverInfo | None) -> dict[str, str]:
     """The strongest evidence of a GPU (the probed GPUs, else the device nodes, else the PCI bus) and the driver."""
     evidence: dict[str, str] = {}
     if gpu_evidence is not None:
@@ -55,6 +55,17 @@ def _nvidia_evidence(gpu_evidence: GpuEvidence | None, driver: DriverInfo | None
         where = driver.kernel_module.source.where if driver.kernel_module else "driver probe"
         evidence["NVIDIA driver"] = f"{driver.version} ({where})"
     return evidence
+
+
+def nvidia_present(gpu_evidence: GpuEvidence | None, driver: DriverInfo | None) -> dict[str, str]:
+    """:func:`nvidia_evidence`, or NotApplicable where nothing shows an NVIDIA GPU or driver, or only the PCI bus
+    does (without a driver no CUDA build would run either)."""
+    nvidia = nvidia_evidence(gpu_evidence, driver)
+    if not nvidia:
+        raise NotApplicable("no NVIDIA GPU or driver on this machine")
+    if gpu_evidence is not None and not gpu_evidence.count and len(nvidia) == 1:
+        raise NotApplicable(f"no NVIDIA driver for the GPU ({gpu_evidence.strongest()})")
+    return nvidia
 
 
 def _cuda_beside(packages: dict[str, InstalledPackage], toolkits: tuple[ToolkitInstall, ...]) -> dict[str, str]:
@@ -121,12 +132,7 @@ class CD402(Check):
         driver: DriverInfo | None = None,
         toolkits: tuple[ToolkitInstall, ...] = (),
     ) -> Problem | None:
-        nvidia = _nvidia_evidence(gpu_evidence, driver)
-        if not nvidia:
-            raise NotApplicable("no NVIDIA GPU or driver on this machine")
-        if gpu_evidence is not None and not gpu_evidence.count and len(nvidia) == 1:
-            # only the PCI bus shows the GPU: without a driver no CUDA build would run either
-            raise NotApplicable(f"no NVIDIA driver for the GPU ({gpu_evidence.strongest()})")
+        nvidia = nvidia_present(gpu_evidence, driver)
         torch, jaxlib = cpu_torch(packages), cpu_jaxlib(packages)
         if torch is None and jaxlib is None:
             if "torch" in packages and packages["torch"].cuda_variant is None and "jaxlib" not in packages:

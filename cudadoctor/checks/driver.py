@@ -139,14 +139,53 @@ class CD111(Check):
             # The compat libcuda is there but the GPUs cannot use it: the driver's own CUDA is what counts.
             evidence["forward compatibility"] = f"{forward.library}: not supported on {refused.observed}"
             cuda = driver.cuda_api or matrix.cuda_for_driver(driver.version, windows=host.os == "Windows")
-        torch_fix = torch_fix_for(matrix, facts, at_fault[0] if at_fault else None)
         return Problem(
             f"driver {driver.version} supports CUDA {cuda or 'unknown'} and is too old for "
             + "; ".join(failing)
             + f": these need driver {max(needed)} or newer",
             evidence,
-            _too_old_fix(max(needed), cuda, failing_names, platform, torch_fix),
+            _too_old_fix(
+                max(needed),
+                cuda,
+                failing_names,
+                platform,
+                torch_fix_for(matrix, facts, at_fault[0] if at_fault else None)
+                + _other_builds(matrix, packages, failing_names, cuda, driver, host, forward),
+            ),
         )
+
+
+def _other_builds(
+    matrix: CompatMatrix,
+    packages: dict[str, InstalledPackage],
+    names: list[str],
+    cuda: Version | None,
+    driver: DriverInfo,
+    host: HostInfo,
+    forward: ForwardCompat | None,
+) -> tuple[str, ...]:
+    """The builds of ctranslate2 and CuPy this driver runs, for those among ``names``: ctranslate2's newest release
+    built for a CUDA the driver runs (rules/ctranslate2.py), CuPy's package for the driver's CUDA
+    (compat/ecosystem.toml), in place of the installed one."""
+    from cudadoctor.fixes import Install, Pin
+    from cudadoctor.fixes.build import pip, uninstall_then_install
+    from cudadoctor.rules.ctranslate2 import ctranslate2_fitting, ctranslate2_pins
+
+    def runs(major: int) -> bool:
+        return driver_runs_cuda(matrix, major, driver.version, windows=host.os == "Windows", forward=forward).is_ok
+
+    commands: list[str] = []
+    ct2 = packages.get("ctranslate2")
+    if ct2 is not None and "ctranslate2" in names:
+        pins = ctranslate2_pins(p.requires for p in packages.values())
+        fitting = ctranslate2_fitting(matrix, lambda c: runs(c.major), ct2.version, pins)
+        if fitting is not None:
+            commands.append(pip(Install((Pin.exact("ctranslate2", fitting),))))
+    target = matrix.cupy_for_cuda(cuda) if cuda is not None else None
+    for name in names:
+        if name.startswith("cupy-") and target is not None and target.package != name and runs(target.cuda_major):
+            commands.append(pip(uninstall_then_install((name,), Install((Pin(target.package),)))))
+    return tuple(dict.fromkeys(commands))
 
 
 def _cuda_frameworks(
@@ -184,7 +223,8 @@ def _too_old_fix(
     if platform is None:
         return Remediation(f"Upgrade the NVIDIA driver to {needed} or newer, or install builds of these packages for "
                            f"{builds}.", torch_fix)  # fmt: skip
-    planned = {"torch"} if torch_fix else set()
+    # the suggest targets a printed command already installs a build of (torch's, a CuPy package swap)
+    planned = {t for t in ("torch", "cupy") if any(f" {t}==" in c or f" {t}-" in c for c in torch_fix)}
     # A package's suggest target is its own name or the prefix of it (cupy-cuda12x -> cupy, jax-cuda12-plugin -> jax).
     targets = [next((t for t in SUGGEST_TARGETS if n == t or n.startswith(f"{t}-")), None) for n in names]
     plans = torch_fix + tuple(

@@ -775,7 +775,27 @@ def _major_gaps(loader: LoaderView | None) -> list[tuple[NeededLibrary, int, lis
     return gaps
 
 
-def _gap_problem(gaps: list[tuple[NeededLibrary, int, list[int]]], packages: dict[str, InstalledPackage]) -> Problem:
+def _fitting_ctranslate2(
+    gaps: list[tuple[NeededLibrary, int, list[int]]], packages: dict[str, InstalledPackage], matrix: CompatMatrix
+) -> tuple[str, ...]:
+    """ctranslate2 built for a CUDA whose libraries are missing while another major's are installed: its newest
+    release built for an installed major (rules/ctranslate2.py: 3.24.0 where only CUDA 11 is), in place."""
+    from cudadoctor.rules.ctranslate2 import ctranslate2_fitting, ctranslate2_pins
+
+    ct2 = packages.get("ctranslate2")
+    found = {m for n, _m, others in gaps if n.package == "ctranslate2" for m in others}
+    if ct2 is None or not found:
+        return ()
+    pins = ctranslate2_pins(p.requires for p in packages.values())
+    fitting = ctranslate2_fitting(matrix, lambda cuda: cuda.major in found, ct2.version, pins)
+    if fitting is None:
+        return ()
+    return (pip(Install((Pin.exact("ctranslate2", fitting),))),)
+
+
+def _gap_problem(
+    gaps: list[tuple[NeededLibrary, int, list[int]]], packages: dict[str, InstalledPackage], matrix: CompatMatrix
+) -> Problem:
     from cudadoctor.checks.loader import dlopen_commands, wheel_for
 
     grouped: dict[tuple[str, int, str], list[str]] = {}  # (package, major, majors found) -> sonames
@@ -798,6 +818,7 @@ def _gap_problem(gaps: list[tuple[NeededLibrary, int, list[int]]], packages: dic
         names = ", ".join(sonames)
         parts.append(f"{label} was built for CUDA {major} ({names}), but only {others} copies are installed")
     majors = sorted({m for _n, m, _f in gaps})
+    commands.update(dict.fromkeys(_fitting_ctranslate2(gaps, packages, matrix)))
     return Problem(
         "; ".join(parts),
         evidence,
@@ -808,6 +829,20 @@ def _gap_problem(gaps: list[tuple[NeededLibrary, int, list[int]]], packages: dic
             tuple(commands),
         ),
         status=Status.FAIL if any(not n.optional for n, _m, _f in gaps) else Status.WARN,
+    )
+
+
+def _cupy_swaps(pkgs: list[InstalledPackage], minors: set[tuple[int, int]], matrix: CompatMatrix) -> tuple[str, ...]:
+    """CuPy packages built for a CUDA major that is not installed: the per-major package of the newest CUDA that is
+    (compat/ecosystem.toml), in place of the installed one."""
+    newest = max(minors, default=None)
+    target = matrix.cupy_for_cuda(Version(f"{newest[0]}.{newest[1]}")) if newest is not None else None
+    if target is None:
+        return ()
+    return tuple(
+        pip(uninstall_then_install((p.name,), Install((Pin(target.package),))))
+        for p in pkgs
+        if p.name.startswith("cupy-") and p.name != target.package
     )
 
 
@@ -846,7 +881,7 @@ class CD303(Check):
     ) -> Problem | None:
         gaps = _major_gaps(loader)
         if gaps:
-            return _gap_problem(gaps, packages)
+            return _gap_problem(gaps, packages, matrix)
         needing = [(pkg, *need) for name, pkg in packages.items() if (need := _package_need(name, matrix))]
         if not needing:
             unknown = sorted(n for n in packages if re.fullmatch(r"cupy-cuda\d+", n))
@@ -859,8 +894,8 @@ class CD303(Check):
                 "no CUDA toolkit or runtime wheel found to compare with (system libraries are not probed)"
             )
         missing = [(pkg, major) for pkg, major, _span in needing if major not in available]
+        minors = _available_minors(toolkits, cuda_wheels)
         if not missing:
-            minors = _available_minors(toolkits, cuda_wheels)
             off = [(p, span) for p, major, span in needing if span is not None and not _in_span(minors, span)]
             return _off_span_problem(off, minors, matrix) if off else None
         return Problem(
@@ -869,6 +904,9 @@ class CD303(Check):
             {p.name: f"built for CUDA {m}" for p, m in missing},
             Remediation(
                 "Install the CUDA runtime of that major (cupy: the [ctk] extra) or the variant for your CUDA.",
-                tuple(pip(Install((Pin(p.name, extras=("ctk",)),))) for p, _m in missing if p.name.startswith("cupy")),
+                _cupy_swaps([p for p, _m in missing], minors, matrix)
+                + tuple(
+                    pip(Install((Pin(p.name, extras=("ctk",)),))) for p, _m in missing if p.name.startswith("cupy")
+                ),
             ),
         )

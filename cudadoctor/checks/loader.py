@@ -14,7 +14,8 @@ from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.reuse import loaded_elsewhere
 from cudadoctor.checks.wheelfix import fitting_build_fix, pinned_wheel
 from cudadoctor.data import CompatMatrix
-from cudadoctor.facts.model import HostInfo, InstalledPackage, LoaderView, NeededLibrary
+from cudadoctor.facts.model import HostInfo, InstalledPackage, LibraryCopy, LoaderView, NeededLibrary
+from cudadoctor.facts.names import canonical_name
 from cudadoctor.fixes import Install
 from cudadoctor.fixes.build import pip
 from cudadoctor.fixes.parse import parse_pin
@@ -104,6 +105,9 @@ def _fix(
         wheel = pin.wheel
     same_elsewhere = [p for p in need.other_majors if posixpath.basename(p) == need.soname]
     commands: list[str] = []
+    name = canonical_name(parse_pin(wheel).name) if wheel else ""
+    if wheel and name in packages and same_elsewhere:
+        wheel = None  # installed already: pip would answer "Requirement already satisfied"; its directory is the fix
     if wheel:
         commands += dlopen_commands(need, wheel)
     text = f"Install {need.soname}" + (f" (pip install '{wheel}')" if wheel else "")
@@ -113,6 +117,33 @@ def _fix(
         commands.append(f"export LD_LIBRARY_PATH={directory}:$LD_LIBRARY_PATH")
         text += f"; a copy exists in {directory}, outside the loader's search path: add it"
     return text + ".", tuple(commands)
+
+
+_CUDNN_MAJOR = re.compile(r"^libcudnn(?:_[a-z_]+)?\.so\.(\d+)")
+
+
+def _ctranslate2_for_cudnn(
+    missing: list[NeededLibrary],
+    packages: dict[str, InstalledPackage],
+    matrix: CompatMatrix | None,
+    cudnn: tuple[LibraryCopy, ...],
+) -> tuple[str, ...]:
+    """ctranslate2 opening a cuDNN major that is not installed while another is: its newest release for the same
+    CUDA whose cuDNN is an installed one (rules/ctranslate2.py: 4.4.0 for cuDNN 8), in place."""
+    ct2 = packages.get("ctranslate2")
+    wanted = {int(m.group(1)) for n in missing if n.package == "ctranslate2" and (m := _CUDNN_MAJOR.match(n.soname))}
+    if ct2 is None or matrix is None or not wanted:
+        return ()
+    found = {c.version.major for c in cudnn if c.version is not None} - wanted
+    row = matrix.ctranslate2_range(ct2.version)
+    if not found or row is None:
+        return ()
+    from cudadoctor.fixes import Pin
+    from cudadoctor.rules.ctranslate2 import ctranslate2_fitting, ctranslate2_pins
+
+    pins = ctranslate2_pins(p.requires for p in packages.values())
+    fitting = ctranslate2_fitting(matrix, lambda cuda: cuda.major == row.cuda.major, ct2.version, pins, found)
+    return (pip(Install((Pin.exact("ctranslate2", fitting),))),) if fitting is not None else ()
 
 
 class CD304(Check):
@@ -149,6 +180,7 @@ class CD304(Check):
         packages: dict[str, InstalledPackage] | None = None,
         matrix: CompatMatrix | None = None,
         host: HostInfo | None = None,
+        cudnn: tuple[LibraryCopy, ...] = (),
     ) -> Problem | None:
         unknown = _runtime_loads_unknown(packages or {}, matrix, host)
         unread = unread_reason(loader)
@@ -185,6 +217,7 @@ class CD304(Check):
         text, commands = _fix(loader, first, packages or {}, matrix)
         for need in missing[1:]:  # every missing library's wheel, in order, once
             commands += tuple(c for c in _fix(loader, need, packages or {}, matrix)[1] if c not in commands)
+        commands += _ctranslate2_for_cudnn(missing, packages or {}, matrix, cudnn)
         return Problem("; ".join(parts), evidence, Remediation(text, commands))
 
 
@@ -221,8 +254,8 @@ def _off_search_path(loader: LoaderView) -> Problem | None:
     another package (torch) has loaded that copy first. A warning when an installed framework does preload it (then
     it depends on import order); an error when nothing installed does (TensorFlow 2.16.1 with its own pip cuDNN:
     "Cannot dlopen some GPU libraries", tensorflow/tensorflow#63362)."""
-    off = [(n, n.loaded) for n in loader.needs if n.how == "dlopen" and not n.optional and n.loaded is not None
-           and n.loaded.distribution and n.loaded.via.startswith("wheel")]  # fmt: skip
+    off = [(n, n.loaded) for n in loader.needs if not n.optional and n.loaded is not None
+           and n.loaded.distribution and n.loaded.via.startswith("wheel, off")]  # fmt: skip
     if not off:
         return None
     # Copies another package loads anyway (torch's libcublas.so.12 through its RPATH, or a framework's preload): a
@@ -232,20 +265,30 @@ def _off_search_path(loader: LoaderView) -> Problem | None:
     alone = [(n, c) for n, c in off if (n.soname, c.path) not in elsewhere]
     commands: dict[str, None] = {}
     for need, copy in off:
-        commands.update(dict.fromkeys(dlopen_commands(need, copy.distribution or "")[1:]))
+        exports = dlopen_commands(need, copy.distribution or "")[1:]
+        # a DT_NEEDED library: ld.so searches LD_LIBRARY_PATH too, and the copy's own directory is the one to add
+        commands.update(
+            dict.fromkeys(exports or (f"export LD_LIBRARY_PATH={posixpath.dirname(copy.path)}:$LD_LIBRARY_PATH",))
+        )
     names = ", ".join(sorted({f"{n.soname} ({c.distribution})" for n, c in off}))
+    how = "opens" if all(n.how == "dlopen" for n, _c in off) else "needs"
+    by_name = " by name at run time" if how == "opens" else ""
     when = (
         f"no installed package loads {', '.join(sorted({n.soname for n, _c in alone}))} first, so it is not found"
         if alone
         else "it loads only because another package (torch) has loaded it first: import that one first"
     )
     return Problem(
-        f"{off[0][0].package} opens {names} by name at run time, but that copy is in a pip wheel directory "
+        f"{off[0][0].package} {how} {names}{by_name}, but that copy is in a pip wheel directory "
         f"outside its search path: {when}",
-        {f"{n.package}: {n.soname}": f"opened by {n.needer}; only copy {c.path}" for n, c in off},
+        {f"{n.package}: {n.soname}": f"{_verb(n)} by {n.needer}; only copy {c.path}" for n, c in off},
         Remediation("Add the wheel's library directory to LD_LIBRARY_PATH before starting Python.", tuple(commands)),
         status=Status.FAIL if alone else Status.WARN,
     )
+
+
+def _verb(need: NeededLibrary) -> str:
+    return "opened" if need.how == "dlopen" else "needed"
 
 
 class CD306(Check):

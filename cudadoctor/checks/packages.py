@@ -24,12 +24,13 @@ from cudadoctor.checks.presence import gpus_to_judge
 from cudadoctor.data import CompatMatrix
 from cudadoctor.data.rows import TorchRelease
 from cudadoctor.facts.derive import GpuEvidence
-from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, LibraryCopy, PythonEnv
+from cudadoctor.facts.model import DriverInfo, GpuInfo, HostInfo, InstalledPackage, LibraryCopy, PythonEnv
 from cudadoctor.facts.names import canonical_name, is_interesting
 from cudadoctor.facts.requires import read_requirement
 from cudadoctor.fixes import Install, Pin
 from cudadoctor.fixes.build import pip
 from cudadoctor.fixes.parse import parse_pin
+from cudadoctor.rules.driver import driver_runs_cuda
 from cudadoctor.rules.gpus import vllm_supports_gpu
 from cudadoctor.rules.jax import cudnn_meets_jaxlib_build, jaxlib_cudnn_build
 from cudadoctor.rules.verdict import Verdict
@@ -154,12 +155,18 @@ class CD403(Check):
     category = "python"
 
     def check(
-        self, packages: dict[str, InstalledPackage], matrix: CompatMatrix, cudnn: tuple[LibraryCopy, ...] = ()
+        self,
+        packages: dict[str, InstalledPackage],
+        matrix: CompatMatrix,
+        cudnn: tuple[LibraryCopy, ...] = (),
+        driver: DriverInfo | None = None,
     ) -> Problem | None:
         jaxlib = packages.get("jaxlib")
         plugins = [p for n, p in packages.items() if re.fullmatch(r"jax-cuda\d+-(plugin|pjrt)", n)]
         if jaxlib is not None and not plugins and jaxlib.version.local:
-            return _bundled_jaxlib_cudnn(jaxlib, cudnn)
+            # jax[cuda12] only where the driver runs CUDA 12 (unknown driver: as before, the plugin's command)
+            runs12 = driver is None or driver_runs_cuda(matrix, 12, driver.version).is_ok
+            return _bundled_jaxlib_cudnn(jaxlib, cudnn, upgrade=runs12)
         if jaxlib is None or not plugins:
             raise NotApplicable("JAX's CUDA plugin is not installed")
         problems = [
@@ -193,7 +200,9 @@ class CD403(Check):
         )
 
 
-def _bundled_jaxlib_cudnn(jaxlib: InstalledPackage, cudnn: tuple[LibraryCopy, ...]) -> Problem | None:
+def _bundled_jaxlib_cudnn(
+    jaxlib: InstalledPackage, cudnn: tuple[LibraryCopy, ...], *, upgrade: bool = True
+) -> Problem | None:
     """A jaxlib that bundles CUDA (``+cuda11.cudnn86``) against the cuDNN copies of its major (rules/jax.py).
 
     A problem only when every copy of that major is older than the build's: which copy the loader takes
@@ -217,8 +226,9 @@ def _bundled_jaxlib_cudnn(jaxlib: InstalledPackage, cudnn: tuple[LibraryCopy, ..
         {"jaxlib": f"{jaxlib.version} (local tag: cuDNN {built})", **{c.path: str(c.version) for c, _v in verdicts}},
         Remediation(
             f"Install a cuDNN {built.major}.x at least {built} where the loader finds it first, or reinstall JAX with "
-            "its pip-packaged CUDA libraries in a fresh virtual environment.",
-            (_jax_upgrade(12),),
+            "its pip-packaged CUDA libraries in a fresh virtual environment"
+            + ("." if upgrade else " (jax[cuda12] needs a driver that runs CUDA 12: upgrade the driver first)."),
+            (_jax_upgrade(12),) if upgrade else (),
         ),
     )
 

@@ -24,6 +24,7 @@ from cudadoctor.data.rows import (
     BaseOs,
     CompanionCudaCheck,
     CompanionRelease,
+    Ctranslate2Range,
     CudaError,
     CudaRelease,
     CudnnLoading,
@@ -46,6 +47,8 @@ from cudadoctor.data.rows import (
     GpuModel,
     JaxRelease,
     JetsonSbsa,
+    LlamaCppIndex,
+    LlamaCppPypi,
     MinorCompat,
     NcclRelease,
     NgcContainer,
@@ -870,6 +873,37 @@ class CompatMatrix:
     def cupy_history(row: CupyPackage) -> tuple[Version | None, str | None, str | None, int | None, tuple[str, ...]]:
         """(first version, its upload date, the newest's upload date, how many releases, yanked ones)."""
         return row.first_version, row.first_uploaded, row.last_uploaded, row.releases, row.yanked
+
+    @property
+    def ctranslate2_ranges(self) -> tuple[Ctranslate2Range, ...]:
+        """ctranslate2's releases grouped by the CUDA and cuDNN their wheels need (compat/ecosystem.toml)."""
+        return self._rows("ecosystem", "ctranslate2")
+
+    def ctranslate2_range(self, version: Version) -> Ctranslate2Range | None:
+        """The range holding a ctranslate2 release (its public version), None when none of the data's does."""
+        public = Version(version.public)  # a release between two listed ones of a range is in it (4.3.0, no files)
+        return next(
+            (r for r in self.ctranslate2_ranges if Version(r.releases[0]) <= public <= Version(r.releases[-1])), None
+        )
+
+    # --- llama-cpp-python (compat/llama_cpp.toml) -----------------------------------------------------------
+
+    @property
+    def llama_cpp_indexes(self) -> tuple[LlamaCppIndex, ...]:
+        return self._rows("llama_cpp", "index")
+
+    @property
+    def llama_cpp_pypi(self) -> LlamaCppPypi | None:
+        found: LlamaCppPypi | None = self._table("llama_cpp").single("pypi")
+        return found
+
+    def llama_cpp_cmake_args(self, version: Version) -> str | None:
+        """The CMAKE_ARGS that turn CUDA on when a release is built from source; None before 0.1.49."""
+        public = Version(version.public)
+        for flag in self._rows("llama_cpp", "cmake_flag"):
+            if flag.first <= public and (flag.last is None or public <= flag.last):
+                return str(flag.cmake_args)
+        return None
 
     @property
     def tensorflow_releases(self) -> tuple[TensorflowRelease, ...]:

@@ -37,6 +37,7 @@ __all__ = [
     "LAYOUTS",
     "CompanionCudaCheck",
     "CompanionRelease",
+    "Ctranslate2Range",
     "CudaError",
     "CudaRelease",
     "CudnnLoading",
@@ -61,6 +62,9 @@ __all__ = [
     "JaxRelease",
     "JetsonSbsa",
     "Layout",
+    "LlamaCppCmakeFlag",
+    "LlamaCppIndex",
+    "LlamaCppPypi",
     "MinorCompat",
     "NcclRelease",
     "NgcContainer",
@@ -623,6 +627,16 @@ class CupyPackage(Row):
 
 
 @row(kw_only=True)
+class Ctranslate2Range(Row):
+    """Consecutive ctranslate2 releases whose PyPI Linux x86_64 wheels need the same CUDA and cuDNN majors."""
+
+    releases: tuple[str, ...]  #: the releases, oldest first (PyPI's release list)
+    cuda: Version  #: the CUDA its cudart (linked statically) is from: cuBLAS of that major is opened by name
+    #: the cuDNN major its bundled cuDNN shim opens by name; None: the wheels bundle no cuDNN
+    cudnn_major: int | None = None
+
+
+@row(kw_only=True)
 class TensorflowRelease(Row):
     """One TensorFlow release: the CUDA and cuDNN it was tested with and its ``[and-cuda]`` pins."""
 
@@ -687,6 +701,37 @@ class FlashinferPackage(Row):
     index: str | None = None
     same_version_as: str | None = None
     pypi_versions: tuple[Version, ...] = ()  #: the releases with files on PyPI (empty: not on PyPI, or not read)
+
+
+# --- compat/llama_cpp.toml (llama-cpp) -----------------------------------------------------------------
+
+
+@row(kw_only=True)
+class LlamaCppCmakeFlag(Row):
+    """The CMake option a llama-cpp-python release's README gives for a CUDA build from source."""
+
+    first: Version
+    last: Version | None = None  #: None: still current
+    cmake_args: str  #: ``-DGGML_CUDA=on``
+
+
+@row(kw_only=True)
+class LlamaCppIndex(Row):
+    """One prebuilt CUDA wheel index of llama-cpp-python and the releases it lists."""
+
+    tag: str  #: ``cu124``
+    cuda: Version  #: the CUDA the wheels are built with (their cudart and cuBLAS are the machine's)
+    url: str
+    releases: tuple[str, ...]
+
+
+@row(kw_only=True)
+class LlamaCppPypi(Row):
+    """llama-cpp-python on PyPI: its releases, and that they are source distributions only."""
+
+    sdist_only: bool
+    releases: tuple[str, ...]
+    yanked: tuple[str, ...] = ()
 
 
 # --- compat/runtime_libraries.toml (runtime-libraries) ---------------------------------------------
@@ -917,6 +962,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "onnxruntime_gpu": OnnxruntimeRelease,
                 "cupy": CupyPackage,
                 "tensorflow": TensorflowRelease,
+                "ctranslate2": Ctranslate2Range,
                 "paddlepaddle_gpu": PaddleRelease,
             }
         ),
@@ -930,6 +976,7 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
                 "flashinfer_package": FlashinferPackage,
             }
         ),
+        "llama-cpp": Layout({"cmake_flag": LlamaCppCmakeFlag, "index": LlamaCppIndex}, {"pypi": LlamaCppPypi}),
         "runtime-libraries": Layout({"load": RuntimeLoad, "driver_open": DriverOpen, "preload": FrameworkPreload}),
         "container-images": Layout(
             {

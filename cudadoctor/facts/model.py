@@ -80,6 +80,7 @@ __all__ = [
     "LibcudaResolution",
     "LibraryCopy",
     "LinkedFile",
+    "LlamaCppBuild",
     "LoadedLibrary",
     "LoaderView",
     "ManagedPlatform",
@@ -386,6 +387,20 @@ class LoaderView:
     #: those objects need is unknown, so a check finding nothing missing could not judge
     unread: tuple[str, ...] = ()  #: the first 20
     unread_total: int = 0  #: how many were not read in all
+
+
+@record
+class LlamaCppBuild:
+    """llama-cpp-python's shared objects as the build that installed it left them (PyPI has only its sdist,
+    so pip compiles it on the machine: with CUDA only when CMAKE_ARGS asked for it)."""
+
+    directory: str  #: the ``llama_cpp`` package directory
+    objects: tuple[str, ...]  #: its shared objects (``llama_cpp/lib/libggml-cuda.so``, ``llama_cpp/libllama.so``)
+    #: the CUDA libraries those objects need (DT_NEEDED ``libcudart.so.12``, ``libcublas.so.12``), sorted
+    cuda_needs: tuple[str, ...]
+    #: objects whose dynamic section could not be read, with why: what they need is unknown
+    unread: tuple[str, ...]
+    source: Source
 
 
 # --- Python packages ------------------------------------------------------------------------------
@@ -722,6 +737,15 @@ class Facts:
             "for each CUDA library an installed package's shared objects need: the copy ld.so will load "
             "(LD_PRELOAD, RPATH, LD_LIBRARY_PATH, RUNPATH, ld.so.cache, default directories), its version, "
             "and the copies it shadows",
+        ),
+        default=None,
+    )
+    llama_cpp: LlamaCppBuild | None = fact(
+        FactSpec(
+            "python",
+            "llama-cpp-python is not installed",
+            "LlamaCppBuild or null",
+            "llama-cpp-python's shared objects (llama_cpp/, llama_cpp/lib/) and the CUDA libraries they need",
         ),
         default=None,
     )

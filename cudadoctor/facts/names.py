@@ -38,7 +38,7 @@ INTERESTING_NAMES = frozenset(
         "onnxruntime", "onnxruntime-gpu",
         "cuda-toolkit", "cuda-bindings", "cuda-python", "cuda-pathfinder", "cuda-core",
         "pynvml", "numba-cuda",
-        "paddlepaddle-gpu", "ctranslate2", "llama-cpp-python",
+        "paddlepaddle-gpu", "ctranslate2", "faster-whisper", "llama-cpp-python",
         "ray",  # sets CUDA_VISIBLE_DEVICES for its tasks (cudadoctor/rules/scheduler.py)
         "mlx", "mlx-metal", "mlx-cuda",
     }

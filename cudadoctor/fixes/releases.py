@@ -73,6 +73,11 @@ def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | Non
     flashinfer = matrix.flashinfer_package(name) if name.startswith("flashinfer-") else None
     if flashinfer is not None and flashinfer.pypi_versions:
         return flashinfer.pypi_versions
+    if name == "llama-cpp-python":
+        pypi = matrix.llama_cpp_pypi  # every release is an sdist there; the CUDA indexes hold a subset of them
+        return _versions(pypi.releases) if pypi is not None else None
+    if name == "ctranslate2":
+        return _versions(v for r in matrix.ctranslate2_ranges for v in r.releases)
     if name == "tensorrt" or re.fullmatch(r"tensorrt-cu\d+", name):
         return _versions(r.version for r in matrix.tensorrt_releases if name == "tensorrt" or name in r.packages)
     cupy = matrix.cupy_package(name)
@@ -126,7 +131,10 @@ def _form_urls(matrix: CompatMatrix, tag: str) -> set[str]:
 
 
 def known_source(matrix: CompatMatrix, url: str) -> bool:
-    """Whether compat data names ``url`` as a place torch builds are published."""
+    """Whether compat data names ``url`` as a place torch builds (or llama-cpp-python's CUDA wheels) are
+    published."""
+    if any(url.rstrip("/") == i.url for i in matrix.llama_cpp_indexes):
+        return True
     return url.rstrip("/") == TORCH_STABLE or index_variant(matrix, url) is not None
 
 

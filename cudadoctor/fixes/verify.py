@@ -166,6 +166,20 @@ def _build_index_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> l
     return [] if Version(version.public) in there else [f"{pin.text}: compat data lists no build of it on {url}"]
 
 
+def _llama_cpp_problems(matrix: CompatMatrix, pin: Pin, command: Install) -> list[str]:
+    """llama-cpp-python from one of its CUDA wheel indexes: that index lists the release
+    (compat/llama_cpp.toml); without one pip builds the sdist, so the command must say how (CMAKE_ARGS)."""
+    version = pin_version(pin)
+    named = {u.rstrip("/") for u in (command.index_url, *command.extra_index_urls) if u}
+    indexes = [i for i in matrix.llama_cpp_indexes if i.url in named]
+    if version is not None and indexes and not any(str(version.public) in i.releases for i in indexes):
+        return [f"{pin.text}: {', '.join(i.url for i in indexes)} lists no such release"]
+    pypi = matrix.llama_cpp_pypi
+    if not indexes and not dict(command.env).get("CMAKE_ARGS") and pypi is not None and pypi.sdist_only:
+        return [f"{pin.text}: PyPI has only the sdist; without CMAKE_ARGS pip builds it without CUDA"]
+    return []
+
+
 def _index_problems(matrix: CompatMatrix, command: Install) -> tuple[list[str], list[str]]:
     problems, unverified = [], []
     # the index plain ``tensorrt`` pulls from, NVIDIA's (compat/tensorrt.toml ``plain_tensorrt_index``)
@@ -198,6 +212,8 @@ def _install(
             problems += _companion_problems(matrix, pin, command)
         elif name == "tensorflow" and "and-cuda" in pin.extras:
             problems += _and_cuda_problems(matrix, pin)
+        elif name == "llama-cpp-python":
+            problems += _llama_cpp_problems(matrix, pin, command)
         elif name == "xformers" and command.index_url and (tag := index_variant(matrix, command.index_url)):
             version = pin_version(pin)
             row = matrix.xformers_release(Version(version.public)) if version else None

@@ -35,7 +35,8 @@ from cudadoctor.facts.compile import CCompiler, CompileEnv, LibcudaDir, PtxasBin
 from cudadoctor.facts.source import Source, SourceKind
 from cudadoctor.probes import loader
 from cudadoctor.probes.context import ProbeContext
-from cudadoctor.probes.packages import distributions, parse_pyvenv_cfg, target_python
+from cudadoctor.probes.interpreter import parse_pyvenv_cfg, target_python
+from cudadoctor.probes.packages import distributions
 
 if TYPE_CHECKING:
     from cudadoctor.data.rows import TritonRelease

@@ -49,6 +49,7 @@ PROBES: dict[str, Probe] = {
     "nccl": Probe(lambda: import_module("cudadoctor.probes.libraries").probe_nccl, memo=True),
     "tensorrt": Probe(lambda: import_module("cudadoctor.probes.libraries").probe_tensorrt, memo=True),
     "loader": Probe(lambda: import_module("cudadoctor.probes.linkage").probe_loader_view, memo=True),
+    "llama_cpp": Probe(lambda: import_module("cudadoctor.probes.llama_cpp").probe_llama_cpp, memo=True),
     "python": Probe(lambda: import_module("cudadoctor.probes.interpreter").probe_python, memo=True),
     "packages": Probe(lambda: import_module("cudadoctor.probes.packages").probe_packages, memo=True),
     "health": Probe(lambda: import_module("cudadoctor.probes.health").probe_health, background=True),

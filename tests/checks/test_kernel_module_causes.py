@@ -263,7 +263,11 @@ def test_a_compressed_or_broken_module_leaves_the_flavour_unknown(fs: Any) -> No
     assert state is not None and state.module_flavor is None
     good = _module("NVIDIA")
     for broken in (b"", good[:40], good[:100], b"\x7fELF" + b"\xff" * 60, good[:0x28] + b"\xff" * 8 + good[0x30:]):
-        assert parse_modinfo_license(lambda offset, length, data=broken: data[offset : offset + length]) is None
+
+        def read(offset: int, length: int, data: bytes = broken) -> bytes:
+            return data[offset : offset + length]
+
+        assert parse_modinfo_license(read) is None
 
 
 def test_an_open_module_and_a_gpu_missing_from_its_list_name_the_open_module_without_a_log(fs: Any) -> None:

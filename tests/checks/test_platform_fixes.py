@@ -130,4 +130,7 @@ def test_the_host_line_names_the_platform_and_the_root():
 def test_another_framework_on_a_platform_gets_the_command_that_plans_its_build():
     finding = _findings("Kaggle", "470.82.01", "Tesla T4", "13.3.0", package="cupy-cuda12x")["CD111"]
     assert finding.status is Status.FAIL
-    assert finding.remediation.commands == ("cudadoctor suggest --target cupy",)
+    # the CuPy package for the driver's CUDA 11.4 (compat/ecosystem.toml: cupy-cuda11x is for 11.2 to 11.8)
+    assert finding.remediation.commands == (
+        "python -m pip uninstall -y cupy-cuda12x && python -m pip install cupy-cuda11x",
+    )

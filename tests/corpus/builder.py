@@ -779,6 +779,38 @@ def _onnxruntime_files(replay: Replay, site: str, version: str) -> None:
         )
 
 
+def _llama_cpp_files(replay: Replay, site: str, package: dict[str, Any]) -> None:
+    """llama-cpp-python's shared objects where its CMakeLists.txt of that release installs them
+    (https://github.com/abetlen/llama-cpp-python/blob/main/CMakeLists.txt): ``llama_cpp/libllama.so`` up to 0.2.79,
+    ``llama_cpp/lib/libllama.so`` and ``libggml.so`` from 0.2.80, the split ``libggml-base``/``-cpu`` (and
+    ``-cuda``) from 0.3.2. ``cuda`` (the CUDA it was built with) makes a CUDA build: the object holding the CUDA
+    backend needs the CUDA runtime and cuBLAS of that major, as the prebuilt wheels do (their auditwheel step
+    leaves libcudart.so.N, libcublas.so.N, libcublasLt.so.N and libcuda.so.1 out,
+    .github/workflows/build-wheels-cuda.yaml); without it, a CPU build that needs none."""
+    from packaging.version import Version
+
+    version = Version(str(package["version"]))
+    cuda = str(package.get("cuda") or "")
+    major = cuda.split(".")[0]
+    needs = (
+        [f"libcudart.so.{major}.0" if major == "11" else f"libcudart.so.{major}", f"libcublas.so.{major}",
+         f"libcublasLt.so.{major}", "libcuda.so.1"]
+        if cuda else []
+    )  # fmt: skip
+    base = f"{site}/llama_cpp"
+    if version < Version("0.2.80"):
+        replay.binaries[f"{base}/libllama.so"] = shared_object(needs, "libllama.so")
+        return
+    replay.binaries[f"{base}/lib/libllama.so"] = shared_object([], "libllama.so")
+    if version < Version("0.3.2"):
+        replay.binaries[f"{base}/lib/libggml.so"] = shared_object(needs, "libggml.so")
+        return
+    for name in ("libggml.so", "libggml-base.so", "libggml-cpu.so"):
+        replay.binaries[f"{base}/lib/{name}"] = shared_object([], name)
+    if cuda:
+        replay.binaries[f"{base}/lib/libggml-cuda.so"] = shared_object(needs, "libggml-cuda.so")
+
+
 def _runtime_objects(replay: Replay, site: str, name: str, version: str) -> None:
     """The wheel objects that open CUDA libraries by name at run time (ctranslate2's libctranslate2 and its
     bundled cuDNN shim), named as in the wheel compat/runtime_libraries.toml read them from."""
@@ -813,6 +845,8 @@ def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
             _onnxruntime_files(replay, site, version)
         elif name.lower() in ("triton", "pytorch-triton"):
             _triton_files(replay, site, package)
+        elif re.sub(r"[-_.]+", "-", name.lower()) == "llama-cpp-python":
+            _llama_cpp_files(replay, site, package)
         elif name.lower().startswith("nvidia-"):
             before = dict(replay.binaries)
             _nvidia_wheel(replay, site, name.lower(), version)

@@ -26,6 +26,7 @@ from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     access,
     branches,
     container,
+    bitsandbytes,
     cpu_builds,
     dcgm,
     driver,

@@ -42,6 +42,7 @@ from cudadoctor.fixes import Install, Pin, Uninstall
 from cudadoctor.fixes.build import pip, uninstall_then_install
 from cudadoctor.fixes.machine import installed_versions
 from cudadoctor.fixes.torch import torch_build_install, torch_default_tag
+from cudadoctor.rules.bitsandbytes import bnb_native
 from cudadoctor.rules.toolchain import JIT_BUILDERS, BuildToolkit, nvcc_matches_torch, nvcc_runs_on_driver
 
 __all__ = ["CD201", "CD202", "CD301", "CD302", "CD303"]
@@ -728,8 +729,8 @@ def _major_gaps(loader: LoaderView | None) -> list[tuple[NeededLibrary, int, lis
     gaps = []
     for need in loader.needs if loader else ():
         wanted = _cuda_number(need.soname)
-        if need.loaded is not None or wanted is None or not need.other_majors:
-            continue
+        if need.loaded is not None or wanted is None or not need.other_majors or bnb_native(need):
+            continue  # bitsandbytes' libraries for other CUDA versions are not loaded (CD437 judges its own)
         found = sorted({n[1] for p in need.other_majors if (n := _cuda_number(p)) and n[1] != wanted[1]})
         if found:
             gaps.append((need, wanted[1], found))

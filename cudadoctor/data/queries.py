@@ -726,7 +726,11 @@ class CompatMatrix:
         rows: tuple[BitsandbytesNeeded, ...] = self._rows("bitsandbytes", "needed")
         public = Version(version.public)
         found = next(
-            (r for r in rows if r.library == library and r.arch == arch and r.versions.contains(public, prereleases=True)),
+            (
+                r
+                for r in rows
+                if r.library == library and r.arch == arch and r.versions.contains(public, prereleases=True)
+            ),
             None,
         )
         return found.sonames if found is not None else None

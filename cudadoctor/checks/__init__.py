@@ -24,9 +24,9 @@ from collections.abc import Iterable
 
 from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     access,
+    bitsandbytes,
     branches,
     container,
-    bitsandbytes,
     cpu_builds,
     dcgm,
     driver,

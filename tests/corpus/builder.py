@@ -747,6 +747,38 @@ def _runtime_objects(replay: Replay, site: str, name: str, version: str) -> None
         replay.binaries[f"{site}/{path}"] = shared_object([], os.path.basename(path), runpath)
 
 
+#: ELF e_machine of the CPUs bitsandbytes' wheels are built for (compat/bitsandbytes.toml ``arch``)
+_E_MACHINE = {"x86_64": 62, "aarch64": 183}
+
+
+def _bitsandbytes_files(replay: Replay, site: str, version: str) -> None:
+    """bitsandbytes' native libraries as its wheel for this CPU ships them (a py3-none-any wheel, up to 0.42.0,
+    holds x86-64 ones wherever it is installed), each CUDA one needing the sonames read from the wheel
+    (compat/bitsandbytes.toml)."""
+    from packaging.version import InvalidVersion, Version
+
+    from cudadoctor.data import CompatMatrix
+
+    matrix = CompatMatrix(cache_dir=False)
+    try:
+        release = Version(version)
+    except InvalidVersion:
+        return
+    wheel = matrix.bitsandbytes_wheel(release, replay.machine)
+    if wheel is None:
+        wheel = next(
+            (w for w in matrix.bitsandbytes_wheels if w.version == release and w.wheel.endswith("-any.whl")), None
+        )
+    if wheel is None:
+        return
+    for name in wheel.libraries:
+        needed = matrix.bitsandbytes_needed(name, release, wheel.arch) or ()
+        replay.binaries[f"{site}/bitsandbytes/{name}"] = shared_object(
+            list(needed), name, machine=_E_MACHINE[wheel.arch]
+        )
+    replay.files[f"{site}/bitsandbytes/__init__.py"] = ""
+
+
 def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
     if site is None:
         return
@@ -762,6 +794,8 @@ def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
             _torch_files(replay, site, package, env)
         elif name.lower() == "onnxruntime-gpu":
             _onnxruntime_files(replay, site, version)
+        elif name.lower() == "bitsandbytes":
+            _bitsandbytes_files(replay, site, version)
         elif name.lower().startswith("nvidia-"):
             before = dict(replay.binaries)
             _nvidia_wheel(replay, site, name.lower(), version)

@@ -117,10 +117,14 @@ def _release_fix(
             (),
         )
     command = taking_effect(Install((Pin.exact("bitsandbytes", str(found.version)),)), installed_versions(packages))
-    return (
-        f"Install bitsandbytes {found.version}, whose wheel ships the library for CUDA {torch_cuda}.",
-        (pip(command),),
+    load = bnb_library(selections[found.version], found, torch_cuda, None, highest_cc).detail
+    what = (
+        f"loads its library for CUDA {library_cuda(load.loads)} with torch's CUDA {torch_cuda} (the nearest of that "
+        "major)"
+        if load is not None and load.loads and load.nearest
+        else f"ships the library for CUDA {torch_cuda}"
     )
+    return f"Install bitsandbytes {found.version}, which {what}.", (pip(command),)
 
 
 def _foreign_wheel(
@@ -155,6 +159,29 @@ def _evidence(setting: _Setting) -> dict[str, str]:
         "bitsandbytes": f"{setting.bnb.version} ({setting.bnb.source.where}); ships {setting.wheel.wheel}",
         "torch": f"{setting.torch.version}: CUDA {setting.torch_cuda} ({setting.torch.cuda_variant_source})",
     }
+
+
+def _same_major_override(setting: _Setting) -> str:
+    """The override that keeps the installed release working: its newest library of torch's CUDA major not newer
+    than torch's CUDA (CUDA minor-version compatibility; the maintainers' workaround, bitsandbytes#1510, #1848)."""
+    if setting.selection.override is None:
+        return ""
+    older = sorted(
+        (cuda, name)
+        for name in setting.wheel.libraries
+        if (cuda := library_cuda(name)) is not None and "_no" not in name
+        and cuda.major == setting.torch_cuda.major and cuda < setting.torch_cuda
+    )  # fmt: skip
+    if not older:
+        return ""
+    cuda = older[-1][0]
+    tag = f"{cuda.major}{cuda.minor}"
+    if not _verdict(setting, tag).is_ok:  # 0.40.1.post1-0.43.x build a wrong name for _nocublaslt (PR #1318)
+        return ""
+    return (
+        f" Or keep bitsandbytes {setting.bnb.version} and set {setting.selection.override}={tag}: "
+        f"its library for CUDA {cuda}, the same major as torch's CUDA {setting.torch_cuda}."
+    )
 
 
 def _overridden(setting: _Setting) -> bool:
@@ -209,6 +236,7 @@ class CD435(Check):
             matrix, setting.arch, setting.torch, setting.torch_cuda, setting.bnb, setting.highest_cc,
             _python(python), packages,
         )  # fmt: skip
+        text += _same_major_override(setting)
         return Problem(
             f"bitsandbytes {setting.bnb.version} has no library for torch's CUDA {setting.torch_cuda}: "
             f"{verdict.observed}; its wheel ships {verdict.required}; {_consequence(verdict.detail)}",

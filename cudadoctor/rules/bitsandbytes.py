@@ -152,11 +152,11 @@ def bnb_library(
         near = _nearest(wheel.libraries, torch_cuda)
         if near is not None:
             return fits(RULE, f"ships {near}, its nearest to CUDA {torch_cuda}", BnbLoad(name, by, near, nearest=True))
-    shipped = sorted(str(v) for n in wheel.libraries if (v := library_cuda(n)) is not None and "_no" not in n)
+    shipped = sorted({v for n in wheel.libraries if (v := library_cuda(n)) is not None})
     return fails(
         RULE,
         f"bitsandbytes {wheel.version} looks for {name} ({by})",
-        f"a library it ships: CUDA {', '.join(dict.fromkeys(shipped)) or 'none'}",
+        f"CUDA {', '.join(str(v) for v in shipped)}" if shipped else "no CUDA library",
         BnbLoad(name, by, None, fallback),
     )
 

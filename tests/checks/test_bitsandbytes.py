@@ -121,6 +121,9 @@ def test_below_compute_capability_7_5_the_nocublaslt_library_until_0_45():
 
 def test_the_override_forms_of_each_era():
     assert _pick("0.42.0", "12.1", "118").detail.loads == "libbitsandbytes_cuda118.so"  # slice
+    # slicing "_nocublaslt.so" leaves "..._nocubl": no such file, so no override helps a V100 there (PR #1318)
+    assert _pick("0.42.0", "12.4", "123", cc="7.0").detail.wanted == "libbitsandbytes_cuda124_nocubl123.so"
+    assert _pick("0.43.3", "12.4", "124", cc="7.0").detail.wanted == "libbitsandbytes_cuda124_nocublaslt124.so"
     assert _pick("0.43.1", "12.1", "118").detail.loads == "libbitsandbytes_cuda118.so"  # strip
     assert _pick("0.44.1", "12.1", "118", cc="7.0").detail.loads == "libbitsandbytes_cuda118_nocublaslt.so"
     assert _pick("0.45.5", "12.8", "126").detail.loads == "libbitsandbytes_cuda126.so"  # substitute
@@ -185,6 +188,7 @@ def test_cd435_torch_cuda_not_shipped_names_the_first_release_that_ships_it(h200
     assert "libbitsandbytes_cuda129.so" in finding.message and "Configured CUDA binary not found" in finding.message
     assert finding.remediation is not None
     assert finding.remediation.commands == ("python -m pip install bitsandbytes==0.46.1",)
+    assert "set BNB_CUDA_VERSION=128" in finding.remediation.text  # the same-major workaround, as text
     assert verify_on(parse(finding.remediation.commands[0]), MATRIX, facts).ok
 
 

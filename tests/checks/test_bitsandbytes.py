@@ -121,8 +121,8 @@ def test_below_compute_capability_7_5_the_nocublaslt_library_until_0_45():
 
 def test_the_override_forms_of_each_era():
     assert _pick("0.42.0", "12.1", "118").detail.loads == "libbitsandbytes_cuda118.so"  # slice
-    # slicing "_nocublaslt.so" leaves "..._nocubl": no such file, so no override helps a V100 there (PR #1318)
-    assert _pick("0.42.0", "12.4", "123", cc="7.0").detail.wanted == "libbitsandbytes_cuda124_nocubl123.so"
+    # slicing "_nocublaslt.so" leaves "..._nocubla": no such file, so no override helps a V100 there (PR #1318)
+    assert _pick("0.42.0", "12.4", "123", cc="7.0").detail.wanted == "libbitsandbytes_cuda124_nocubla123.so"
     assert _pick("0.43.3", "12.4", "124", cc="7.0").detail.wanted == "libbitsandbytes_cuda124_nocublaslt124.so"
     assert _pick("0.43.1", "12.1", "118").detail.loads == "libbitsandbytes_cuda118.so"  # strip
     assert _pick("0.44.1", "12.1", "118", cc="7.0").detail.loads == "libbitsandbytes_cuda118_nocublaslt.so"

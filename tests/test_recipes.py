@@ -262,6 +262,9 @@ HEALTHY_IMAGE_SKIPS = {
     "CD403",  # no JAX CUDA plugin installed
     "CD420",  # no flash-attn installed
     "CD421",  # no xformers installed
+    "CD435",
+    "CD436",
+    "CD437",  # no bitsandbytes installed
     "CD501",  # no vLLM installed
     "CD601",  # no TensorRT installed
     "CD701",  # the image sets no NVIDIA_REQUIRE_* variable

@@ -158,6 +158,7 @@ def _evidence(setting: _Setting) -> dict[str, str]:
     return {
         "bitsandbytes": f"{setting.bnb.version} ({setting.bnb.source.where}); ships {setting.wheel.wheel}",
         "torch": f"{setting.torch.version}: CUDA {setting.torch_cuda} ({setting.torch.cuda_variant_source})",
+        "selection": f"as {' and '.join(setting.selection.members)} of that release pick (compat/bitsandbytes.toml)",
     }
 
 

@@ -93,6 +93,13 @@ def _setting(
     return _Setting(bnb, torch, torch_cuda, wheel, selection, host.arch, _highest_cc(gpus), override)
 
 
+def _loadable(setting: _Setting | Problem) -> _Setting:
+    """The setting, for CD436 and CD437; not applicable where no library of the wheel loads on this CPU (CD435)."""
+    if isinstance(setting, Problem):
+        raise NotApplicable("no bitsandbytes library for this CPU (CD435)")
+    return setting
+
+
 def _python(python: PythonEnv | None) -> Version | None:
     return python.version if python is not None else None
 
@@ -279,9 +286,7 @@ class CD436(Check):
     ) -> Problem | None:
         if _VAR not in (env or {}):
             raise NotApplicable(f"{_VAR} is not set")
-        setting = _setting(packages, matrix, host, gpus, gpu_evidence, env or {})
-        if isinstance(setting, Problem):
-            raise NotApplicable("no bitsandbytes library for this CPU (CD435)")
+        setting = _loadable(_setting(packages, matrix, host, gpus, gpu_evidence, env or {}))
         if setting.override is None:
             raise NotApplicable(f"bitsandbytes {setting.bnb.version} does not read {_VAR}")
         if not _overridden(setting):
@@ -357,9 +362,7 @@ class CD437(Check):
         env: dict[str, str] | None = None,
         loader: LoaderView | None = None,
     ) -> Problem | None:
-        setting = _setting(packages, matrix, host, gpus, gpu_evidence, env or {})
-        if isinstance(setting, Problem):
-            raise NotApplicable("no bitsandbytes library for this CPU (CD435)")
+        setting = _loadable(_setting(packages, matrix, host, gpus, gpu_evidence, env or {}))
         override = setting.override if _overridden(setting) else None
         verdict = _verdict(setting, override)
         if verdict.is_unknown:

@@ -21,7 +21,14 @@ from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.derive import GpuEvidence
 from cudadoctor.facts.model import GpuInfo, HostInfo, InstalledPackage, LoaderView, NeededLibrary, PythonEnv
 from cudadoctor.record import record
-from cudadoctor.rules.bitsandbytes import BnbLoad, bnb_library, library_cuda, release_for_cuda
+from cudadoctor.rules.bitsandbytes import (
+    JETSON_SOURCE,
+    BnbLoad,
+    bnb_library,
+    library_cuda,
+    pypi_wheel_on_jetson,
+    release_for_cuda,
+)
 from cudadoctor.rules.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -44,6 +51,7 @@ class _Setting:
     arch: str
     highest_cc: str | None
     override: str | None  #: BNB_CUDA_VERSION as set (None: unset, or the release does not read it)
+    jetson: str | None = None  #: the L4T release on a Jetson (``R36.4.3``)
 
 
 def _highest_cc(gpus: tuple[GpuInfo, ...]) -> str | None:
@@ -84,13 +92,13 @@ def _setting(
     if wheel is None or selection is None:
         other = next((w for w in matrix.bitsandbytes_wheels if w.version == Version(bnb.version.public)), None)
         if other is not None and selection is not None:
-            return _foreign_wheel(other, host.arch, torch, torch_cuda, matrix, gpus, bnb)
+            return _foreign_wheel(other, host, torch, torch_cuda, matrix, gpus, bnb)
         raise CannotJudge(
             f"the libraries bitsandbytes {bnb.version} ships for {host.arch} (not in compat/bitsandbytes.toml: "
             "a source build, or a release newer than the data)"
         )
     override = env.get(_VAR) if selection.override == _VAR else None
-    return _Setting(bnb, torch, torch_cuda, wheel, selection, host.arch, _highest_cc(gpus), override)
+    return _Setting(bnb, torch, torch_cuda, wheel, selection, host.arch, _highest_cc(gpus), override, host.jetson_l4t)
 
 
 def _loadable(setting: _Setting | Problem) -> _Setting:
@@ -107,9 +115,12 @@ def _python(python: PythonEnv | None) -> Version | None:
 def _release_fix(
     matrix: CompatMatrix, setting_arch: str, torch: InstalledPackage, torch_cuda: Version,
     installed: InstalledPackage, highest_cc: str | None, python: Version | None,
-    packages: dict[str, InstalledPackage],
+    packages: dict[str, InstalledPackage], jetson: str | None = None,
 ) -> tuple[str, tuple[str, ...]]:  # fmt: skip
-    """The words and the pip command of the bitsandbytes release that loads a library for torch's CUDA."""
+    """The words and the pip command of the bitsandbytes release that loads a library for torch's CUDA (on a Jetson
+    none from PyPI: its aarch64 wheels are server-ARM builds)."""
+    if jetson is not None:
+        return _JETSON_FIX, ()
     from cudadoctor.fixes import Install, Pin
     from cudadoctor.fixes.build import pip, taking_effect
     from cudadoctor.fixes.machine import installed_versions
@@ -135,16 +146,39 @@ def _release_fix(
 
 
 def _foreign_wheel(
-    other: BitsandbytesWheel, arch: str, torch: InstalledPackage, torch_cuda: Version, matrix: CompatMatrix,
+    other: BitsandbytesWheel, host: HostInfo, torch: InstalledPackage, torch_cuda: Version, matrix: CompatMatrix,
     gpus: tuple[GpuInfo, ...], bnb: InstalledPackage,
 ) -> Problem:  # fmt: skip
     """bitsandbytes' only Linux wheel of that release (py3-none-any up to 0.42.0) holds libraries for another CPU."""
-    text, commands = _release_fix(matrix, arch, torch, torch_cuda, bnb, _highest_cc(gpus), None, {"bitsandbytes": bnb})
+    arch = host.arch
+    text, commands = _release_fix(
+        matrix, arch, torch, torch_cuda, bnb, _highest_cc(gpus), None, {"bitsandbytes": bnb}, host.jetson_l4t
+    )
     return Problem(
         f"bitsandbytes {bnb.version}'s wheel ({other.wheel}) ships libraries built for {other.arch}, not {arch}: "
         "none of them loads here",
         {"bitsandbytes": f"{bnb.version} ({bnb.source.where})", "machine": arch},
         Remediation(text, commands),
+    )
+
+
+_JETSON_FIX = (
+    "On a Jetson, build bitsandbytes on the device (for its L4T CUDA) or install it from Jetson AI Lab's index: "
+    f"PyPI's aarch64 wheels are built for server ARM (SBSA) CUDA, not L4T ({JETSON_SOURCE})."
+)
+
+
+def _on_jetson(setting: _Setting) -> Problem:
+    """A PyPI aarch64 wheel on a Jetson: built for SBSA CUDA, it fails at the first kernel there."""
+    verdict = pypi_wheel_on_jetson(setting.jetson or "", setting.torch_cuda)
+    if verdict.is_unknown:
+        raise CannotJudge(verdict.missing)
+    return Problem(
+        f"bitsandbytes {setting.bnb.version} is {setting.wheel.wheel}, built for server ARM (SBSA) CUDA; on this "
+        f'Jetson (L4T {setting.jetson}) it fails at its first kernel ("Error named symbol not found", '
+        "bitsandbytes#1930)",
+        {**_evidence(setting), "Jetson": f"L4T {setting.jetson} (/etc/nv_tegra_release)"},
+        Remediation(_JETSON_FIX),
     )
 
 
@@ -206,7 +240,8 @@ class CD435(Check):
     capability 7.5 the ``_nocublaslt`` variant up to 0.44.1; from 0.50.0 the nearest version of the same CUDA
     major), against the libraries that release's wheel ships for this CPU (compat/bitsandbytes.toml, read from
     every Linux wheel on PyPI), on a machine with an NVIDIA GPU. Only when BNB_CUDA_VERSION does not choose
-    the library (CD436). Releases before 0.40.1 pick by the first libcudart.so they find: could not judge.
+    the library (CD436). Releases before 0.40.1 pick by the first libcudart.so they find: could not judge. On a
+    Jetson (L4T before R38, CUDA 12), a PyPI wheel at all: the aarch64 ones are built for server-ARM CUDA.
 
     Why it matters: a release older than torch's CUDA has no library for it: up to 0.45.x bitsandbytes loads
     libbitsandbytes_cpu.so ("CUDA Setup failed despite GPU being available", "compiled without GPU support"), from
@@ -233,6 +268,8 @@ class CD435(Check):
         setting = _setting(packages, matrix, host, gpus, gpu_evidence, env or {})
         if isinstance(setting, Problem):
             return setting
+        if setting.jetson is not None and setting.wheel.arch == "aarch64":
+            return _on_jetson(setting)
         if _overridden(setting):
             raise NotApplicable(f"{_VAR}={setting.override} chooses bitsandbytes' library (CD436)")
         verdict = _verdict(setting, None)
@@ -242,7 +279,7 @@ class CD435(Check):
             return None
         text, commands = _release_fix(
             matrix, setting.arch, setting.torch, setting.torch_cuda, setting.bnb, setting.highest_cc,
-            _python(python), packages,
+            _python(python), packages, setting.jetson,
         )  # fmt: skip
         text += _same_major_override(setting)
         return Problem(
@@ -306,7 +343,7 @@ class CD436(Check):
         else:
             text, commands = _release_fix(
                 matrix, setting.arch, setting.torch, setting.torch_cuda, setting.bnb, setting.highest_cc,
-                _python(python), packages,
+                _python(python), packages, setting.jetson,
             )  # fmt: skip
             text = f"Unset {_VAR}, and: {text}"
             commands = (f"unset {_VAR}", *commands)
@@ -363,6 +400,8 @@ class CD437(Check):
         loader: LoaderView | None = None,
     ) -> Problem | None:
         setting = _loadable(_setting(packages, matrix, host, gpus, gpu_evidence, env or {}))
+        if setting.jetson is not None and setting.wheel.arch == "aarch64":
+            raise NotApplicable("a PyPI bitsandbytes wheel on a Jetson is judged by CD435")
         override = setting.override if _overridden(setting) else None
         verdict = _verdict(setting, override)
         if verdict.is_unknown:

@@ -25,15 +25,21 @@ from cudadoctor.record import record
 from cudadoctor.rules.verdict import Verdict, cannot_judge, fails, fits
 
 __all__ = [
+    "JETSON_SOURCE",
     "BnbLoad",
     "bnb_library",
     "bnb_native",
     "cuda_tag",
     "library_cuda",
+    "pypi_wheel_on_jetson",
     "release_for_cuda",
 ]
 
 RULE = "bitsandbytes-library"
+#: bitsandbytes' aarch64 wheels on PyPI are built against the server-ARM (SBSA) CUDA toolkit, not Jetson's L4T CUDA;
+#: on Jetson (Orin, Xavier, Thor on CUDA 12) they fail at the first kernel ("Error named symbol not found",
+#: bitsandbytes#1930); the maintainers' answer is a build on the device or Jetson AI Lab's index (docs PR #1941).
+JETSON_SOURCE = "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/1941"
 _LIBRARY = re.compile(r"^libbitsandbytes_cuda(\d+)(_nocublaslt)?\.so$")
 _CPU = "libbitsandbytes_cpu.so"
 
@@ -189,3 +195,19 @@ def release_for_cuda(
     newer = sorted((w for w in fitting if w.version > installed), key=lambda w: w.version)
     older = sorted((w for w in fitting if w.version < installed), key=lambda w: w.version)
     return newer[0] if newer else older[-1] if older else None
+
+
+def pypi_wheel_on_jetson(l4t: str, torch_cuda: Version) -> Verdict[BnbLoad]:
+    """Whether a bitsandbytes wheel from PyPI can run on a Jetson of this L4T release beside torch of this CUDA.
+
+    Problem on L4T before R38 (JetPack 6 and older) with a CUDA 12 (or older) torch: PyPI's aarch64 wheels are SBSA
+    builds (JETSON_SOURCE); could not judge otherwise (JetPack 7's L4T R38 is not named by that note).
+    """
+    match = re.match(r"^R(\d+)", l4t)
+    if match is None or int(match.group(1)) >= 38 or torch_cuda.major > 12:
+        return cannot_judge(RULE, f"whether PyPI's aarch64 (SBSA) bitsandbytes wheels run on Jetson L4T {l4t}")
+    return fails(
+        RULE,
+        f"a PyPI bitsandbytes wheel on Jetson (L4T {l4t}, torch's CUDA {torch_cuda})",
+        "a build for Jetson's L4T CUDA (on the device, or Jetson AI Lab's index)",
+    )

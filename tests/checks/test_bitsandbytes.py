@@ -314,3 +314,24 @@ def test_cd437_not_applicable_when_nothing_loads(h200):
 @pytest.mark.parametrize("code", ["CD435", "CD436", "CD437"])
 def test_not_applicable_without_bitsandbytes(h200, code):
     assert run_check(code, h200).status is Status.NOT_APPLICABLE
+
+
+def _jetson(facts: Facts, l4t: str) -> Facts:
+    return replace(facts, host=replace(facts.host, arch="aarch64", jetson_l4t=l4t))
+
+
+def test_cd435_a_pypi_aarch64_wheel_on_jetson_fails_without_a_pypi_command(h200):
+    facts = _jetson(_facts(h200, "0.46.1", "2.5.0a0+872d972e41.nv24.08", "12.6"), "R36.4.3")
+    finding = run_check("CD435", facts)
+    assert finding.status is Status.FAIL and "server ARM (SBSA)" in finding.message
+    assert finding.remediation.commands == () and "pull/1941" in finding.remediation.text
+    assert run_check("CD437", facts).status is Status.NOT_APPLICABLE
+    newer = _jetson(_facts(h200, "0.50.2", "2.10.0", "13.0"), "R38.2.0")  # JetPack 7: not named by the note
+    assert run_check("CD435", newer).status is Status.UNKNOWN
+
+
+def test_cd435_the_x86_wheel_on_a_jetson_points_to_a_build_on_the_device(h200):
+    facts = _jetson(_facts(h200, "0.42.0", "2.0.0+nv23.05", "11.4"), "R35.4.1")
+    finding = run_check("CD435", facts)
+    assert finding.status is Status.FAIL and "built for x86_64, not aarch64" in finding.message
+    assert finding.remediation.commands == () and "on the device" in finding.remediation.text

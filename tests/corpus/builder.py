@@ -816,6 +816,9 @@ def build(case: dict[str, Any]) -> Replay:
     _packages(replay, env, site)
     for name, value in env.get("env", {}).items():
         replay.env[str(name)] = str(value)
+    if env.get("l4t"):  # a Jetson: L4T's release file (``# R36 (release), REVISION: 4.3, …``)
+        major, _, revision = str(env["l4t"]).removeprefix("R").partition(".")
+        replay.files["/etc/nv_tegra_release"] = f"# R{major} (release), REVISION: {revision}, GCID: 0, BOARD: generic\n"
     _compat_answer(replay, env)
     return replay
 

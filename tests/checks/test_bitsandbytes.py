@@ -335,3 +335,13 @@ def test_cd435_the_x86_wheel_on_a_jetson_points_to_a_build_on_the_device(h200):
     finding = run_check("CD435", facts)
     assert finding.status is Status.FAIL and "built for x86_64, not aarch64" in finding.message
     assert finding.remediation.commands == () and "on the device" in finding.remediation.text
+
+
+def test_cd303_cd304_leave_the_unused_per_cuda_libraries_to_cd437(h200):
+    """bitsandbytes 0.45 ships libraries for CUDA 11.7 to 12.6 and loads one: the CUDA 11 needs of the others are
+    no environment's problem (the healthy corpus configuration failed CD304 on them before)."""
+    bnb117 = f"{SITE}/bitsandbytes/libbitsandbytes_cuda117.so"
+    need = NeededLibrary("bitsandbytes", bnb117, "libcudart.so.11.0", None, other_majors=(f"{SITE}/x/libcudart.so.12",))
+    facts = replace(_facts(h200, "0.45.3", "2.7.0+cu128", "12.8"), loader=_loader(need))
+    assert run_check("CD304", facts).status is not Status.FAIL
+    assert run_check("CD303", facts).status is not Status.FAIL

@@ -87,6 +87,11 @@ def _setting(
         torch_cuda = Version(torch.cuda_build)
     except InvalidVersion:
         raise CannotJudge(f"torch's CUDA build {torch.cuda_build!r} does not parse") from None
+    if bnb.installer is None or bnb.installer.lower() == "conda":
+        # conda-forge's bitsandbytes is its own build, and an egg or setup.py install carries no INSTALLER: the
+        # libraries the PyPI wheel of that version ships say nothing about what this one has
+        how = "conda" if bnb.installer else "no INSTALLER file (an egg or a setup.py install)"
+        raise CannotJudge(f"the libraries bitsandbytes {bnb.version} has ({how}: not a PyPI wheel)")
     selection = matrix.bitsandbytes_selection(bnb.version)
     wheel = matrix.bitsandbytes_wheel(bnb.version, host.arch)
     if wheel is None or selection is None:
@@ -240,7 +245,8 @@ class CD435(Check):
     capability 7.5 the ``_nocublaslt`` variant up to 0.44.1; from 0.50.0 the nearest version of the same CUDA
     major), against the libraries that release's wheel ships for this CPU (compat/bitsandbytes.toml, read from
     every Linux wheel on PyPI), on a machine with an NVIDIA GPU. Only when BNB_CUDA_VERSION does not choose
-    the library (CD436). Releases before 0.40.1 pick by the first libcudart.so they find: could not judge. On a
+    the library (CD436). Releases before 0.40.1 pick by the first libcudart.so they find, and a conda or egg install
+    is not the PyPI wheel: could not judge. On a
     Jetson (L4T before R38, CUDA 12), a PyPI wheel at all: the aarch64 ones are built for server-ARM CUDA.
 
     Why it matters: a release older than torch's CUDA has no library for it: up to 0.45.x bitsandbytes loads

@@ -173,7 +173,7 @@ def _facts(h200: Facts, bnb: str, torch: str, cuda: str | None, **env: str | Non
         "torch", torch, cuda_variant=("cu" + cuda.replace(".", "")) if cuda else "cpu", cuda_build=cuda,
         cuda_variant_source="torch/version.py",
     )  # fmt: skip
-    packages = {**h200.packages, "torch": torch_pkg, "bitsandbytes": _package("bitsandbytes", bnb)}
+    packages = {**h200.packages, "torch": torch_pkg, "bitsandbytes": _package("bitsandbytes", bnb, installer="pip")}
     return with_env(replace(h200, packages=packages), **env)
 
 
@@ -215,6 +215,10 @@ def test_cd435_not_applicable_and_could_not_judge(h200):
     unknown_torch = replace(_facts(h200, "0.45.3", "2.7.0", "12.8"))
     unknown_torch.packages["torch"] = replace(unknown_torch.packages["torch"], cuda_variant=None, cuda_build=None)
     assert run_check("CD435", unknown_torch).status is Status.UNKNOWN
+    for installer in ("conda", None):  # conda-forge's own build; an egg: not the PyPI wheel's libraries
+        other = _facts(h200, "0.45.0", "2.7.0+cu128", "12.8")
+        other.packages["bitsandbytes"] = replace(other.packages["bitsandbytes"], installer=installer)
+        assert run_check("CD435", other).status is Status.UNKNOWN
     overridden = _facts(h200, "0.45.0", "2.7.0+cu128", "12.8", BNB_CUDA_VERSION="126")
     assert run_check("CD435", overridden).status is Status.NOT_APPLICABLE
 

@@ -285,6 +285,9 @@ HEALTHY_IMAGE_SKIPS = {
     "CD432",
     "CD433",  # no TensorFlow installed
     "CD434",  # no paddlepaddle-gpu installed
+    "CD435",
+    "CD436",
+    "CD437",  # no bitsandbytes installed
     "CD501",  # no vLLM installed
     "CD601",  # no TensorRT installed
     "CD701",  # the image sets no NVIDIA_REQUIRE_* variable

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from cudadoctor.checks import (  # noqa: F401 - importing registers the checks
     access,
     archs,
+    bitsandbytes,
     branches,
     byname,
     companions,

@@ -43,6 +43,7 @@ from cudadoctor.fixes import Install, Pin, Uninstall
 from cudadoctor.fixes.build import pip, uninstall_then_install
 from cudadoctor.fixes.machine import installed_versions
 from cudadoctor.fixes.torch import torch_build_install, torch_default_tag
+from cudadoctor.rules.bitsandbytes import bnb_native
 from cudadoctor.rules.toolchain import JIT_BUILDERS, BuildToolkit, nvcc_matches_torch, nvcc_runs_on_driver
 
 __all__ = ["CD201", "CD202", "CD301", "CD302", "CD303"]
@@ -765,8 +766,8 @@ def _major_gaps(loader: LoaderView | None) -> list[tuple[NeededLibrary, int, lis
     gaps = []
     for need in loader.needs if loader else ():
         wanted = _cuda_number(need.soname)
-        if need.loaded is not None or wanted is None or not need.other_majors:
-            continue
+        if need.loaded is not None or wanted is None or not need.other_majors or bnb_native(need):
+            continue  # bitsandbytes' libraries for other CUDA versions are not loaded (CD437 judges its own)
         if need.package == "onnxruntime-gpu":  # its build against the CUDA present is CD430's (with the release)
             continue
         found = sorted({n[1] for p in need.other_majors if (n := _cuda_number(p)) and n[1] != wanted[1]})

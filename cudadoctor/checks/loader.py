@@ -19,6 +19,7 @@ from cudadoctor.facts.names import canonical_name
 from cudadoctor.fixes import Install
 from cudadoctor.fixes.build import pip
 from cudadoctor.fixes.parse import parse_pin
+from cudadoctor.rules.bitsandbytes import bnb_native
 
 __all__ = ["CD304", "CD306", "dlopen_commands", "unread_reason", "wheel_dir", "wheel_for"]
 
@@ -190,7 +191,8 @@ class CD304(Check):
             if unknown:
                 raise CannotJudge("; ".join(unknown))
             raise NotApplicable("no installed package needs a CUDA library")
-        missing = [n for n in loader.needs if n.loaded is None and not n.optional]
+        # bitsandbytes ships a library per CUDA version and loads one: CD437 judges that one's needs
+        missing = [n for n in loader.needs if n.loaded is None and not n.optional and not bnb_native(n)]
         if not missing:
             found = _off_search_path(loader)
             if found is None and unknown:

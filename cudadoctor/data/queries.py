@@ -22,6 +22,9 @@ from cudadoctor.data.row import Row
 from cudadoctor.data.row import row as _row
 from cudadoctor.data.rows import (
     BaseOs,
+    BitsandbytesNeeded,
+    BitsandbytesSelection,
+    BitsandbytesWheel,
     CompanionCudaCheck,
     CompanionRelease,
     Ctranslate2Range,
@@ -788,6 +791,37 @@ class CompatMatrix:
     def paddle_release(self, version: Version) -> PaddleRelease | None:
         """The paddlepaddle-gpu PyPI release ``version`` (exactly: ``2.5.2.post117`` is another build)."""
         return next((r for r in self.paddle_releases if r.version == version), None)
+
+    # --- bitsandbytes (compat/bitsandbytes.toml) ----------------------------------------------------------
+
+    @property
+    def bitsandbytes_wheels(self) -> tuple[BitsandbytesWheel, ...]:
+        """Every Linux wheel of every bitsandbytes release on PyPI, newest first."""
+        return self._rows("bitsandbytes", "wheel")
+
+    def bitsandbytes_wheel(self, version: Version, arch: str) -> BitsandbytesWheel | None:
+        """The wheel of ``version`` whose libraries are built for ``arch``; None when PyPI has none."""
+        public = Version(version.public)
+        return next((w for w in self.bitsandbytes_wheels if w.version == public and w.arch == arch), None)
+
+    def bitsandbytes_selection(self, version: Version) -> BitsandbytesSelection | None:
+        """How ``version`` picks the native library it loads."""
+        rows: tuple[BitsandbytesSelection, ...] = self._rows("bitsandbytes", "selection")
+        return next((r for r in rows if r.versions.contains(Version(version.public), prereleases=True)), None)
+
+    def bitsandbytes_needed(self, library: str, version: Version, arch: str) -> tuple[str, ...] | None:
+        """The CUDA sonames ``library`` of ``version``'s ``arch`` wheel needs (DT_NEEDED); None when not read."""
+        rows: tuple[BitsandbytesNeeded, ...] = self._rows("bitsandbytes", "needed")
+        public = Version(version.public)
+        found = next(
+            (
+                r
+                for r in rows
+                if r.library == library and r.arch == arch and r.versions.contains(public, prereleases=True)
+            ),
+            None,
+        )
+        return found.sonames if found is not None else None
 
     # --- libraries loaded by name at run time (compat/runtime_libraries.toml) ---------------------------
 

@@ -35,6 +35,9 @@ from cudadoctor.facts.model import DriverVersion
 
 __all__ = [
     "LAYOUTS",
+    "BitsandbytesNeeded",
+    "BitsandbytesSelection",
+    "BitsandbytesWheel",
     "CompanionCudaCheck",
     "CompanionRelease",
     "Ctranslate2Range",
@@ -799,6 +802,66 @@ class DriverOpen(Row):
     wheel_read: str  #: the wheel file the name was read from
 
 
+# --- compat/bitsandbytes.toml (bitsandbytes-releases) ---------------------------------------------
+
+
+@row(kw_only=True)
+class BitsandbytesWheel(Row):
+    """One Linux wheel of a bitsandbytes release on PyPI: the native libraries it ships."""
+
+    version: Version
+    arch: str  #: the machine its libraries are built for (a py3-none-any wheel installs anywhere)
+    wheel: str  #: the wheel file the list was read from
+    #: ``libbitsandbytes_cpu.so``, ``libbitsandbytes_cuda121.so``, ``libbitsandbytes_cuda118_nocublaslt.so`` …
+    libraries: tuple[str, ...]
+    requires_torch: SpecifierSet | None = None  #: its Requires-Dist torch (None: none, or no version)
+    requires_python: SpecifierSet | None = None
+
+
+@row(kw_only=True)
+class BitsandbytesNeeded(Row):
+    """The CUDA libraries one bitsandbytes native library needs (DT_NEEDED), for a range of releases."""
+
+    library: str  #: ``libbitsandbytes_cuda121.so``
+    arch: str
+    versions: SpecifierSet  #: the releases whose wheel ships this library with these needs
+    sonames: tuple[str, ...]  #: ``libcudart.so.12``, ``libcublas.so.12`` … (the C and C++ runtime left out)
+
+
+#: Where a bitsandbytes release takes the CUDA version of the library it loads from.
+BnbCudaFrom = Annotated[str, Pattern(re.compile(r"^(libcudart|torch)$"), "libcudart or torch")]
+#: How a bitsandbytes release builds the library name from its override variable.
+BnbOverrideForm = Annotated[str, Pattern(re.compile(r"^(slice|strip|substitute|replace)$"), "an override form")]
+#: What a bitsandbytes release does when the library it picked is not in the package.
+BnbWhenMissing = Annotated[str, Pattern(re.compile(r"^(cpu|error)$"), "cpu or error")]
+
+
+@row(kw_only=True)
+class BitsandbytesSelection(Row):
+    """How a range of bitsandbytes releases picks the native library to load, as their Python code does it."""
+
+    versions: SpecifierSet
+    #: ``torch``: ``libbitsandbytes_cuda{major}{minor}.so`` from torch.version.cuda; ``libcudart``: from the
+    #: version of the first libcudart.so found on LD_LIBRARY_PATH, the conda prefix or /usr/local/cuda
+    cuda_from: BnbCudaFrom
+    override: str | None = None  #: the variable that names another CUDA version (``BNB_CUDA_VERSION``)
+    #: how the override's value makes the file name from the one torch's CUDA gives: ``slice`` (drop the last six
+    #: characters, add value and ``.so``), ``strip`` (drop the digits before ``.so``, add value), ``substitute``
+    #: (the first ``cuda<digits>`` becomes ``cuda<value>``), ``replace`` (``libbitsandbytes_cuda<value>.so``)
+    override_form: BnbOverrideForm | None = None
+    #: an override that is not digits (an empty one included) raises instead of being ignored
+    override_digits_only: bool = False
+    #: below this compute capability (the highest GPU's) the ``_nocublaslt`` variant is loaded
+    nocublaslt_below: PlainCc | None = None
+    #: ``cpu``: libbitsandbytes_cpu.so is loaded instead ("CUDA Setup failed despite GPU being available");
+    #: ``error``: the library is not loaded and the first call raises
+    when_missing: BnbWhenMissing
+    #: with no override, a missing exact version falls back to the newest shipped one of the same CUDA major
+    #: not newer than torch's, else the oldest newer one of that major
+    nearest_same_major: bool = False
+    members: tuple[str, ...]  #: the wheel members the selection was read from
+
+
 # --- compat/images.toml (container-images) ----------------------------------------------------------
 
 
@@ -978,6 +1041,9 @@ LAYOUTS: Mapping[str, Layout] = types.MappingProxyType(
         ),
         "llama-cpp": Layout({"cmake_flag": LlamaCppCmakeFlag, "index": LlamaCppIndex}, {"pypi": LlamaCppPypi}),
         "runtime-libraries": Layout({"load": RuntimeLoad, "driver_open": DriverOpen, "preload": FrameworkPreload}),
+        "bitsandbytes-releases": Layout(
+            {"wheel": BitsandbytesWheel, "needed": BitsandbytesNeeded, "selection": BitsandbytesSelection}
+        ),
         "container-images": Layout(
             {
                 "base_os": BaseOs,

@@ -67,6 +67,7 @@ def known_versions(matrix: CompatMatrix, name: str) -> tuple[Version, ...] | Non
         "tensorflow": lambda: [r.version for r in matrix.tensorflow_releases],
         "onnxruntime-gpu": lambda: [r.version for r in matrix.onnxruntime_releases],
         "paddlepaddle-gpu": lambda: [r.version for r in matrix.paddle_releases],
+        "bitsandbytes": lambda: sorted({w.version for w in matrix.bitsandbytes_wheels}),
     }
     if name in lists:
         return _versions(lists[name]())
@@ -107,6 +108,7 @@ def wheel_pythons(
         "jax": matrix.jax_releases,
         "onnxruntime-gpu": matrix.onnxruntime_releases,
         "flash-attn": matrix.flash_attn_releases,
+        "bitsandbytes": matrix.bitsandbytes_wheels,  # py3-none wheels: Requires-Python is the whole answer
     }
     row = next((r for r in rows.get(name, ()) if r.version == version), None)
     if row is None:

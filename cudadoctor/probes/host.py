@@ -63,7 +63,8 @@ ENV_VARS = (
     "LD_PRELOAD",
     "LIBRARY_PATH",
     "PATH",
-    # frameworks
+    # frameworks (BNB_CUDA_VERSION: which library bitsandbytes loads, cudadoctor/checks/bitsandbytes.py)
+    "BNB_CUDA_VERSION",
     "TORCH_CUDA_ARCH_LIST",
     "PYTORCH_CUDA_ALLOC_CONF",
     "PYTORCH_NVML_BASED_CUDA_CHECK",

@@ -828,6 +828,38 @@ def _runtime_objects(replay: Replay, site: str, name: str, version: str) -> None
         replay.binaries[f"{site}/{path}"] = shared_object([], os.path.basename(path), runpath)
 
 
+#: ELF e_machine of the CPUs bitsandbytes' wheels are built for (compat/bitsandbytes.toml ``arch``)
+_E_MACHINE = {"x86_64": 62, "aarch64": 183}
+
+
+def _bitsandbytes_files(replay: Replay, site: str, version: str) -> None:
+    """bitsandbytes' native libraries as its wheel for this CPU ships them (a py3-none-any wheel, up to 0.42.0,
+    holds x86-64 ones wherever it is installed), each CUDA one needing the sonames read from the wheel
+    (compat/bitsandbytes.toml)."""
+    from packaging.version import InvalidVersion, Version
+
+    from cudadoctor.data import CompatMatrix
+
+    matrix = CompatMatrix(cache_dir=False)
+    try:
+        release = Version(version)
+    except InvalidVersion:
+        return
+    wheel = matrix.bitsandbytes_wheel(release, replay.machine)
+    if wheel is None:
+        wheel = next(
+            (w for w in matrix.bitsandbytes_wheels if w.version == release and w.wheel.endswith("-any.whl")), None
+        )
+    if wheel is None:
+        return
+    for name in wheel.libraries:
+        needed = matrix.bitsandbytes_needed(name, release, wheel.arch) or ()
+        replay.binaries[f"{site}/bitsandbytes/{name}"] = shared_object(
+            list(needed), name, machine=_E_MACHINE[wheel.arch]
+        )
+    replay.files[f"{site}/bitsandbytes/__init__.py"] = ""
+
+
 def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
     if site is None:
         return
@@ -847,6 +879,8 @@ def _packages(replay: Replay, env: dict[str, Any], site: str | None) -> None:
             _triton_files(replay, site, package)
         elif re.sub(r"[-_.]+", "-", name.lower()) == "llama-cpp-python":
             _llama_cpp_files(replay, site, package)
+        elif name.lower() == "bitsandbytes":
+            _bitsandbytes_files(replay, site, version)
         elif name.lower().startswith("nvidia-"):
             before = dict(replay.binaries)
             _nvidia_wheel(replay, site, name.lower(), version)
@@ -906,6 +940,9 @@ def build(case: dict[str, Any]) -> Replay:
     _packages(replay, env, site)
     for name, value in env.get("env", {}).items():
         replay.env[str(name)] = str(value)
+    if env.get("l4t"):  # a Jetson: L4T's release file (``# R36 (release), REVISION: 4.3, …``)
+        major, _, revision = str(env["l4t"]).removeprefix("R").partition(".")
+        replay.files["/etc/nv_tegra_release"] = f"# R{major} (release), REVISION: {revision}, GCID: 0, BOARD: generic\n"
     _compat_answer(replay, env)
     return replay
 

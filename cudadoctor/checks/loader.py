@@ -256,7 +256,8 @@ def _off_search_path(loader: LoaderView) -> Problem | None:
     another package (torch) has loaded that copy first. A warning when an installed framework does preload it (then
     it depends on import order); an error when nothing installed does (TensorFlow 2.16.1 with its own pip cuDNN:
     "Cannot dlopen some GPU libraries", tensorflow/tensorflow#63362)."""
-    off = [(n, n.loaded) for n in loader.needs if not n.optional and n.loaded is not None
+    # A linked (DT_NEEDED) library found only off the search path is CD307's.
+    off = [(n, n.loaded) for n in loader.needs if n.how == "dlopen" and not n.optional and n.loaded is not None
            and n.loaded.distribution and n.loaded.via.startswith("wheel, off")]  # fmt: skip
     if not off:
         return None

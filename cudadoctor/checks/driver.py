@@ -144,15 +144,9 @@ class CD111(Check):
             + "; ".join(failing)
             + f": these need driver {max(needed)} or newer",
             evidence,
-            _too_old_fix(
-                max(needed),
-                cuda,
-                failing_names,
-                platform,
-                torch_fix_for(matrix, facts, at_fault[0] if at_fault else None)
-                + _other_builds(matrix, packages, failing_names, cuda, driver, host, forward),
-            ),
-        )
+            _too_old_fix(max(needed), cuda, failing_names, platform, torch_fix_for(matrix, facts, next(iter(at_fault),
+                         None)) + _other_builds(matrix, packages, failing_names, cuda, driver, host, forward)),
+        )  # fmt: skip
 
 
 def _other_builds(

@@ -99,8 +99,9 @@ class CD401(Check):
     category = "python"
 
     def check(self, packages: dict[str, InstalledPackage]) -> Problem | None:
-        # a companion's torch pin is CD422's (with the companion made for the installed torch as its fix)
-        unmet = [(d, r, t) for d, r, t in unmet_requirements(packages) if not _companion_pin(d, r)]
+        # a companion's torch pin is CD422's (with the companion made for the installed torch as its fix); with no
+        # torch read, CD422 has nothing to judge and the pin is simply unmet
+        unmet = [(d, r, t) for d, r, t in unmet_requirements(packages) if t is None or not _companion_pin(d, r)]
         if not unmet:
             return None
         lines = [

@@ -134,7 +134,7 @@ def companion_fits_torch(
 
 def _cuda(variant: str | None) -> Version | None:
     """``cu124`` -> 12.4, ``cu92`` -> 9.2; None for ``cpu``, ROCm and anything else."""
-    match = re.fullmatch(r"cu(\d+)(\d)", variant or "")
+    match = re.fullmatch(r"cu(\d{1,3})(\d)", variant or "")  # bounded: a version.py may say anything (tests/faults)
     return Version(f"{match.group(1)}.{match.group(2)}") if match else None
 
 

@@ -12,7 +12,6 @@ import re
 from cudadoctor.checks._base import CannotJudge, Check, NotApplicable
 from cudadoctor.checks.findings import Problem, Remediation, Status
 from cudadoctor.checks.reuse import loaded_elsewhere
-from cudadoctor.checks.wheelfix import fitting_build_fix, pinned_wheel
 from cudadoctor.data import CompatMatrix
 from cudadoctor.facts.model import HostInfo, InstalledPackage, LibraryCopy, LoaderView, NeededLibrary
 from cudadoctor.facts.names import canonical_name
@@ -100,6 +99,8 @@ def _fix(
     cuda_major = _cuda_major(view, need.package)
     wheel = wheel_for(need.soname, cuda_major)
     if wheel:  # at the version an installed package pins; that package's pin of another major: a build that fits it
+        from cudadoctor.checks.wheelfix import fitting_build_fix, pinned_wheel  # the fix path only: not at start-up
+
         pin = pinned_wheel(wheel, packages)
         if pin.owner is not None:
             return fitting_build_fix(need, cuda_major, pin, packages, matrix)
